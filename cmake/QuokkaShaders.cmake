@@ -40,7 +40,7 @@ namespace ${ARG_NAMESPACE}
 {
 static const uint32_t kWords[] =
 #include \"${ident}.spv.inc\"
-\;
+$<SEMICOLON>
 const quokka::gpu::SpirvBlob ${symbol}{kWords, sizeof(kWords) / sizeof(kWords[0]), \"${fname}\"};
 } // namespace ${ARG_NAMESPACE}
 ")

@@ -1,0 +1,49 @@
+// The CLI's commands. Each returns the process exit code; errors are printed as one line on stderr.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include <quokka/base/result.hpp>
+#include <quokka/gpu/device.hpp>
+
+namespace quokka::app
+{
+
+/// Options every GPU command shares: --device, --validate.
+struct DeviceOptions
+{
+	std::string device = "";
+	bool validate = false;
+
+	void addTo(CLI::App& cmd);
+	/// The environment's DeviceDesc with the command-line overrides applied.
+	Result<gpu::DeviceDesc> desc() const;
+};
+
+/// Prints "quokka: error: <message>" on stderr and returns 1.
+int fail(const Error& error);
+int fail(const std::string& message);
+
+struct InfoOptions
+{
+	DeviceOptions device;
+	bool json = false;
+};
+int runInfo(const InfoOptions& options);
+
+struct RenderOptions
+{
+	DeviceOptions device;
+	std::string scene = "triangle";
+	uint32_t width = 1280;
+	uint32_t height = 720;
+	uint32_t frames = 1;
+	uint32_t samples = 4;
+	std::string out = "";
+	bool json = false;
+};
+int runRender(const RenderOptions& options);
+
+} // namespace quokka::app

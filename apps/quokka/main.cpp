@@ -1,0 +1,52 @@
+// quokka — command-line front end: parses arguments and dispatches to one command (STYLE R15).
+#include "commands.hpp"
+
+#include <cstdio>
+
+int main(int argc, char** argv)
+{
+	using namespace quokka::app;
+	CLI::App app{"quokka — incremental, GPU-driven rendering of huge, living scenes on Vulkan"};
+	app.require_subcommand(1);
+
+	InfoOptions info;
+	CLI::App* info_cmd = app.add_subcommand("info", "print the Vulkan device, driver, features and limits");
+	info.device.addTo(*info_cmd);
+	info_cmd->add_flag("--json", info.json, "one JSON object on stdout");
+
+	RenderOptions render;
+	CLI::App* render_cmd = app.add_subcommand("render", "render a scene offscreen and write a PNG");
+	render.device.addTo(*render_cmd);
+	render_cmd->add_option("--scene", render.scene, "built-in scene: triangle");
+	render_cmd->add_option("--width", render.width, "framebuffer width in pixels")->check(CLI::Range(1u, 16384u));
+	render_cmd->add_option("--height", render.height, "framebuffer height in pixels")->check(CLI::Range(1u, 16384u));
+	render_cmd->add_option("--frames", render.frames, "frames to render (timed; the last is written)")
+	    ->check(CLI::Range(1u, 100000u));
+	render_cmd->add_option("--samples", render.samples, "MSAA samples: 1, 2, 4 or 8")->check(CLI::IsMember({1, 2, 4, 8}));
+	render_cmd->add_option("--out", render.out, "output PNG path");
+	render_cmd->add_flag("--json", render.json, "one JSON object on stdout");
+
+	try
+	{
+		app.parse(argc, argv);
+	}
+	catch (const CLI::CallForHelp& e)
+	{
+		return app.exit(e);
+	}
+	catch (const CLI::CallForAllHelp& e)
+	{
+		return app.exit(e);
+	}
+	catch (const CLI::ParseError& e)
+	{
+		std::fprintf(stderr, "quokka: error: %s (see quokka --help)\n", e.what());
+		return 2;
+	}
+
+	if (info_cmd->parsed())
+		return runInfo(info);
+	if (render_cmd->parsed())
+		return runRender(render);
+	return fail("no command given (see quokka --help)");
+}

@@ -1,0 +1,277 @@
+// quokka/gpu/device.hpp — the Vulkan device: instance, physical-device selection, features, the queue, submission
+// with a timeline semaphore, deferred destruction and the validation messenger.
+//
+// `Device` is the only factory of GPU objects (STYLE R3b). It is owned by one thread: every method is called from the
+// thread that created it unless a method says otherwise. Every object it creates must be destroyed before it; objects
+// are destroyed *deferred*: their Vk handles are released once every submission made before the release completed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <quokka/gpu/vk.hpp>
+
+namespace quokka::gpu
+{
+
+class Buffer;
+class Image;
+class Pipeline;
+class ShaderCompiler;
+class CommandList;
+struct BufferDesc;
+struct ImageDesc;
+struct ComputePipelineDesc;
+struct GraphicsPipelineDesc;
+using BufferHandle = std::shared_ptr<Buffer>;
+using ImageHandle = std::shared_ptr<Image>;
+using PipelineHandle = std::shared_ptr<Pipeline>;
+
+/// Which physical device to pick. `Auto` prefers a discrete GPU, then an integrated or virtual GPU, then a CPU
+/// implementation (lavapipe). `Gpu` accepts only discrete/integrated/virtual GPUs, `Cpu` only CPU implementations.
+enum class DeviceKind
+{
+	Auto,
+	Gpu,
+	Cpu,
+};
+
+/// Parses "auto" | "gpu" | "cpu" (case-sensitive). Anything else is an InvalidArgument error naming the choices.
+Result<DeviceKind> parseDeviceKind(std::string_view text);
+
+/// "auto" | "gpu" | "cpu".
+const char* deviceKindName(DeviceKind kind);
+
+/// How to create a Device. Defaults are what an application wants; tests set `validation`.
+struct DeviceDesc
+{
+	DeviceKind kind = DeviceKind::Auto;
+	/// Enable VK_LAYER_KHRONOS_validation and a debug-utils messenger that counts ERROR messages.
+	bool validation = false;
+	/// Also enable synchronization validation (slower; implies `validation`).
+	bool sync_validation = false;
+	/// Directory for the persisted VkPipelineCache and the shader compile cache; empty = memory only.
+	std::string cache_dir;
+	/// Echo every validation message to stderr as it arrives (errors are always kept in validationMessages()).
+	bool print_validation = true;
+
+	/// Reads QUOKKA_DEVICE (auto|gpu|cpu), QUOKKA_VALIDATION (0|1|sync) and QUOKKA_CACHE_DIR. A malformed
+	/// QUOKKA_DEVICE is reported by Device::create, not silently ignored.
+	static DeviceDesc fromEnvironment();
+
+	/// Set by fromEnvironment() when QUOKKA_DEVICE holds an unknown value; create() fails with it.
+	std::string invalid_kind_text;
+};
+
+/// Features the later modules need. `required` ones are checked at creation; the rest are enabled when present.
+struct DeviceFeatures
+{
+	// Required (creation fails with MissingFeature naming the first one absent).
+	bool dynamic_rendering = false;
+	bool synchronization2 = false;
+	bool extended_dynamic_state = false; ///< core in 1.3
+	bool timeline_semaphore = false;
+	bool maintenance4 = false;
+	bool multi_draw_indirect = false;
+	bool draw_indirect_count = false;
+	bool draw_indirect_first_instance = false;
+	bool shader_draw_parameters = false;
+	bool push_descriptor = false; ///< VK_KHR_push_descriptor
+	// Optional.
+	bool shader_float64 = false;
+	bool shader_int64 = false;
+	bool shader_int16 = false;
+	bool buffer_device_address = false;
+	bool scalar_block_layout = false;
+	bool descriptor_indexing = false; ///< runtime arrays + non-uniform indexing + update-after-bind of sampled images
+	bool mesh_shader = false;         ///< VK_EXT_mesh_shader (mesh + task)
+	bool timestamps = false;          ///< timestampComputeAndGraphics and timestampValidBits > 0
+};
+
+/// What `quokka info` prints: identity and the limits that shape the design.
+struct DeviceInfo
+{
+	std::string name;
+	std::string type;        ///< "discrete-gpu" | "integrated-gpu" | "virtual-gpu" | "cpu" | "other"
+	bool is_cpu = false;     ///< VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe)
+	std::string driver_name; ///< VkPhysicalDeviceDriverProperties::driverName
+	std::string driver_info;
+	uint32_t api_version = 0;
+	uint32_t driver_version = 0;
+	uint32_t vendor_id = 0;
+	uint32_t device_id = 0;
+	uint64_t max_storage_buffer_range = 0;
+	uint32_t max_push_constants_size = 0;
+	uint32_t max_compute_work_group_count[3] = {};
+	uint32_t max_draw_indirect_count = 0;
+	uint32_t max_image_dimension_2d = 0;
+	uint32_t max_memory_allocation_count = 0;
+	uint32_t max_push_descriptors = 0;
+	VkSampleCountFlags framebuffer_color_sample_counts = 0;
+	float timestamp_period_ns = 0.0f;
+	uint32_t timestamp_valid_bits = 0;
+	/// GPU timestamps are trusted only on real GPUs; lavapipe's are not (ARCHITECTURE §1), so callers time with
+	/// the wall clock there and say so.
+	bool gpu_timestamps_reliable = false;
+	uint64_t device_local_bytes = 0; ///< sum of DEVICE_LOCAL heaps
+
+	/// "1.3.230" style.
+	std::string apiVersionString() const;
+};
+
+/// Live GPU objects and bytes, for leak checks and diagnostics.
+struct DeviceMemoryStats
+{
+	uint64_t live_buffers = 0;
+	uint64_t live_images = 0;
+	uint64_t buffer_bytes = 0;
+	uint64_t image_bytes = 0;
+	uint64_t pending_destructions = 0;
+};
+
+/// The Vulkan device. Create with Device::create; destroy after every object it created.
+class Device
+{
+public:
+	/// Creates the instance, picks a physical device per `desc.kind`, creates the logical device with one
+	/// graphics+compute queue. Errors: NoDriver (no loader/ICD or no physical device), NoDevice (none of the requested
+	/// kind), MissingFeature (a required feature or the validation layer is absent), InvalidArgument (bad kind text).
+	static Result<std::unique_ptr<Device>> create(const DeviceDesc& desc);
+
+	~Device();
+	Device(const Device&) = delete;
+	Device& operator=(const Device&) = delete;
+
+	const DeviceInfo& info() const { return info_; }
+	const DeviceFeatures& features() const { return features_; }
+	const DeviceDesc& desc() const { return desc_; }
+
+	VkInstance instance() const { return instance_; }
+	VkPhysicalDevice physicalDevice() const { return physical_; }
+	VkDevice vk() const { return device_; }
+	VkQueue queue() const { return queue_; }
+	uint32_t queueFamily() const { return queue_family_; }
+	VkPipelineCache pipelineCache() const { return pipeline_cache_; }
+
+	// ---- objects -------------------------------------------------------------------------------------------------
+
+	/// Creates a buffer (one dedicated allocation; sub-allocation is the job of the arenas above). Errors:
+	/// InvalidArgument for size 0 or above the device limits, OutOfMemory when the driver refuses.
+	Result<BufferHandle> createBuffer(const BufferDesc& desc);
+	/// Creates a 2D image with one view. Errors as createBuffer.
+	Result<ImageHandle> createImage(const ImageDesc& desc);
+	/// Builds a compute pipeline; descriptor and push-constant layouts come from SPIR-V reflection.
+	Result<PipelineHandle> createComputePipeline(const ComputePipelineDesc& desc);
+	/// Builds a graphics pipeline for dynamic rendering; layouts come from reflection of both stages.
+	Result<PipelineHandle> createGraphicsPipeline(const GraphicsPipelineDesc& desc);
+
+	/// The run-time GLSL compiler with its content-hash cache (disk directory = desc.cache_dir/shaders). Thread-safe.
+	ShaderCompiler& shaderCompiler() { return *shader_compiler_; }
+
+	// ---- commands and submission ---------------------------------------------------------------------------------
+
+	/// Returns a recording command buffer (recycled once its submission completed).
+	Result<CommandList> beginCommands();
+	/// Ends and submits `list`; returns the timeline value that signals when it completed.
+	Result<uint64_t> submit(CommandList&& list);
+	/// Blocks until the timeline reaches `value` (or `timeout_ns` passes: an Error naming the timeout).
+	Result<void> wait(uint64_t value, uint64_t timeout_ns = UINT64_MAX);
+	/// submit() + wait().
+	Result<void> submitAndWait(CommandList&& list);
+	/// Waits for every submission.
+	Result<void> waitIdle();
+	/// Highest completed timeline value (polls the semaphore and runs due retirements).
+	uint64_t completedValue();
+	/// Timeline value of the most recent submit (0 before the first).
+	uint64_t lastSubmittedValue() const { return last_submitted_; }
+	/// Runs `fn` once every submission up to and including `value` completed (immediately when it already has).
+	/// Used for deferred destruction and for recycling staging memory.
+	void retireAfter(uint64_t value, std::function<void()> fn);
+	/// Queues `fn` to run once all work submitted so far completed (deferred destruction, STYLE R7).
+	void destroyLater(std::function<void()> fn) { retireAfter(last_submitted_, std::move(fn)); }
+
+	// ---- convenience transfers (each one submits and waits; for set-up, tests and tools, not per frame) ----------
+
+	/// Copies `size` bytes of `data` into `dst` at `offset` through a staging buffer.
+	Result<void> uploadBuffer(const Buffer& dst, uint64_t offset, const void* data, uint64_t size);
+	/// Reads `size` bytes of `src` at `offset` back to the host.
+	Result<std::vector<std::byte>> readBuffer(const Buffer& src, uint64_t offset, uint64_t size);
+
+	// ---- validation ----------------------------------------------------------------------------------------------
+
+	/// ERROR-severity validation messages since creation or the last clearValidationMessages(). Thread-safe.
+	uint32_t validationErrorCount() const;
+	/// The ERROR messages themselves (at most the first 64 are kept). Thread-safe.
+	std::vector<std::string> validationMessages() const;
+	void clearValidationMessages();
+	bool validationEnabled() const { return messenger_ != VK_NULL_HANDLE; }
+
+	// ---- diagnostics ---------------------------------------------------------------------------------------------
+
+	DeviceMemoryStats memoryStats() const { return stats_; }
+	/// Writes the VkPipelineCache to desc.cache_dir (no-op without one). Also done by the destructor.
+	Result<void> savePipelineCache();
+	/// Attaches a debug name (VK_EXT_debug_utils) when validation is on; no-op otherwise.
+	void setDebugName(VkObjectType type, uint64_t handle, const char* name);
+
+	/// Picks a memory type for `type_bits` with `required` flags, preferring `preferred`; UINT32_MAX when none.
+	uint32_t findMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
+
+	// Extension entry points resolved at creation.
+	PFN_vkCmdPushDescriptorSetKHR cmdPushDescriptorSet = nullptr;
+
+	/// Internal bookkeeping used by Buffer/Image; not for applications.
+	void account(bool buffer, int64_t count, int64_t bytes);
+	/// Returns the (reset) command buffer of a CommandList dropped without submit to the free list.
+	void recycleUnsubmitted(VkCommandBuffer cmd) { free_command_buffers_.push_back(cmd); }
+
+private:
+	Device() = default;
+	Result<void> init(const DeviceDesc& desc);
+	Result<void> createInstance();
+	Result<void> pickPhysicalDevice();
+	Result<void> createLogicalDevice();
+	void loadPipelineCache();
+	void collect(uint64_t completed);
+
+	struct Retirement
+	{
+		uint64_t value;
+		std::function<void()> fn;
+	};
+
+	DeviceDesc desc_;
+	DeviceInfo info_;
+	DeviceFeatures features_;
+	VkInstance instance_ = VK_NULL_HANDLE;
+	VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+	VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+	VkDevice device_ = VK_NULL_HANDLE;
+	VkQueue queue_ = VK_NULL_HANDLE;
+	uint32_t queue_family_ = 0;
+	VkPhysicalDeviceMemoryProperties memory_props_{};
+	VkCommandPool command_pool_ = VK_NULL_HANDLE;
+	std::vector<VkCommandBuffer> free_command_buffers_;
+	VkSemaphore timeline_ = VK_NULL_HANDLE;
+	uint64_t last_submitted_ = 0;
+	uint64_t last_completed_ = 0;
+	std::vector<Retirement> retirements_; // in non-decreasing `value` order
+	VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+	std::unique_ptr<ShaderCompiler> shader_compiler_;
+	DeviceMemoryStats stats_;
+	PFN_vkSetDebugUtilsObjectNameEXT set_object_name_ = nullptr;
+
+	mutable std::mutex validation_mutex_;
+	uint32_t validation_errors_ = 0;
+	std::vector<std::string> validation_messages_;
+	static VkBool32 VKAPI_PTR debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+	                                        VkDebugUtilsMessageTypeFlagsEXT types,
+	                                        const VkDebugUtilsMessengerCallbackDataEXT* data, void* user);
+};
+
+} // namespace quokka::gpu

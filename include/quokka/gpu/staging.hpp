@@ -1,0 +1,87 @@
+// quokka/gpu/staging.hpp — a staging ring that batches many scattered buffer writes into one copy per destination.
+//
+// write() copies the bytes into host-visible staging memory at once; flush() records, per destination buffer, one
+// vkCmdCopyBuffer whose regions are the pending writes sorted by destination offset — overlapping writes resolved so
+// that the later write wins, adjacent ones merged — followed by one barrier. Staging chunks are recycled when the
+// list they were flushed into completed. Owned by one thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include <quokka/gpu/buffer.hpp>
+
+namespace quokka::gpu
+{
+
+class CommandList;
+
+/// Counters of the last flush() (for tests and the frame summary).
+struct StagingFlushStats
+{
+	uint32_t destinations = 0; ///< vkCmdCopyBuffer calls recorded
+	uint32_t regions = 0;      ///< VkBufferCopy regions after merging
+	uint64_t bytes = 0;        ///< bytes copied
+};
+
+class StagingRing
+{
+public:
+	/// `chunk_bytes`: size of each host-visible staging chunk (a larger single write gets its own chunk).
+	explicit StagingRing(Device& device, uint64_t chunk_bytes = 4ull << 20);
+	~StagingRing();
+	StagingRing(const StagingRing&) = delete;
+	StagingRing& operator=(const StagingRing&) = delete;
+
+	/// Queues a write of `size` bytes at `dst_offset` of `dst` (which needs TransferDst usage). The bytes are copied
+	/// now; `data` may be reused on return. Errors: InvalidArgument (range outside dst), OutOfMemory.
+	Result<void> write(const BufferHandle& dst, uint64_t dst_offset, const void* data, uint64_t size);
+	template <typename T>
+	Result<void> write(const BufferHandle& dst, uint64_t dst_offset, std::span<const T> values)
+	{
+		return write(dst, dst_offset, values.data(), values.size_bytes());
+	}
+
+	/// Records every pending write into `list` and a barrier making them visible to (dst_stages, dst_access).
+	/// Returns what was recorded. No-op (and no barrier) when nothing is pending.
+	StagingFlushStats flush(CommandList& list, VkPipelineStageFlags2 dst_stages = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+	                        VkAccessFlags2 dst_access = VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
+
+	uint64_t pendingBytes() const { return pending_bytes_; }
+	/// Host-visible bytes held (in use + free chunks).
+	uint64_t stagingBytes() const;
+
+private:
+	struct Chunk
+	{
+		BufferHandle buffer;
+		uint64_t cursor = 0;
+	};
+	struct Region
+	{
+		uint64_t size;
+		const Buffer* src;
+		uint64_t src_offset;
+	};
+	struct Destination
+	{
+		BufferHandle buffer;
+		std::map<uint64_t, Region> regions; // dst offset → region, non-overlapping
+	};
+
+	Result<Chunk*> chunkFor(uint64_t size);
+	void insertRegion(Destination& dst, uint64_t offset, Region region);
+
+	Device* device_;
+	uint64_t chunk_bytes_;
+	std::vector<Chunk> active_;          // chunks written since the last flush
+	std::vector<BufferHandle> free_;     // recycled chunks of chunk_bytes_
+	std::unordered_map<uint64_t, Destination> pending_; // by Buffer::id()
+	uint64_t pending_bytes_ = 0;
+	std::shared_ptr<std::vector<BufferHandle>> recycle_; // chunks returned by retired lists
+};
+
+} // namespace quokka::gpu

@@ -1,0 +1,921 @@
+// Device: instance, physical-device choice, features, queue, timeline submission, deferred destruction, validation.
+//
+// [SECTION] environment and names
+// [SECTION] instance and validation messenger
+// [SECTION] physical-device selection and features
+// [SECTION] logical device
+// [SECTION] submission and retirement
+// [SECTION] convenience transfers
+// [SECTION] pipeline cache
+#include <quokka/gpu/buffer.hpp>
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/device.hpp>
+#include <quokka/gpu/shader.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace quokka::gpu
+{
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] environment and names
+// ---------------------------------------------------------------------------------------------------------------------
+
+Result<DeviceKind> parseDeviceKind(std::string_view text)
+{
+	if (text == "auto")
+		return DeviceKind::Auto;
+	if (text == "gpu")
+		return DeviceKind::Gpu;
+	if (text == "cpu")
+		return DeviceKind::Cpu;
+	return makeError(ErrorCode::InvalidArgument,
+	                 "unknown device kind '" + std::string(text) + "' (expected auto, gpu or cpu)");
+}
+
+const char* deviceKindName(DeviceKind kind)
+{
+	switch (kind)
+	{
+	case DeviceKind::Auto: return "auto";
+	case DeviceKind::Gpu: return "gpu";
+	case DeviceKind::Cpu: return "cpu";
+	}
+	return "auto";
+}
+
+DeviceDesc DeviceDesc::fromEnvironment()
+{
+	DeviceDesc desc;
+	if (const char* kind = std::getenv("QUOKKA_DEVICE"); kind && *kind)
+	{
+		auto parsed = parseDeviceKind(kind);
+		if (parsed.ok())
+			desc.kind = parsed.value();
+		else
+			desc.invalid_kind_text = kind;
+	}
+	if (const char* v = std::getenv("QUOKKA_VALIDATION"); v && *v && std::strcmp(v, "0") != 0)
+	{
+		desc.validation = true;
+		desc.sync_validation = std::strcmp(v, "sync") == 0;
+	}
+	if (const char* dir = std::getenv("QUOKKA_CACHE_DIR"); dir && *dir)
+		desc.cache_dir = dir;
+	return desc;
+}
+
+std::string DeviceInfo::apiVersionString() const
+{
+	return std::to_string(VK_API_VERSION_MAJOR(api_version)) + "." + std::to_string(VK_API_VERSION_MINOR(api_version)) +
+	       "." + std::to_string(VK_API_VERSION_PATCH(api_version));
+}
+
+const char* vkResultName(VkResult result)
+{
+	switch (result)
+	{
+#define QUOKKA_CASE(x)                                                                                                 \
+	case x: return #x;
+		QUOKKA_CASE(VK_SUCCESS)
+		QUOKKA_CASE(VK_NOT_READY)
+		QUOKKA_CASE(VK_TIMEOUT)
+		QUOKKA_CASE(VK_INCOMPLETE)
+		QUOKKA_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
+		QUOKKA_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+		QUOKKA_CASE(VK_ERROR_INITIALIZATION_FAILED)
+		QUOKKA_CASE(VK_ERROR_DEVICE_LOST)
+		QUOKKA_CASE(VK_ERROR_MEMORY_MAP_FAILED)
+		QUOKKA_CASE(VK_ERROR_LAYER_NOT_PRESENT)
+		QUOKKA_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
+		QUOKKA_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
+		QUOKKA_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
+		QUOKKA_CASE(VK_ERROR_TOO_MANY_OBJECTS)
+		QUOKKA_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
+		QUOKKA_CASE(VK_ERROR_FRAGMENTED_POOL)
+		QUOKKA_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
+#undef QUOKKA_CASE
+	default: return "VkResult(unknown)";
+	}
+}
+
+Error vkError(VkResult result, const char* what)
+{
+	ErrorCode code = ErrorCode::Vulkan;
+	if (result == VK_ERROR_OUT_OF_HOST_MEMORY || result == VK_ERROR_OUT_OF_DEVICE_MEMORY)
+		code = ErrorCode::OutOfMemory;
+	else if (result == VK_ERROR_DEVICE_LOST)
+		code = ErrorCode::DeviceLost;
+	else if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
+		code = ErrorCode::NoDriver;
+	else if (result == VK_ERROR_FEATURE_NOT_PRESENT || result == VK_ERROR_EXTENSION_NOT_PRESENT ||
+	         result == VK_ERROR_LAYER_NOT_PRESENT)
+		code = ErrorCode::MissingFeature;
+	return makeError(code, std::string(what) + " failed: " + vkResultName(result));
+}
+
+namespace
+{
+const char* physicalDeviceTypeName(VkPhysicalDeviceType type)
+{
+	switch (type)
+	{
+	case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete-gpu";
+	case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated-gpu";
+	case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual-gpu";
+	case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+	default: return "other";
+	}
+}
+
+bool isGpuType(VkPhysicalDeviceType type)
+{
+	return type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU || type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
+	       type == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU;
+}
+
+// Lower is better for DeviceKind::Auto.
+int autoRank(VkPhysicalDeviceType type)
+{
+	switch (type)
+	{
+	case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+	case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+	case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+	case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+	default: return 4;
+	}
+}
+
+bool hasExtension(const std::vector<VkExtensionProperties>& list, const char* name)
+{
+	return std::any_of(list.begin(), list.end(),
+	                   [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+// Validation messages we know to be false positives, by VUID (each with the upstream issue). Empty so far.
+constexpr const char* kIgnoredVuids[] = {""};
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] instance and validation messenger
+// ---------------------------------------------------------------------------------------------------------------------
+
+VkBool32 VKAPI_PTR Device::debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                         VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                         void* user)
+{
+	auto* self = static_cast<Device*>(user);
+	const char* id = data->pMessageIdName ? data->pMessageIdName : "";
+	for (const char* ignored : kIgnoredVuids)
+		if (*ignored && std::strcmp(ignored, id) == 0)
+			return VK_FALSE;
+	const bool is_error = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) != 0;
+	if (self->desc_.print_validation || is_error)
+		std::fprintf(stderr, "[vulkan %s] %s\n", is_error ? "ERROR" : "warning", data->pMessage);
+	if (is_error)
+	{
+		std::lock_guard lock(self->validation_mutex_);
+		++self->validation_errors_;
+		if (self->validation_messages_.size() < 64)
+			self->validation_messages_.emplace_back(data->pMessage ? data->pMessage : id);
+	}
+	return VK_FALSE;
+}
+
+uint32_t Device::validationErrorCount() const
+{
+	std::lock_guard lock(validation_mutex_);
+	return validation_errors_;
+}
+
+std::vector<std::string> Device::validationMessages() const
+{
+	std::lock_guard lock(validation_mutex_);
+	return validation_messages_;
+}
+
+void Device::clearValidationMessages()
+{
+	std::lock_guard lock(validation_mutex_);
+	validation_errors_ = 0;
+	validation_messages_.clear();
+}
+
+Result<void> Device::createInstance()
+{
+	uint32_t loader_version = VK_API_VERSION_1_0;
+	if (vkEnumerateInstanceVersion(&loader_version) != VK_SUCCESS || loader_version < VK_API_VERSION_1_3)
+		return makeError(ErrorCode::NoDriver, "the Vulkan loader is older than 1.3 (install libvulkan1 >= 1.3)");
+
+	std::vector<const char*> layers;
+	std::vector<const char*> extensions;
+	if (desc_.validation)
+	{
+		uint32_t count = 0;
+		vkEnumerateInstanceLayerProperties(&count, nullptr);
+		std::vector<VkLayerProperties> props(count);
+		vkEnumerateInstanceLayerProperties(&count, props.data());
+		const bool found = std::any_of(props.begin(), props.end(), [](const VkLayerProperties& p)
+		                               { return std::strcmp(p.layerName, "VK_LAYER_KHRONOS_validation") == 0; });
+		if (!found)
+			return makeError(ErrorCode::MissingFeature, "validation was requested but VK_LAYER_KHRONOS_validation is "
+			                                            "not installed (Debian package vulkan-validationlayers)");
+		layers.push_back("VK_LAYER_KHRONOS_validation");
+		extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+	}
+
+	VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+	app.pApplicationName = "quokka";
+	app.pEngineName = "quokka";
+	app.apiVersion = VK_API_VERSION_1_3;
+
+	VkDebugUtilsMessengerCreateInfoEXT messenger_info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+	messenger_info.messageSeverity =
+	    VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+	messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+	                             VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+	                             VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+	messenger_info.pfnUserCallback = &Device::debugCallback;
+	messenger_info.pUserData = this;
+
+	VkValidationFeatureEnableEXT sync_feature = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+	VkValidationFeaturesEXT validation_features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+	validation_features.enabledValidationFeatureCount = 1;
+	validation_features.pEnabledValidationFeatures = &sync_feature;
+	if (desc_.sync_validation)
+		messenger_info.pNext = &validation_features;
+
+	VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+	info.pApplicationInfo = &app;
+	info.enabledLayerCount = uint32_t(layers.size());
+	info.ppEnabledLayerNames = layers.data();
+	info.enabledExtensionCount = uint32_t(extensions.size());
+	info.ppEnabledExtensionNames = extensions.data();
+	if (desc_.validation)
+		info.pNext = &messenger_info; // also covers vkCreateInstance/vkDestroyInstance
+	VkResult result = vkCreateInstance(&info, nullptr, &instance_);
+	if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
+		return makeError(ErrorCode::NoDriver, "no Vulkan driver found (install mesa-vulkan-drivers for lavapipe)");
+	QUOKKA_VK_TRY(result);
+
+	if (desc_.validation)
+	{
+		auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+		    vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+		if (!create)
+			return makeError(ErrorCode::MissingFeature, "VK_EXT_debug_utils is not available");
+		messenger_info.pNext = nullptr;
+		QUOKKA_VK_TRY(create(instance_, &messenger_info, nullptr, &messenger_));
+		set_object_name_ = reinterpret_cast<PFN_vkSetDebugUtilsObjectNameEXT>(
+		    vkGetInstanceProcAddr(instance_, "vkSetDebugUtilsObjectNameEXT"));
+	}
+	return {};
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] physical-device selection and features
+// ---------------------------------------------------------------------------------------------------------------------
+
+Result<void> Device::pickPhysicalDevice()
+{
+	uint32_t count = 0;
+	VkResult result = vkEnumeratePhysicalDevices(instance_, &count, nullptr);
+	if (result != VK_SUCCESS || count == 0)
+		return makeError(ErrorCode::NoDriver,
+		                 "no Vulkan driver found: no physical device (install mesa-vulkan-drivers for lavapipe)");
+	std::vector<VkPhysicalDevice> devices(count);
+	vkEnumeratePhysicalDevices(instance_, &count, devices.data());
+
+	std::string seen;
+	int best_rank = 1 << 30;
+	for (VkPhysicalDevice candidate : devices)
+	{
+		VkPhysicalDeviceProperties props;
+		vkGetPhysicalDeviceProperties(candidate, &props);
+		if (!seen.empty())
+			seen += ", ";
+		seen += std::string(props.deviceName) + " (" + physicalDeviceTypeName(props.deviceType) + ")";
+		if (desc_.kind == DeviceKind::Gpu && !isGpuType(props.deviceType))
+			continue;
+		if (desc_.kind == DeviceKind::Cpu && props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU)
+			continue;
+		if (props.apiVersion < VK_API_VERSION_1_3)
+		{
+			seen += " [Vulkan < 1.3]";
+			continue;
+		}
+		int rank = autoRank(props.deviceType);
+		if (rank < best_rank)
+		{
+			best_rank = rank;
+			physical_ = candidate;
+		}
+	}
+	if (physical_ == VK_NULL_HANDLE)
+		return makeError(ErrorCode::NoDevice, std::string("no Vulkan 1.3 device of kind '") + deviceKindName(desc_.kind) +
+		                                          "' (found: " + seen + ")");
+	return {};
+}
+
+namespace
+{
+struct FeatureChain
+{
+	VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+	VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+	VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+	VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+	VkPhysicalDeviceMeshShaderFeaturesEXT mesh{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT};
+
+	void link(bool with_mesh)
+	{
+		f2.pNext = &v11;
+		v11.pNext = &v12;
+		v12.pNext = &v13;
+		v13.pNext = with_mesh ? &mesh : nullptr;
+		mesh.pNext = nullptr;
+	}
+};
+} // namespace
+
+Result<void> Device::createLogicalDevice()
+{
+	// Properties.
+	VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+	VkPhysicalDevicePushDescriptorPropertiesKHR push{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};
+	driver.pNext = &push;
+	VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+	props2.pNext = &driver;
+	vkGetPhysicalDeviceProperties2(physical_, &props2);
+	const VkPhysicalDeviceProperties& p = props2.properties;
+	const VkPhysicalDeviceLimits& l = p.limits;
+	info_.name = p.deviceName;
+	info_.type = physicalDeviceTypeName(p.deviceType);
+	info_.is_cpu = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+	info_.driver_name = driver.driverName;
+	info_.driver_info = driver.driverInfo;
+	info_.api_version = p.apiVersion;
+	info_.driver_version = p.driverVersion;
+	info_.vendor_id = p.vendorID;
+	info_.device_id = p.deviceID;
+	info_.max_storage_buffer_range = l.maxStorageBufferRange;
+	info_.max_push_constants_size = l.maxPushConstantsSize;
+	for (int i = 0; i < 3; ++i)
+		info_.max_compute_work_group_count[i] = l.maxComputeWorkGroupCount[i];
+	info_.max_draw_indirect_count = l.maxDrawIndirectCount;
+	info_.max_image_dimension_2d = l.maxImageDimension2D;
+	info_.max_memory_allocation_count = l.maxMemoryAllocationCount;
+	info_.max_push_descriptors = push.maxPushDescriptors;
+	info_.framebuffer_color_sample_counts = l.framebufferColorSampleCounts & l.framebufferDepthSampleCounts;
+	info_.timestamp_period_ns = l.timestampPeriod;
+	vkGetPhysicalDeviceMemoryProperties(physical_, &memory_props_);
+	for (uint32_t i = 0; i < memory_props_.memoryHeapCount; ++i)
+		if (memory_props_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+			info_.device_local_bytes += memory_props_.memoryHeaps[i].size;
+
+	// Queue: one family with graphics + compute (transfer is implied).
+	uint32_t family_count = 0;
+	vkGetPhysicalDeviceQueueFamilyProperties(physical_, &family_count, nullptr);
+	std::vector<VkQueueFamilyProperties> families(family_count);
+	vkGetPhysicalDeviceQueueFamilyProperties(physical_, &family_count, families.data());
+	queue_family_ = UINT32_MAX;
+	for (uint32_t i = 0; i < family_count; ++i)
+		if ((families[i].queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT)) ==
+		    (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT))
+		{
+			queue_family_ = i;
+			break;
+		}
+	if (queue_family_ == UINT32_MAX)
+		return makeError(ErrorCode::MissingFeature, info_.name + " has no graphics+compute queue");
+	info_.timestamp_valid_bits = families[queue_family_].timestampValidBits;
+
+	// Extensions.
+	uint32_t ext_count = 0;
+	vkEnumerateDeviceExtensionProperties(physical_, nullptr, &ext_count, nullptr);
+	std::vector<VkExtensionProperties> exts(ext_count);
+	vkEnumerateDeviceExtensionProperties(physical_, nullptr, &ext_count, exts.data());
+	const bool has_mesh = hasExtension(exts, VK_EXT_MESH_SHADER_EXTENSION_NAME);
+	features_.push_descriptor = hasExtension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+
+	// Features available.
+	FeatureChain have;
+	have.link(has_mesh);
+	vkGetPhysicalDeviceFeatures2(physical_, &have.f2);
+	features_.dynamic_rendering = have.v13.dynamicRendering;
+	features_.synchronization2 = have.v13.synchronization2;
+	features_.maintenance4 = have.v13.maintenance4;
+	features_.extended_dynamic_state = p.apiVersion >= VK_API_VERSION_1_3;
+	features_.timeline_semaphore = have.v12.timelineSemaphore;
+	features_.multi_draw_indirect = have.f2.features.multiDrawIndirect;
+	features_.draw_indirect_count = have.v12.drawIndirectCount;
+	features_.draw_indirect_first_instance = have.f2.features.drawIndirectFirstInstance;
+	features_.shader_draw_parameters = have.v11.shaderDrawParameters;
+	features_.shader_float64 = have.f2.features.shaderFloat64;
+	features_.shader_int64 = have.f2.features.shaderInt64;
+	features_.shader_int16 = have.f2.features.shaderInt16;
+	features_.buffer_device_address = have.v12.bufferDeviceAddress;
+	features_.scalar_block_layout = have.v12.scalarBlockLayout;
+	features_.descriptor_indexing = have.v12.runtimeDescriptorArray && have.v12.shaderSampledImageArrayNonUniformIndexing &&
+	                                have.v12.descriptorBindingPartiallyBound &&
+	                                have.v12.descriptorBindingSampledImageUpdateAfterBind;
+	features_.mesh_shader = has_mesh && have.mesh.meshShader && have.mesh.taskShader;
+	features_.timestamps = l.timestampComputeAndGraphics && info_.timestamp_valid_bits > 0;
+	info_.gpu_timestamps_reliable = features_.timestamps && !info_.is_cpu;
+
+	const std::pair<bool, const char*> required[] = {
+	    {features_.dynamic_rendering, "dynamicRendering"},
+	    {features_.synchronization2, "synchronization2"},
+	    {features_.maintenance4, "maintenance4"},
+	    {features_.extended_dynamic_state, "extended dynamic state (Vulkan 1.3)"},
+	    {features_.timeline_semaphore, "timelineSemaphore"},
+	    {features_.multi_draw_indirect, "multiDrawIndirect"},
+	    {features_.draw_indirect_count, "drawIndirectCount"},
+	    {features_.draw_indirect_first_instance, "drawIndirectFirstInstance"},
+	    {features_.shader_draw_parameters, "shaderDrawParameters"},
+	    {features_.push_descriptor, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME},
+	};
+	for (const auto& [present, name] : required)
+		if (!present)
+			return makeError(ErrorCode::MissingFeature, info_.name + " lacks the required feature " + name);
+
+	// Features enabled: the required ones plus the optional ones that are present.
+	FeatureChain want;
+	want.link(features_.mesh_shader);
+	want.f2.features.multiDrawIndirect = VK_TRUE;
+	want.f2.features.drawIndirectFirstInstance = VK_TRUE;
+	want.f2.features.shaderFloat64 = have.f2.features.shaderFloat64;
+	want.f2.features.shaderInt64 = have.f2.features.shaderInt64;
+	want.f2.features.shaderInt16 = have.f2.features.shaderInt16;
+	want.f2.features.samplerAnisotropy = have.f2.features.samplerAnisotropy;
+	want.f2.features.fillModeNonSolid = have.f2.features.fillModeNonSolid;
+	want.f2.features.depthClamp = have.f2.features.depthClamp;
+	want.f2.features.depthBiasClamp = have.f2.features.depthBiasClamp;
+	want.f2.features.independentBlend = have.f2.features.independentBlend;
+	want.f2.features.fragmentStoresAndAtomics = have.f2.features.fragmentStoresAndAtomics;
+	want.f2.features.vertexPipelineStoresAndAtomics = have.f2.features.vertexPipelineStoresAndAtomics;
+	want.f2.features.shaderStorageImageWriteWithoutFormat = have.f2.features.shaderStorageImageWriteWithoutFormat;
+	want.v11.shaderDrawParameters = VK_TRUE;
+	want.v11.storageBuffer16BitAccess = have.v11.storageBuffer16BitAccess;
+	want.v12.drawIndirectCount = VK_TRUE;
+	want.v12.timelineSemaphore = VK_TRUE;
+	want.v12.bufferDeviceAddress = have.v12.bufferDeviceAddress;
+	want.v12.scalarBlockLayout = have.v12.scalarBlockLayout;
+	want.v12.storageBuffer8BitAccess = have.v12.storageBuffer8BitAccess;
+	want.v12.shaderInt8 = have.v12.shaderInt8;
+	want.v12.hostQueryReset = have.v12.hostQueryReset;
+	if (features_.descriptor_indexing)
+	{
+		want.v12.runtimeDescriptorArray = VK_TRUE;
+		want.v12.shaderSampledImageArrayNonUniformIndexing = VK_TRUE;
+		want.v12.descriptorBindingPartiallyBound = VK_TRUE;
+		want.v12.descriptorBindingSampledImageUpdateAfterBind = VK_TRUE;
+		want.v12.descriptorBindingVariableDescriptorCount = have.v12.descriptorBindingVariableDescriptorCount;
+	}
+	want.v13.dynamicRendering = VK_TRUE;
+	want.v13.synchronization2 = VK_TRUE;
+	// shaderc emits LocalSizeId for compute shaders when targeting Vulkan 1.3; that needs maintenance4
+	// (VUID-RuntimeSpirv-LocalSizeId-06434).
+	want.v13.maintenance4 = VK_TRUE;
+	if (features_.mesh_shader)
+	{
+		want.mesh.meshShader = VK_TRUE;
+		want.mesh.taskShader = VK_TRUE;
+	}
+
+	std::vector<const char*> enabled_exts = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+	if (features_.mesh_shader)
+		enabled_exts.push_back(VK_EXT_MESH_SHADER_EXTENSION_NAME);
+
+	const float priority = 1.0f;
+	VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+	queue_info.queueFamilyIndex = queue_family_;
+	queue_info.queueCount = 1;
+	queue_info.pQueuePriorities = &priority;
+
+	VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+	info.pNext = &want.f2;
+	info.queueCreateInfoCount = 1;
+	info.pQueueCreateInfos = &queue_info;
+	info.enabledExtensionCount = uint32_t(enabled_exts.size());
+	info.ppEnabledExtensionNames = enabled_exts.data();
+	QUOKKA_VK_TRY(vkCreateDevice(physical_, &info, nullptr, &device_));
+	vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+
+	cmdPushDescriptorSet =
+	    reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
+	if (!cmdPushDescriptorSet)
+		return makeError(ErrorCode::MissingFeature, "vkCmdPushDescriptorSetKHR is not available");
+
+	VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+	pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+	pool_info.queueFamilyIndex = queue_family_;
+	QUOKKA_VK_TRY(vkCreateCommandPool(device_, &pool_info, nullptr, &command_pool_));
+
+	VkSemaphoreTypeCreateInfo type_info{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+	type_info.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+	type_info.initialValue = 0;
+	VkSemaphoreCreateInfo sem_info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+	sem_info.pNext = &type_info;
+	QUOKKA_VK_TRY(vkCreateSemaphore(device_, &sem_info, nullptr, &timeline_));
+	setDebugName(VK_OBJECT_TYPE_SEMAPHORE, uint64_t(timeline_), "quokka.timeline");
+	return {};
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] creation and destruction
+// ---------------------------------------------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Device>> Device::create(const DeviceDesc& desc)
+{
+	if (!desc.invalid_kind_text.empty())
+		return makeError(ErrorCode::InvalidArgument,
+		                 "QUOKKA_DEVICE='" + desc.invalid_kind_text + "' is not one of auto, gpu, cpu");
+	std::unique_ptr<Device> device(new Device());
+	QUOKKA_TRY(device->init(desc));
+	return device;
+}
+
+Result<void> Device::init(const DeviceDesc& desc)
+{
+	desc_ = desc;
+	if (desc_.sync_validation)
+		desc_.validation = true;
+	QUOKKA_TRY(createInstance());
+	QUOKKA_TRY(pickPhysicalDevice());
+	QUOKKA_TRY(createLogicalDevice());
+	loadPipelineCache();
+	std::string shader_dir;
+	if (!desc_.cache_dir.empty())
+		shader_dir = (std::filesystem::path(desc_.cache_dir) / "shaders").string();
+	shader_compiler_ = std::make_unique<ShaderCompiler>(shader_dir);
+	return {};
+}
+
+Device::~Device()
+{
+	if (device_)
+	{
+		vkDeviceWaitIdle(device_);
+		collect(UINT64_MAX);
+		if (stats_.live_buffers || stats_.live_images)
+		{
+			std::fprintf(stderr, "quokka: Device destroyed with %llu live buffers (%llu bytes) and %llu live images\n",
+			             (unsigned long long)stats_.live_buffers, (unsigned long long)stats_.buffer_bytes,
+			             (unsigned long long)stats_.live_images);
+			QUOKKA_ASSERT(false, "GPU objects outlive their Device (leak)");
+		}
+		(void)savePipelineCache();
+		if (pipeline_cache_)
+			vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
+		if (!free_command_buffers_.empty())
+			vkFreeCommandBuffers(device_, command_pool_, uint32_t(free_command_buffers_.size()),
+			                     free_command_buffers_.data());
+		vkDestroyCommandPool(device_, command_pool_, nullptr);
+		vkDestroySemaphore(device_, timeline_, nullptr);
+		vkDestroyDevice(device_, nullptr);
+	}
+	if (messenger_)
+	{
+		auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+		    vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+		if (destroy)
+			destroy(instance_, messenger_, nullptr);
+	}
+	if (instance_)
+		vkDestroyInstance(instance_, nullptr);
+}
+
+void Device::setDebugName(VkObjectType type, uint64_t handle, const char* name)
+{
+	if (!set_object_name_ || !name || !*name)
+		return;
+	VkDebugUtilsObjectNameInfoEXT info{VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT};
+	info.objectType = type;
+	info.objectHandle = handle;
+	info.pObjectName = name;
+	set_object_name_(device_, &info);
+}
+
+uint32_t Device::findMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required,
+                                VkMemoryPropertyFlags preferred) const
+{
+	uint32_t fallback = UINT32_MAX;
+	for (uint32_t i = 0; i < memory_props_.memoryTypeCount; ++i)
+	{
+		if (!(type_bits & (1u << i)))
+			continue;
+		VkMemoryPropertyFlags flags = memory_props_.memoryTypes[i].propertyFlags;
+		if ((flags & required) != required)
+			continue;
+		if ((flags & preferred) == preferred)
+			return i;
+		if (fallback == UINT32_MAX)
+			fallback = i;
+	}
+	return fallback;
+}
+
+void Device::account(bool buffer, int64_t count, int64_t bytes)
+{
+	if (buffer)
+	{
+		stats_.live_buffers += uint64_t(count);
+		stats_.buffer_bytes += uint64_t(bytes);
+	}
+	else
+	{
+		stats_.live_images += uint64_t(count);
+		stats_.image_bytes += uint64_t(bytes);
+	}
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] submission and retirement
+// ---------------------------------------------------------------------------------------------------------------------
+
+Result<CommandList> Device::beginCommands()
+{
+	(void)completedValue();
+	VkCommandBuffer cmd = VK_NULL_HANDLE;
+	if (!free_command_buffers_.empty())
+	{
+		cmd = free_command_buffers_.back();
+		free_command_buffers_.pop_back();
+		QUOKKA_VK_TRY(vkResetCommandBuffer(cmd, 0));
+	}
+	else
+	{
+		VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+		info.commandPool = command_pool_;
+		info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+		info.commandBufferCount = 1;
+		QUOKKA_VK_TRY(vkAllocateCommandBuffers(device_, &info, &cmd));
+	}
+	VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+	begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+	VkResult result = vkBeginCommandBuffer(cmd, &begin);
+	if (result != VK_SUCCESS)
+	{
+		free_command_buffers_.push_back(cmd);
+		return vkError(result, "vkBeginCommandBuffer");
+	}
+	return CommandList(this, cmd);
+}
+
+Result<uint64_t> Device::submit(CommandList&& list)
+{
+	QUOKKA_ASSERT(list.valid() && list.device_ == this, "submit() of an empty or foreign CommandList");
+	VkCommandBuffer cmd = list.cmd_;
+	list.cmd_ = VK_NULL_HANDLE; // the list is consumed, whatever happens below
+	list.device_ = nullptr;
+	std::vector<std::shared_ptr<const void>> keep;
+	std::vector<std::function<void()>> retire;
+	list.releaseTo(keep, retire);
+
+	auto recycle = [this, cmd, keep = std::move(keep), retire = std::move(retire)]() mutable
+	{
+		keep.clear();
+		for (auto& fn : retire)
+			fn();
+		free_command_buffers_.push_back(cmd);
+	};
+
+	VkResult result = vkEndCommandBuffer(cmd);
+	if (result != VK_SUCCESS)
+	{
+		vkResetCommandBuffer(cmd, 0);
+		recycle();
+		return vkError(result, "vkEndCommandBuffer");
+	}
+	const uint64_t value = last_submitted_ + 1;
+	VkCommandBufferSubmitInfo cmd_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO};
+	cmd_info.commandBuffer = cmd;
+	VkSemaphoreSubmitInfo signal{VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO};
+	signal.semaphore = timeline_;
+	signal.value = value;
+	signal.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
+	VkSubmitInfo2 submit_info{VK_STRUCTURE_TYPE_SUBMIT_INFO_2};
+	submit_info.commandBufferInfoCount = 1;
+	submit_info.pCommandBufferInfos = &cmd_info;
+	submit_info.signalSemaphoreInfoCount = 1;
+	submit_info.pSignalSemaphoreInfos = &signal;
+	result = vkQueueSubmit2(queue_, 1, &submit_info, VK_NULL_HANDLE);
+	if (result != VK_SUCCESS)
+	{
+		vkResetCommandBuffer(cmd, 0);
+		recycle();
+		return vkError(result, "vkQueueSubmit2");
+	}
+	last_submitted_ = value;
+	retireAfter(value, std::move(recycle));
+	return value;
+}
+
+Result<void> Device::wait(uint64_t value, uint64_t timeout_ns)
+{
+	if (value > last_submitted_)
+		return makeError(ErrorCode::InvalidArgument, "wait() for timeline value " + std::to_string(value) +
+		                                                 " that was never submitted (last " +
+		                                                 std::to_string(last_submitted_) + ")");
+	if (value > last_completed_)
+	{
+		VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+		info.semaphoreCount = 1;
+		info.pSemaphores = &timeline_;
+		info.pValues = &value;
+		VkResult result = vkWaitSemaphores(device_, &info, timeout_ns);
+		if (result == VK_TIMEOUT)
+			return makeError(ErrorCode::Vulkan,
+			                 "timed out waiting for GPU work (timeline value " + std::to_string(value) + ")");
+		QUOKKA_VK_TRY(result);
+	}
+	(void)completedValue();
+	return {};
+}
+
+Result<void> Device::submitAndWait(CommandList&& list)
+{
+	auto value = submit(std::move(list));
+	if (!value.ok())
+		return value.error();
+	return wait(value.value());
+}
+
+Result<void> Device::waitIdle()
+{
+	if (last_submitted_ == 0)
+		return {};
+	return wait(last_submitted_);
+}
+
+uint64_t Device::completedValue()
+{
+	uint64_t value = last_completed_;
+	if (vkGetSemaphoreCounterValue(device_, timeline_, &value) == VK_SUCCESS && value > last_completed_)
+		collect(value);
+	return last_completed_;
+}
+
+void Device::retireAfter(uint64_t value, std::function<void()> fn)
+{
+	if (value <= last_completed_)
+	{
+		fn();
+		return;
+	}
+	auto pos = std::upper_bound(retirements_.begin(), retirements_.end(), value,
+	                            [](uint64_t v, const Retirement& r) { return v < r.value; });
+	retirements_.insert(pos, Retirement{value, std::move(fn)});
+	stats_.pending_destructions = retirements_.size();
+}
+
+void Device::collect(uint64_t completed)
+{
+	if (completed != UINT64_MAX)
+		last_completed_ = std::max(last_completed_, completed);
+	else
+		last_completed_ = last_submitted_;
+	// Move the due prefix out first: callbacks may release objects, which queues (and, being due, runs) more.
+	auto end = std::upper_bound(retirements_.begin(), retirements_.end(), last_completed_,
+	                            [](uint64_t v, const Retirement& r) { return v < r.value; });
+	std::vector<Retirement> due(std::make_move_iterator(retirements_.begin()), std::make_move_iterator(end));
+	retirements_.erase(retirements_.begin(), end);
+	for (Retirement& r : due)
+		r.fn();
+	stats_.pending_destructions = retirements_.size();
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] convenience transfers
+// ---------------------------------------------------------------------------------------------------------------------
+
+Result<void> Device::uploadBuffer(const Buffer& dst, uint64_t offset, const void* data, uint64_t size)
+{
+	if (size == 0)
+		return {};
+	if (offset + size > dst.size() || offset + size < offset)
+		return makeError(ErrorCode::InvalidArgument, "uploadBuffer: range [" + std::to_string(offset) + ", +" +
+		                                                 std::to_string(size) + ") is outside '" + dst.name() + "' (" +
+		                                                 std::to_string(dst.size()) + " bytes)");
+	auto staging = createBuffer({size, BufferUsage::TransferSrc, MemoryDomain::Upload, "quokka.upload"});
+	if (!staging.ok())
+		return staging.error();
+	std::memcpy(staging.value()->mapped(), data, size);
+	staging.value()->flush();
+	auto list = beginCommands();
+	if (!list.ok())
+		return list.error();
+	list->memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT,
+	                    VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
+	copyBuffer(list->vk(), *staging.value(), 0, dst, offset, size);
+	list->memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+	                    VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
+	list->keepAlive(staging.value());
+	return submitAndWait(std::move(list.value()));
+}
+
+Result<std::vector<std::byte>> Device::readBuffer(const Buffer& src, uint64_t offset, uint64_t size)
+{
+	if (offset + size > src.size() || offset + size < offset)
+		return makeError(ErrorCode::InvalidArgument, "readBuffer: range [" + std::to_string(offset) + ", +" +
+		                                                 std::to_string(size) + ") is outside '" + src.name() + "' (" +
+		                                                 std::to_string(src.size()) + " bytes)");
+	std::vector<std::byte> out(size);
+	if (size == 0)
+		return out;
+	auto readback = createBuffer({size, BufferUsage::TransferDst, MemoryDomain::Readback, "quokka.readback"});
+	if (!readback.ok())
+		return readback.error();
+	auto list = beginCommands();
+	if (!list.ok())
+		return list.error();
+	list->memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_2_COPY_BIT,
+	                    VK_ACCESS_2_TRANSFER_READ_BIT);
+	copyBuffer(list->vk(), src, offset, *readback.value(), 0, size);
+	list->memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_2_HOST_BIT,
+	                    VK_ACCESS_2_HOST_READ_BIT);
+	QUOKKA_TRY(submitAndWait(std::move(list.value())));
+	readback.value()->invalidate();
+	std::memcpy(out.data(), readback.value()->mapped(), size);
+	return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] pipeline cache
+// ---------------------------------------------------------------------------------------------------------------------
+
+namespace
+{
+std::filesystem::path pipelineCachePath(const std::string& dir)
+{
+	return std::filesystem::path(dir) / "pipeline_cache.bin";
+}
+} // namespace
+
+void Device::loadPipelineCache()
+{
+	std::vector<char> data;
+	if (!desc_.cache_dir.empty())
+	{
+		std::ifstream in(pipelineCachePath(desc_.cache_dir), std::ios::binary);
+		if (in)
+			data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+		// Validate the header ourselves (VkPipelineCacheHeaderVersionOne): a cache from another driver or device is
+		// dropped rather than handed to a driver that might not check it.
+		VkPhysicalDeviceProperties props;
+		vkGetPhysicalDeviceProperties(physical_, &props);
+		VkPipelineCacheHeaderVersionOne header{};
+		if (data.size() < sizeof(header))
+			data.clear();
+		else
+		{
+			std::memcpy(&header, data.data(), sizeof(header));
+			if (header.headerVersion != VK_PIPELINE_CACHE_HEADER_VERSION_ONE || header.vendorID != props.vendorID ||
+			    header.deviceID != props.deviceID ||
+			    std::memcmp(header.pipelineCacheUUID, props.pipelineCacheUUID, VK_UUID_SIZE) != 0)
+				data.clear();
+		}
+	}
+	VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+	info.initialDataSize = data.size();
+	info.pInitialData = data.empty() ? nullptr : data.data();
+	if (vkCreatePipelineCache(device_, &info, nullptr, &pipeline_cache_) != VK_SUCCESS)
+	{
+		info.initialDataSize = 0;
+		info.pInitialData = nullptr;
+		QUOKKA_VK_CHECK(vkCreatePipelineCache(device_, &info, nullptr, &pipeline_cache_));
+	}
+}
+
+Result<void> Device::savePipelineCache()
+{
+	if (desc_.cache_dir.empty() || !pipeline_cache_)
+		return {};
+	size_t size = 0;
+	QUOKKA_VK_TRY(vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr));
+	std::vector<char> data(size);
+	QUOKKA_VK_TRY(vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()));
+	std::error_code ec;
+	std::filesystem::create_directories(desc_.cache_dir, ec);
+	const auto path = pipelineCachePath(desc_.cache_dir);
+	const auto tmp = path.string() + ".tmp";
+	{
+		std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+		if (!out.write(data.data(), std::streamsize(size)))
+			return makeError(ErrorCode::Io, "cannot write pipeline cache " + tmp);
+	}
+	std::filesystem::rename(tmp, path, ec); // atomic replace: a concurrent reader sees the old or the new file
+	if (ec)
+		return makeError(ErrorCode::Io, "cannot replace pipeline cache " + path.string() + ": " + ec.message());
+	return {};
+}
+
+} // namespace quokka::gpu

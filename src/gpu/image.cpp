@@ -1,0 +1,255 @@
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/device.hpp>
+#include <quokka/gpu/image.hpp>
+
+#include "internal.hpp"
+
+namespace quokka::gpu
+{
+
+bool isDepthFormat(VkFormat format)
+{
+	switch (format)
+	{
+	case VK_FORMAT_D16_UNORM:
+	case VK_FORMAT_X8_D24_UNORM_PACK32:
+	case VK_FORMAT_D32_SFLOAT:
+	case VK_FORMAT_D16_UNORM_S8_UINT:
+	case VK_FORMAT_D24_UNORM_S8_UINT:
+	case VK_FORMAT_D32_SFLOAT_S8_UINT: return true;
+	default: return false;
+	}
+}
+
+namespace
+{
+bool hasStencil(VkFormat format)
+{
+	return format == VK_FORMAT_D16_UNORM_S8_UINT || format == VK_FORMAT_D24_UNORM_S8_UINT ||
+	       format == VK_FORMAT_D32_SFLOAT_S8_UINT;
+}
+
+VkImageUsageFlags toVk(ImageUsage usage)
+{
+	VkImageUsageFlags flags = 0;
+	if (hasFlag(usage, ImageUsage::ColorAttachment))
+		flags |= VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT;
+	if (hasFlag(usage, ImageUsage::DepthAttachment))
+		flags |= VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT;
+	if (hasFlag(usage, ImageUsage::Sampled))
+		flags |= VK_IMAGE_USAGE_SAMPLED_BIT;
+	if (hasFlag(usage, ImageUsage::Storage))
+		flags |= VK_IMAGE_USAGE_STORAGE_BIT;
+	if (hasFlag(usage, ImageUsage::TransferSrc))
+		flags |= VK_IMAGE_USAGE_TRANSFER_SRC_BIT;
+	if (hasFlag(usage, ImageUsage::TransferDst))
+		flags |= VK_IMAGE_USAGE_TRANSFER_DST_BIT;
+	return flags;
+}
+} // namespace
+
+Result<ImageHandle> Device::createImage(const ImageDesc& desc)
+{
+	const std::string label = "image '" + desc.name + "'";
+	if (desc.width == 0 || desc.height == 0 || desc.width > info_.max_image_dimension_2d ||
+	    desc.height > info_.max_image_dimension_2d)
+		return makeError(ErrorCode::InvalidArgument, label + ": size " + std::to_string(desc.width) + "x" +
+		                                                 std::to_string(desc.height) + " is outside 1…" +
+		                                                 std::to_string(info_.max_image_dimension_2d));
+	if (!(info_.framebuffer_color_sample_counts & desc.samples))
+		return makeError(ErrorCode::InvalidArgument,
+		                 label + ": " + std::to_string(int(desc.samples)) + " samples are not supported by " + info_.name);
+	const VkImageUsageFlags usage = toVk(desc.usage);
+	VkImageFormatProperties format_props;
+	VkResult supported = vkGetPhysicalDeviceImageFormatProperties(physical_, desc.format, VK_IMAGE_TYPE_2D,
+	                                                              VK_IMAGE_TILING_OPTIMAL, usage, 0, &format_props);
+	if (supported != VK_SUCCESS || !(format_props.sampleCounts & desc.samples))
+		return makeError(ErrorCode::Unsupported, label + ": format " + std::to_string(int(desc.format)) +
+		                                             " with these usages/samples is not supported by " + info_.name);
+
+	std::shared_ptr<Image> image(new Image());
+	image->device_ = this;
+	image->format_ = desc.format;
+	image->width_ = desc.width;
+	image->height_ = desc.height;
+	image->samples_ = desc.samples;
+	image->name_ = desc.name;
+	image->id_ = nextGpuObjectId();
+	image->aspect_ = isDepthFormat(desc.format) ? VkImageAspectFlags(VK_IMAGE_ASPECT_DEPTH_BIT |
+	                                                                 (hasStencil(desc.format) ? VK_IMAGE_ASPECT_STENCIL_BIT : 0))
+	                                            : VkImageAspectFlags(VK_IMAGE_ASPECT_COLOR_BIT);
+
+	VkImageCreateInfo info{VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO};
+	info.imageType = VK_IMAGE_TYPE_2D;
+	info.format = desc.format;
+	info.extent = {desc.width, desc.height, 1};
+	info.mipLevels = 1;
+	info.arrayLayers = 1;
+	info.samples = desc.samples;
+	info.tiling = VK_IMAGE_TILING_OPTIMAL;
+	info.usage = usage;
+	info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+	info.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+	QUOKKA_VK_TRY(vkCreateImage(device_, &info, nullptr, &image->image_));
+
+	VkMemoryRequirements req;
+	vkGetImageMemoryRequirements(device_, image->image_, &req);
+	const uint32_t type = findMemoryType(req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+	VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+	alloc.allocationSize = req.size;
+	alloc.memoryTypeIndex = type;
+	VkResult result = type == UINT32_MAX ? VK_ERROR_OUT_OF_DEVICE_MEMORY
+	                                     : vkAllocateMemory(device_, &alloc, nullptr, &image->memory_);
+	if (result != VK_SUCCESS)
+	{
+		vkDestroyImage(device_, image->image_, nullptr);
+		image->image_ = VK_NULL_HANDLE;
+		return makeError(ErrorCode::OutOfMemory, "cannot allocate " + std::to_string(req.size) + " bytes for " + label);
+	}
+	image->bytes_ = req.size;
+	account(false, 1, int64_t(req.size));
+	QUOKKA_VK_TRY(vkBindImageMemory(device_, image->image_, image->memory_, 0));
+
+	VkImageViewCreateInfo view{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
+	view.image = image->image_;
+	view.viewType = VK_IMAGE_VIEW_TYPE_2D;
+	view.format = desc.format;
+	view.subresourceRange = {image->aspect_, 0, 1, 0, 1};
+	QUOKKA_VK_TRY(vkCreateImageView(device_, &view, nullptr, &image->view_));
+	setDebugName(VK_OBJECT_TYPE_IMAGE, uint64_t(image->image_), desc.name.c_str());
+	return ImageHandle(std::move(image));
+}
+
+Image::~Image()
+{
+	if (!device_ || !image_)
+		return;
+	if (memory_)
+		device_->account(false, -1, -int64_t(bytes_));
+	VkDevice dev = device_->vk();
+	VkImage image = image_;
+	VkImageView view = view_;
+	VkDeviceMemory memory = memory_;
+	device_->destroyLater(
+	    [dev, image, view, memory]
+	    {
+		    if (view)
+			    vkDestroyImageView(dev, view, nullptr);
+		    vkDestroyImage(dev, image, nullptr);
+		    if (memory)
+			    vkFreeMemory(dev, memory, nullptr);
+	    });
+}
+
+VkImageMemoryBarrier2 imageBarrier(const Image& image, VkImageLayout new_layout, VkPipelineStageFlags2 src_stages,
+                                   VkAccessFlags2 src_access, VkPipelineStageFlags2 dst_stages,
+                                   VkAccessFlags2 dst_access)
+{
+	VkImageMemoryBarrier2 b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER_2};
+	b.srcStageMask = src_stages;
+	b.srcAccessMask = src_access;
+	b.dstStageMask = dst_stages;
+	b.dstAccessMask = dst_access;
+	b.oldLayout = image.layout();
+	b.newLayout = new_layout;
+	b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+	b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+	b.image = image.vk();
+	b.subresourceRange = {image.aspect(), 0, 1, 0, 1};
+	return b;
+}
+
+void transitionImage(CommandList& list, Image& image, VkImageLayout new_layout, VkPipelineStageFlags2 dst_stages,
+                     VkAccessFlags2 dst_access, bool force)
+{
+	if (image.layout() == new_layout && !force)
+		return;
+	VkImageMemoryBarrier2 b = imageBarrier(image, new_layout, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+	                                       VK_ACCESS_2_MEMORY_WRITE_BIT, dst_stages, dst_access);
+	list.barrier(nullptr, 0, nullptr, 0, &b, 1);
+	image.setLayout(new_layout);
+}
+
+void clearColorImage(CommandList& list, Image& image, const float rgba[4])
+{
+	transitionImage(list, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_PIPELINE_STAGE_2_CLEAR_BIT,
+	                VK_ACCESS_2_TRANSFER_WRITE_BIT, /*force*/ true);
+	VkClearColorValue value{};
+	for (int i = 0; i < 4; ++i)
+		value.float32[i] = rgba[i];
+	VkImageSubresourceRange range{VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+	vkCmdClearColorImage(list.vk(), image.vk(), VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &value, 1, &range);
+}
+
+void clearDepthImage(CommandList& list, Image& image, float depth)
+{
+	transitionImage(list, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_PIPELINE_STAGE_2_CLEAR_BIT,
+	                VK_ACCESS_2_TRANSFER_WRITE_BIT, /*force*/ true);
+	VkClearDepthStencilValue value{depth, 0};
+	VkImageSubresourceRange range{image.aspect(), 0, 1, 0, 1};
+	vkCmdClearDepthStencilImage(list.vk(), image.vk(), VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &value, 1, &range);
+}
+
+void beginRendering(CommandList& list, const RenderingDesc& desc)
+{
+	constexpr VkPipelineStageFlags2 kColorStages = VK_PIPELINE_STAGE_2_COLOR_ATTACHMENT_OUTPUT_BIT;
+	constexpr VkAccessFlags2 kColorAccess =
+	    VK_ACCESS_2_COLOR_ATTACHMENT_READ_BIT | VK_ACCESS_2_COLOR_ATTACHMENT_WRITE_BIT;
+	constexpr VkPipelineStageFlags2 kDepthStages =
+	    VK_PIPELINE_STAGE_2_EARLY_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_2_LATE_FRAGMENT_TESTS_BIT;
+	constexpr VkAccessFlags2 kDepthAccess =
+	    VK_ACCESS_2_DEPTH_STENCIL_ATTACHMENT_READ_BIT | VK_ACCESS_2_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT;
+
+	VkRenderingAttachmentInfo color{VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO};
+	VkRenderingAttachmentInfo depth{VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO};
+	VkRenderingInfo info{VK_STRUCTURE_TYPE_RENDERING_INFO};
+	info.layerCount = 1;
+	VkExtent2D extent{};
+	if (desc.color)
+	{
+		// Force the barrier even when the layout is unchanged: it also orders this pass after earlier writes.
+		transitionImage(list, *desc.color, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, kColorStages, kColorAccess, true);
+		color.imageView = desc.color->view();
+		color.imageLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
+		color.loadOp = desc.clear_color ? VK_ATTACHMENT_LOAD_OP_CLEAR : VK_ATTACHMENT_LOAD_OP_LOAD;
+		color.storeOp = VK_ATTACHMENT_STORE_OP_STORE;
+		for (int i = 0; i < 4; ++i)
+			color.clearValue.color.float32[i] = desc.clear_rgba[i];
+		if (desc.resolve)
+		{
+			transitionImage(list, *desc.resolve, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, kColorStages, kColorAccess,
+			                true);
+			color.resolveMode = VK_RESOLVE_MODE_AVERAGE_BIT;
+			color.resolveImageView = desc.resolve->view();
+			color.resolveImageLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
+		}
+		info.colorAttachmentCount = 1;
+		info.pColorAttachments = &color;
+		extent = desc.color->extent();
+	}
+	if (desc.depth)
+	{
+		transitionImage(list, *desc.depth, VK_IMAGE_LAYOUT_DEPTH_ATTACHMENT_OPTIMAL, kDepthStages, kDepthAccess, true);
+		depth.imageView = desc.depth->view();
+		depth.imageLayout = VK_IMAGE_LAYOUT_DEPTH_ATTACHMENT_OPTIMAL;
+		depth.loadOp = desc.clear_depth ? VK_ATTACHMENT_LOAD_OP_CLEAR : VK_ATTACHMENT_LOAD_OP_LOAD;
+		depth.storeOp = desc.store_depth ? VK_ATTACHMENT_STORE_OP_STORE : VK_ATTACHMENT_STORE_OP_DONT_CARE;
+		depth.clearValue.depthStencil = {desc.clear_depth_value, 0};
+		info.pDepthAttachment = &depth;
+		if (!desc.color)
+			extent = desc.depth->extent();
+	}
+	info.renderArea = {{0, 0}, extent};
+	vkCmdBeginRendering(list.vk(), &info);
+	VkViewport viewport{0.0f, 0.0f, float(extent.width), float(extent.height), 0.0f, 1.0f};
+	VkRect2D scissor{{0, 0}, extent};
+	vkCmdSetViewport(list.vk(), 0, 1, &viewport);
+	vkCmdSetScissor(list.vk(), 0, 1, &scissor);
+}
+
+void endRendering(CommandList& list)
+{
+	vkCmdEndRendering(list.vk());
+}
+
+} // namespace quokka::gpu
