@@ -11,6 +11,7 @@
 #include <quokka/adaptive/change_queue.hpp>
 
 using namespace quokka::adaptive;
+namespace adaptive = quokka::adaptive;
 
 // ---- T: transactions and marking ----------------------------------------------------------------------------------
 
@@ -234,7 +235,7 @@ TEST(AVal, BindOnConstantReturnsTheInnerNode) // V2
 {
 	auto b = map(cval<std::string>("b"), [](const std::string& s) { return s; });
 	auto c = map(cval<std::string>("c"), [](const std::string& s) { return s; });
-	auto r = bind(constant(10), [&](int v) { return v == 10 ? b : c; });
+	auto r = adaptive::bind(constant(10), [&](int v) { return v == 10 ? b : c; });
 	EXPECT_EQ(r, b);
 }
 
@@ -293,7 +294,7 @@ TEST(AVal, BindThroughNonAdaptiveProjection) // V6
 		aval<bool> p = map(v, [](bool b) { return b; });
 		for (int i = 0; i < chain; ++i)
 			p = mapNonAdaptive(p, [](bool b) { return b; });
-		auto out = bind(p, [](bool f) { return f ? constant(0) : constant(1); });
+		auto out = adaptive::bind(p, [](bool f) { return f ? constant(0) : constant(1); });
 		EXPECT_EQ(out.force(), 0);
 		transact([&] { v.setValue(false); });
 		EXPECT_EQ(out.force(), 1);
@@ -361,9 +362,9 @@ TEST(AVal, EagerNodeWhoseInputGetsDeeperIsRequeued) // V10
 	cval<std::string> shortv("a");
 	auto longv = chain(cval<std::string>("a"), 3);
 	auto diff = chain(cval<std::string>("b"), 5);
-	auto dyn = bind(a, [=](int l) -> aval<std::string> { return l == 0   ? shortv
-		                                                        : l == 1 ? longv
-		                                                                 : diff; });
+	auto dyn = adaptive::bind(a, [=](int l) -> aval<std::string> { return l == 0   ? shortv
+		                                                                  : l == 1 ? longv
+		                                                                           : diff; });
 	auto e = cutoff(dyn);
 	EXPECT_EQ(e.force(), "a");
 	EXPECT_EQ(e.level(), 2);
@@ -396,7 +397,7 @@ TEST(AVal, BindSwitchDropsTheOldInnerEdge)
 	cval<bool> flag(true);
 	cval<int> a(1);
 	cval<int> b(2);
-	auto r = bind(flag, [=](bool f) -> aval<int> { return f ? a : b; });
+	auto r = adaptive::bind(flag, [=](bool f) -> aval<int> { return f ? a : b; });
 	EXPECT_EQ(r.force(), 1);
 	EXPECT_EQ(a.node()->outputCount(), 1u);
 	transact([&] { flag.setValue(false); });

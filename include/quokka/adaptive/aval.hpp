@@ -296,6 +296,10 @@ auto mapNonAdaptive(const aval<A>& a, F f) -> aval<std::decay_t<std::invoke_resu
 /// value's edge is dropped after the switch. A constant `a` returns f(value) itself (notes V2).
 template <typename A, typename F>
 auto bind(const aval<A>& a, F f) -> aval<typename std::decay_t<std::invoke_result_t<F&, const A&>>::ValueType>
+requires requires(F& g, const A& x)
+{
+	g(x).getValue(Token{});
+}
 {
 	using T = typename std::decay_t<std::invoke_result_t<F&, const A&>>::ValueType;
 	if (a.isConstant())

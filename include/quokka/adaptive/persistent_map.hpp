@@ -1,0 +1,316 @@
+// quokka/adaptive/persistent_map.hpp — immutable ordered map with structural sharing (the state of every collection).
+//
+// A path-copying AVL tree with subtree sizes: copying a map is O(1) (one refcount), set/erase copy O(log n) nodes, and
+// positional access (at, positionOf) is O(log n). It backs the counting set of aset, the map of amap and the
+// Index-keyed list of alist, which is why collection content snapshots are O(1) (docs/adaptive.md explains the choice
+// over a HAMT and over copy-on-write arrays). Keys need a strict weak order (`Less`, default operator<).
+// Threading: nodes use a non-atomic refcount; a map and its copies belong to one thread.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include <quokka/base/assert.hpp>
+
+namespace quokka::adaptive
+{
+
+/// Persistent (immutable) ordered map. Every "modifying" member returns nothing and replaces *this by the new version;
+/// copies taken before keep seeing the old version.
+template <typename K, typename V, typename Less = std::less<K>>
+class PMap
+{
+	struct Node;
+	struct NodePtr
+	{
+		Node* p = nullptr;
+		NodePtr() = default;
+		explicit NodePtr(Node* n) : p(n)
+		{
+			if (p)
+				++p->rc;
+		}
+		NodePtr(const NodePtr& o) : NodePtr(o.p) {}
+		NodePtr(NodePtr&& o) noexcept : p(std::exchange(o.p, nullptr)) {}
+		NodePtr& operator=(NodePtr o) noexcept
+		{
+			std::swap(p, o.p);
+			return *this;
+		}
+		~NodePtr()
+		{
+			if (p && --p->rc == 0)
+				delete p;
+		}
+		Node* operator->() const { return p; }
+		explicit operator bool() const { return p != nullptr; }
+	};
+	struct Node
+	{
+		uint32_t rc = 0;
+		int32_t height = 1;
+		size_t size = 1;
+		K key;
+		V value;
+		NodePtr left, right;
+		Node(K k, V v, NodePtr l, NodePtr r)
+		    : key(std::move(k)), value(std::move(v)), left(std::move(l)), right(std::move(r))
+		{
+			height = 1 + std::max(h(left), h(right));
+			size = 1 + sz(left) + sz(right);
+		}
+	};
+
+public:
+	using key_type = K;
+	using mapped_type = V;
+
+	PMap() = default;
+
+	size_t size() const { return sz(root_); }
+	bool empty() const { return !root_; }
+
+	/// Pointer to the value of `key`, or nullptr.
+	const V* find(const K& key) const
+	{
+		Node* n = root_.p;
+		while (n)
+		{
+			if (less_(key, n->key))
+				n = n->left.p;
+			else if (less_(n->key, key))
+				n = n->right.p;
+			else
+				return &n->value;
+		}
+		return nullptr;
+	}
+	bool contains(const K& key) const { return find(key) != nullptr; }
+
+	/// Inserts or replaces the value of `key`.
+	void set(const K& key, V value) { root_ = insert(root_, key, std::move(value)); }
+	/// Removes `key`; returns whether it was present.
+	bool erase(const K& key)
+	{
+		bool found = false;
+		root_ = remove(root_, key, found);
+		return found;
+	}
+
+	/// The entry at sorted position `pos` (< size()).
+	std::pair<const K&, const V&> at(size_t pos) const
+	{
+		QUOKKA_ASSERT(pos < size(), "PMap::at out of range");
+		Node* n = root_.p;
+		for (;;)
+		{
+			size_t ls = sz(n->left);
+			if (pos < ls)
+				n = n->left.p;
+			else if (pos == ls)
+				return {n->key, n->value};
+			else
+			{
+				pos -= ls + 1;
+				n = n->right.p;
+			}
+		}
+	}
+	/// Number of keys strictly less than `key` (the position `key` has or would have).
+	size_t rank(const K& key) const
+	{
+		size_t r = 0;
+		Node* n = root_.p;
+		while (n)
+		{
+			if (less_(n->key, key))
+			{
+				r += sz(n->left) + 1;
+				n = n->right.p;
+			}
+			else
+				n = n->left.p;
+		}
+		return r;
+	}
+	/// Greatest entry with key < `key`, or nullptr.
+	const std::pair<const K*, const V*> before(const K& key) const
+	{
+		Node* best = nullptr;
+		for (Node* n = root_.p; n;)
+		{
+			if (less_(n->key, key))
+			{
+				best = n;
+				n = n->right.p;
+			}
+			else
+				n = n->left.p;
+		}
+		return best ? std::pair<const K*, const V*>(&best->key, &best->value) : std::pair<const K*, const V*>();
+	}
+	/// Smallest entry with key > `key`, or nullptr.
+	const std::pair<const K*, const V*> after(const K& key) const
+	{
+		Node* best = nullptr;
+		for (Node* n = root_.p; n;)
+		{
+			if (less_(key, n->key))
+			{
+				best = n;
+				n = n->left.p;
+			}
+			else
+				n = n->right.p;
+		}
+		return best ? std::pair<const K*, const V*>(&best->key, &best->value) : std::pair<const K*, const V*>();
+	}
+
+	/// Calls f(key, value) in ascending key order.
+	template <typename F>
+	void forEach(F&& f) const
+	{
+		walk(root_.p, f);
+	}
+
+	/// Forward iterator over (key, value) in ascending order; holds a stack of O(log n) nodes.
+	class iterator
+	{
+	public:
+		using value_type = std::pair<const K&, const V&>;
+		iterator() = default;
+		explicit iterator(Node* root) { pushLeft(root); }
+		value_type operator*() const { return {stack_.back()->key, stack_.back()->value}; }
+		iterator& operator++()
+		{
+			Node* n = stack_.back();
+			stack_.pop_back();
+			pushLeft(n->right.p);
+			return *this;
+		}
+		bool operator==(const iterator& o) const
+		{
+			return stack_.empty() ? o.stack_.empty() : (!o.stack_.empty() && stack_.back() == o.stack_.back());
+		}
+
+	private:
+		void pushLeft(Node* n)
+		{
+			for (; n; n = n->left.p)
+				stack_.push_back(n);
+		}
+		std::vector<Node*> stack_;
+	};
+	iterator begin() const { return iterator(root_.p); }
+	iterator end() const { return iterator(); }
+
+	/// True when both maps are the same version (O(1); unequal versions may still hold equal content).
+	bool sameVersion(const PMap& o) const { return root_.p == o.root_.p; }
+	friend bool operator==(const PMap& a, const PMap& b)
+	{
+		if (a.root_.p == b.root_.p)
+			return true;
+		if (a.size() != b.size())
+			return false;
+		auto i = a.begin();
+		auto j = b.begin();
+		for (; i != a.end(); ++i, ++j)
+		{
+			auto x = *i;
+			auto y = *j;
+			if (a.less_(x.first, y.first) || a.less_(y.first, x.first) || !(x.second == y.second))
+				return false;
+		}
+		return true;
+	}
+
+private:
+	static int32_t h(const NodePtr& n) { return n ? n->height : 0; }
+	static size_t sz(const NodePtr& n) { return n ? n->size : 0; }
+	static NodePtr mk(K k, V v, NodePtr l, NodePtr r)
+	{
+		return NodePtr(new Node(std::move(k), std::move(v), std::move(l), std::move(r)));
+	}
+	static NodePtr balance(K k, V v, NodePtr l, NodePtr r)
+	{
+		int32_t hl = h(l), hr = h(r);
+		if (hl > hr + 1)
+		{
+			if (h(l->left) >= h(l->right))
+				return mk(l->key, l->value, l->left, mk(std::move(k), std::move(v), l->right, std::move(r)));
+			const NodePtr& lr = l->right;
+			return mk(lr->key, lr->value, mk(l->key, l->value, l->left, lr->left),
+			          mk(std::move(k), std::move(v), lr->right, std::move(r)));
+		}
+		if (hr > hl + 1)
+		{
+			if (h(r->right) >= h(r->left))
+				return mk(r->key, r->value, mk(std::move(k), std::move(v), std::move(l), r->left), r->right);
+			const NodePtr& rl = r->left;
+			return mk(rl->key, rl->value, mk(std::move(k), std::move(v), std::move(l), rl->left),
+			          mk(r->key, r->value, rl->right, r->right));
+		}
+		return mk(std::move(k), std::move(v), std::move(l), std::move(r));
+	}
+	NodePtr insert(const NodePtr& t, const K& k, V v) const
+	{
+		if (!t)
+			return mk(k, std::move(v), NodePtr(), NodePtr());
+		if (less_(k, t->key))
+			return balance(t->key, t->value, insert(t->left, k, std::move(v)), t->right);
+		if (less_(t->key, k))
+			return balance(t->key, t->value, t->left, insert(t->right, k, std::move(v)));
+		return mk(t->key, std::move(v), t->left, t->right);
+	}
+	static NodePtr removeMin(const NodePtr& t, const Node*& min)
+	{
+		if (!t->left)
+		{
+			min = t.p;
+			return t->right;
+		}
+		return balance(t->key, t->value, removeMin(t->left, min), t->right);
+	}
+	NodePtr remove(const NodePtr& t, const K& k, bool& found) const
+	{
+		if (!t)
+			return t;
+		if (less_(k, t->key))
+		{
+			NodePtr l = remove(t->left, k, found);
+			return found ? balance(t->key, t->value, std::move(l), t->right) : t;
+		}
+		if (less_(t->key, k))
+		{
+			NodePtr r = remove(t->right, k, found);
+			return found ? balance(t->key, t->value, t->left, std::move(r)) : t;
+		}
+		found = true;
+		if (!t->left)
+			return t->right;
+		if (!t->right)
+			return t->left;
+		const Node* min = nullptr;
+		NodePtr r = removeMin(t->right, min);
+		return balance(min->key, min->value, t->left, std::move(r));
+	}
+	template <typename F>
+	static void walk(Node* n, F& f)
+	{
+		while (n)
+		{
+			walk(n->left.p, f);
+			f(n->key, n->value);
+			n = n->right.p;
+		}
+	}
+
+	NodePtr root_;
+	[[no_unique_address]] Less less_;
+};
+
+} // namespace quokka::adaptive
