@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include <cstdio>
+#include <string>
 
 int main(int argc, char** argv)
 {
@@ -26,6 +27,13 @@ int main(int argc, char** argv)
 	render_cmd->add_option("--out", render.out, "output PNG path");
 	render_cmd->add_flag("--json", render.json, "one JSON object on stdout");
 
+	const std::string first = argc > 1 ? argv[1] : "";
+	if (!first.empty() && first[0] != '-' && first != "info" && first != "render")
+	{
+		std::fprintf(stderr, "quokka: error: unknown command '%s' (expected info or render; see quokka --help)\n",
+		             argv[1]);
+		return 2;
+	}
 	try
 	{
 		app.parse(argc, argv);

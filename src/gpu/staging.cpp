@@ -1,6 +1,7 @@
 // Staging ring: scattered writes → one vkCmdCopyBuffer per destination per flush.
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
+#include <quokka/gpu/grow_buffer.hpp>
 #include <quokka/gpu/staging.hpp>
 
 #include <algorithm>
@@ -32,6 +33,8 @@ uint64_t StagingRing::stagingBytes() const
 		total += c.buffer->size();
 	for (const BufferHandle& b : free_)
 		total += b->size();
+	for (const BufferHandle& b : *recycle_)
+		total += b->size();
 	return total;
 }
 
@@ -53,6 +56,8 @@ Result<StagingRing::Chunk*> StagingRing::chunkFor(uint64_t size)
 			free_.push_back(std::move(b));
 	recycle_->clear();
 
+	// Chunks from before a chunk-size increase are too small for the new steady state: drop them.
+	std::erase_if(free_, [this](const BufferHandle& b) { return b->size() < chunk_bytes_; });
 	Chunk chunk;
 	if (size <= chunk_bytes_ && !free_.empty())
 	{
@@ -162,6 +167,15 @@ StagingFlushStats StagingRing::flush(CommandList& list, VkPipelineStageFlags2 ds
 	}
 	list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT, dst_stages, dst_access);
 
+	// A frame that needed several chunks needed several copies per destination; size the chunks so that the next
+	// frame of this volume fits in one (the steady state is one vkCmdCopyBuffer per destination per frame).
+	if (active_.size() > 1)
+	{
+		uint64_t total = 0;
+		for (const Chunk& c : active_)
+			total += c.cursor;
+		chunk_bytes_ = std::max(chunk_bytes_, nextPowerOfTwo(total));
+	}
 	// The chunks return to the ring once the list completed.
 	auto recycle = recycle_;
 	std::vector<BufferHandle> used;

@@ -3,7 +3,8 @@
 // write() copies the bytes into host-visible staging memory at once; flush() records, per destination buffer, one
 // vkCmdCopyBuffer whose regions are the pending writes sorted by destination offset — overlapping writes resolved so
 // that the later write wins, adjacent ones merged — followed by one barrier. Staging chunks are recycled when the
-// list they were flushed into completed. Owned by one thread.
+// list they were flushed into completed. A frame whose writes overflow one chunk costs one copy per (destination,
+// chunk) and grows the chunk size to fit the next such frame in one. Owned by one thread.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,8 @@ public:
 	                        VkAccessFlags2 dst_access = VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
 
 	uint64_t pendingBytes() const { return pending_bytes_; }
+	/// Current chunk size (grows when a frame overflowed a chunk).
+	uint64_t chunkBytes() const { return chunk_bytes_; }
 	/// Host-visible bytes held (in use + free chunks).
 	uint64_t stagingBytes() const;
 

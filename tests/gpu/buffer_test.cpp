@@ -1,0 +1,201 @@
+#include "gpu_fixture.hpp"
+
+#include <cstring>
+
+#include <quokka/gpu/buffer.hpp>
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/grow_buffer.hpp>
+#include <quokka/gpu/staging.hpp>
+
+namespace quokka::gpu::test
+{
+
+using BufferTest = GpuTest;
+
+TEST_F(BufferTest, UploadReadbackRoundTripsRandomDataFrom1ByteTo64MiB)
+{
+	const uint64_t sizes[] = {1, 3, 4, 255, 4096, 65536 + 7, 1u << 20, 17u << 20, 64u << 20};
+	uint32_t seed = 1;
+	for (uint64_t size : sizes)
+	{
+		SCOPED_TRACE(size);
+		const auto data = randomBytes(size, seed++);
+		auto buffer = device().createBuffer({size, BufferUsage::Storage | BufferUsage::TransferSrc |
+		                                               BufferUsage::TransferDst,
+		                                     MemoryDomain::DeviceLocal, "roundtrip"});
+		ASSERT_TRUE(buffer.ok()) << buffer.error().message;
+		EXPECT_EQ(buffer.value()->mapped(), nullptr);
+		ASSERT_TRUE(device().uploadBuffer(*buffer.value(), 0, data.data(), size).ok());
+		auto back = device().readBuffer(*buffer.value(), 0, size);
+		ASSERT_TRUE(back.ok()) << back.error().message;
+		ASSERT_EQ(back.value().size(), size);
+		EXPECT_EQ(std::memcmp(back.value().data(), data.data(), size), 0);
+	}
+}
+
+TEST_F(BufferTest, PartialRangesAndBadRangesAreHandled)
+{
+	auto buffer = device().createBuffer({1024, BufferUsage::TransferSrc | BufferUsage::TransferDst,
+	                                     MemoryDomain::DeviceLocal, "ranges"});
+	ASSERT_TRUE(buffer.ok());
+	const auto data = randomBytes(100, 7);
+	ASSERT_TRUE(device().uploadBuffer(*buffer.value(), 900, data.data(), 100).ok());
+	auto back = device().readBuffer(*buffer.value(), 900, 100);
+	ASSERT_TRUE(back.ok());
+	EXPECT_EQ(std::memcmp(back.value().data(), data.data(), 100), 0);
+
+	auto too_far = device().uploadBuffer(*buffer.value(), 1000, data.data(), 100);
+	ASSERT_FALSE(too_far.ok());
+	EXPECT_EQ(too_far.error().code, ErrorCode::InvalidArgument);
+	EXPECT_FALSE(device().readBuffer(*buffer.value(), 1020, 8).ok());
+	auto empty = device().createBuffer({0, BufferUsage::Storage, MemoryDomain::DeviceLocal, "empty"});
+	ASSERT_FALSE(empty.ok());
+	EXPECT_EQ(empty.error().code, ErrorCode::InvalidArgument);
+}
+
+TEST_F(BufferTest, HostVisibleDomainsAreMappedAndAccounted)
+{
+	const uint64_t before = device().memoryStats().live_buffers;
+	auto upload = device().createBuffer({256, BufferUsage::TransferSrc, MemoryDomain::Upload, "up"});
+	auto readback = device().createBuffer({256, BufferUsage::TransferDst, MemoryDomain::Readback, "down"});
+	ASSERT_TRUE(upload.ok() && readback.ok());
+	EXPECT_NE(upload.value()->mapped(), nullptr);
+	EXPECT_NE(readback.value()->mapped(), nullptr);
+	EXPECT_NE(upload.value()->id(), readback.value()->id());
+	EXPECT_EQ(device().memoryStats().live_buffers, before + 2);
+	std::memset(upload.value()->mapped(), 0xab, 256);
+	auto list = device().beginCommands();
+	ASSERT_TRUE(list.ok());
+	copyBuffer(list->vk(), *upload.value(), 0, *readback.value(), 0, 256);
+	list->memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_2_HOST_BIT,
+	                    VK_ACCESS_2_HOST_READ_BIT);
+	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+	readback.value()->invalidate();
+	for (int i = 0; i < 256; ++i)
+		ASSERT_EQ(readback.value()->mapped()[i], std::byte(0xab));
+}
+
+TEST_F(BufferTest, GrowBufferKeepsItsLivePrefixAcrossDoublingsAndFiresListeners)
+{
+	auto grow = GrowBuffer::create(device(), {.min_capacity = 200, .max_capacity = 1 << 16, .name = "grow"});
+	ASSERT_TRUE(grow.ok()) << grow.error().message;
+	GrowBuffer& g = grow.value();
+	EXPECT_EQ(g.capacity(), 256u); // rounded up to a power of two
+
+	std::vector<std::pair<uint64_t, uint64_t>> events;
+	const uint32_t id = g.addListener([&](const BufferHandle& old_buffer, const BufferHandle& new_buffer)
+	                                  { events.emplace_back(old_buffer->size(), new_buffer->size()); });
+
+	const auto prefix = randomBytes(200, 3);
+	auto list = device().beginCommands();
+	ASSERT_TRUE(list.ok());
+	ASSERT_FALSE(g.ensure(200, list.value()).value()); // fits: no growth
+	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+	ASSERT_TRUE(device().uploadBuffer(*g.buffer(), 0, prefix.data(), prefix.size()).ok());
+
+	// Three doublings and a jump, each in its own frame; the prefix must survive all of them.
+	const uint64_t requests[] = {300, 600, 1100, 9000};
+	const uint64_t expected_capacity[] = {512, 1024, 2048, 16384};
+	for (int i = 0; i < 4; ++i)
+	{
+		auto frame = device().beginCommands();
+		ASSERT_TRUE(frame.ok());
+		auto grew = g.ensure(requests[i], frame.value());
+		ASSERT_TRUE(grew.ok()) << grew.error().message;
+		EXPECT_TRUE(grew.value());
+		EXPECT_EQ(g.capacity(), expected_capacity[i]);
+		EXPECT_EQ(g.used(), requests[i]);
+		ASSERT_TRUE(device().submitAndWait(std::move(frame.value())).ok());
+	}
+	ASSERT_EQ(events.size(), 4u);
+	EXPECT_EQ(events[0], std::make_pair(uint64_t(256), uint64_t(512)));
+	EXPECT_EQ(events[3], std::make_pair(uint64_t(2048), uint64_t(16384)));
+	EXPECT_EQ(g.growCount(), 4u);
+	auto back = device().readBuffer(*g.buffer(), 0, prefix.size());
+	ASSERT_TRUE(back.ok());
+	EXPECT_EQ(std::memcmp(back.value().data(), prefix.data(), prefix.size()), 0);
+
+	// Beyond the maximum: a clear error and the buffer unchanged.
+	g.removeListener(id);
+	auto frame = device().beginCommands();
+	ASSERT_TRUE(frame.ok());
+	auto refused = g.ensure((1 << 16) + 1, frame.value());
+	ASSERT_FALSE(refused.ok());
+	EXPECT_EQ(refused.error().code, ErrorCode::OutOfMemory);
+	EXPECT_NE(refused.error().message.find("grow"), std::string::npos);
+	EXPECT_EQ(g.capacity(), 16384u);
+	// A growth after removeListener() does not reach the removed listener.
+	ASSERT_TRUE(g.ensure(20000, frame.value()).ok());
+	EXPECT_EQ(events.size(), 4u);
+	ASSERT_TRUE(device().submitAndWait(std::move(frame.value())).ok());
+}
+
+TEST_F(BufferTest, GrowBufferRejectsAMinimumAboveItsMaximum)
+{
+	auto bad = GrowBuffer::create(device(), {.min_capacity = 4096, .max_capacity = 1024, .name = "bad"});
+	ASSERT_FALSE(bad.ok());
+	EXPECT_EQ(bad.error().code, ErrorCode::InvalidArgument);
+}
+
+TEST_F(BufferTest, TenThousandScatteredStagingWritesEqualACpuModel)
+{
+	constexpr uint64_t kSize = 1 << 20;
+	auto a = device().createBuffer({kSize, BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
+	                                MemoryDomain::DeviceLocal, "staged.a"});
+	auto b = device().createBuffer({kSize, BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
+	                                MemoryDomain::DeviceLocal, "staged.b"});
+	ASSERT_TRUE(a.ok() && b.ok());
+	std::vector<std::byte> model_a = randomBytes(kSize, 11), model_b = randomBytes(kSize, 12);
+	ASSERT_TRUE(device().uploadBuffer(*a.value(), 0, model_a.data(), kSize).ok());
+	ASSERT_TRUE(device().uploadBuffer(*b.value(), 0, model_b.data(), kSize).ok());
+
+	StagingRing ring(device(), 64 << 10); // small chunks: the first frame spans several, then the ring adapts
+	std::mt19937 rng(2024);
+	for (int frame = 0; frame < 3; ++frame)
+	{
+		for (int i = 0; i < 10000; ++i)
+		{
+			const bool to_a = rng() % 4 != 0;
+			const uint64_t size = 1 + rng() % 64;
+			// Clustered offsets make overlapping and adjacent writes common (the later write must win).
+			const uint64_t offset = (rng() % 2 ? rng() % 4096 : rng() % (kSize - size));
+			const auto data = randomBytes(size, rng());
+			auto& model = to_a ? model_a : model_b;
+			std::memcpy(model.data() + offset, data.data(), size);
+			ASSERT_TRUE(ring.write(to_a ? a.value() : b.value(), offset, data.data(), size).ok());
+		}
+		auto list = device().beginCommands();
+		ASSERT_TRUE(list.ok());
+		const StagingFlushStats stats = ring.flush(list.value());
+		// After the first frame the chunk size fits a whole frame: one copy command per destination buffer.
+		if (frame == 0)
+			EXPECT_GT(stats.destinations, 2u);
+		else
+			EXPECT_EQ(stats.destinations, 2u);
+		EXPECT_LE(stats.regions, 10000u);
+		EXPECT_EQ(ring.pendingBytes(), 0u);
+		ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+		auto back_a = device().readBuffer(*a.value(), 0, kSize);
+		auto back_b = device().readBuffer(*b.value(), 0, kSize);
+		ASSERT_TRUE(back_a.ok() && back_b.ok());
+		ASSERT_EQ(std::memcmp(back_a.value().data(), model_a.data(), kSize), 0) << "frame " << frame;
+		ASSERT_EQ(std::memcmp(back_b.value().data(), model_b.data(), kSize), 0) << "frame " << frame;
+	}
+	// ~10k writes × (32.5 B + alignment) ≈ 0.4 MiB per frame: chunks grew to 512 KiB and are recycled, not re-made.
+	EXPECT_EQ(ring.chunkBytes(), 512u << 10);
+	EXPECT_LE(ring.stagingBytes(), 2u * ring.chunkBytes());
+}
+
+TEST_F(BufferTest, StagingWriteOutsideTheBufferIsAnError)
+{
+	auto a = device().createBuffer({64, BufferUsage::TransferDst, MemoryDomain::DeviceLocal, "small"});
+	ASSERT_TRUE(a.ok());
+	StagingRing ring(device());
+	const uint32_t x = 1;
+	auto r = ring.write(a.value(), 62, &x, 4);
+	ASSERT_FALSE(r.ok());
+	EXPECT_EQ(r.error().code, ErrorCode::InvalidArgument);
+	EXPECT_EQ(ring.pendingBytes(), 0u);
+}
+
+} // namespace quokka::gpu::test
