@@ -78,7 +78,6 @@ TEST(ReadmeExample, MatchesTheReadme)
 
 TEST(ReadmeExample, ComputesDoubles)
 {
-	setenv("QUOKKA_VALIDATION", "1", 1);
 	std::vector<std::byte> bytes;
 	ASSERT_EQ(readmeExample(bytes), 0);
 	ASSERT_EQ(bytes.size(), 4096u);
