@@ -66,9 +66,8 @@ Result<FrameStats> renderTriangle(gpu::Device& device, const RenderOptions& o, g
 	});
 	if (!pipeline.ok())
 		return pipeline.error();
-	auto vertices = device.createBuffer(
-	    {sizeof(kTriangle), gpu::BufferUsage::Vertex | gpu::BufferUsage::TransferDst, gpu::MemoryDomain::DeviceLocal,
-	     "triangle.vertices"});
+	auto vertices = device.createBuffer({sizeof(kTriangle), gpu::BufferUsage::Vertex | gpu::BufferUsage::TransferDst,
+	                                     gpu::MemoryDomain::DeviceLocal, "triangle.vertices"});
 	if (!vertices.ok())
 		return vertices.error();
 	gpu::StagingRing staging(device);
@@ -126,8 +125,8 @@ int runRender(const RenderOptions& o)
 		return fail(created.error());
 	gpu::Device& device = *created.value();
 	if (o.width > device.info().max_image_dimension_2d || o.height > device.info().max_image_dimension_2d)
-		return fail("framebuffer " + std::to_string(o.width) + "x" + std::to_string(o.height) + " exceeds the device limit " +
-		            std::to_string(device.info().max_image_dimension_2d));
+		return fail("framebuffer " + std::to_string(o.width) + "x" + std::to_string(o.height) +
+		            " exceeds the device limit " + std::to_string(device.info().max_image_dimension_2d));
 
 	const VkFormat format = VK_FORMAT_R8G8B8A8_UNORM;
 	auto color = device.createImage({o.width, o.height, format, VK_SAMPLE_COUNT_1_BIT,
@@ -187,8 +186,8 @@ int runRender(const RenderOptions& o)
 		std::printf("  wrote %s\n", out.c_str());
 	}
 	if (validation_errors > 0)
-		return fail(std::to_string(validation_errors) + " Vulkan validation error(s); first: " +
-		            device.validationMessages().front());
+		return fail(std::to_string(validation_errors) +
+		            " Vulkan validation error(s); first: " + device.validationMessages().front());
 	return 0;
 }
 

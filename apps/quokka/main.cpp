@@ -23,7 +23,8 @@ int main(int argc, char** argv)
 	render_cmd->add_option("--height", render.height, "framebuffer height in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--frames", render.frames, "frames to render (timed; the last is written)")
 	    ->check(CLI::Range(1u, 100000u));
-	render_cmd->add_option("--samples", render.samples, "MSAA samples: 1, 2, 4 or 8")->check(CLI::IsMember({1, 2, 4, 8}));
+	render_cmd->add_option("--samples", render.samples, "MSAA samples: 1, 2, 4 or 8")
+	    ->check(CLI::IsMember({1, 2, 4, 8}));
 	render_cmd->add_option("--out", render.out, "output PNG path");
 	render_cmd->add_flag("--json", render.json, "one JSON object on stdout");
 

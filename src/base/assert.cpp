@@ -34,16 +34,26 @@ const char* errorCodeName(ErrorCode code)
 {
 	switch (code)
 	{
-	case ErrorCode::NoDriver: return "NoDriver";
-	case ErrorCode::NoDevice: return "NoDevice";
-	case ErrorCode::MissingFeature: return "MissingFeature";
-	case ErrorCode::OutOfMemory: return "OutOfMemory";
-	case ErrorCode::InvalidArgument: return "InvalidArgument";
-	case ErrorCode::ShaderCompile: return "ShaderCompile";
-	case ErrorCode::Io: return "Io";
-	case ErrorCode::DeviceLost: return "DeviceLost";
-	case ErrorCode::Vulkan: return "Vulkan";
-	case ErrorCode::Unsupported: return "Unsupported";
+	case ErrorCode::NoDriver:
+		return "NoDriver";
+	case ErrorCode::NoDevice:
+		return "NoDevice";
+	case ErrorCode::MissingFeature:
+		return "MissingFeature";
+	case ErrorCode::OutOfMemory:
+		return "OutOfMemory";
+	case ErrorCode::InvalidArgument:
+		return "InvalidArgument";
+	case ErrorCode::ShaderCompile:
+		return "ShaderCompile";
+	case ErrorCode::Io:
+		return "Io";
+	case ErrorCode::DeviceLost:
+		return "DeviceLost";
+	case ErrorCode::Vulkan:
+		return "Vulkan";
+	case ErrorCode::Unsupported:
+		return "Unsupported";
 	}
 	return "Unknown";
 }

@@ -67,7 +67,9 @@ Result<BufferHandle> Device::createBuffer(const BufferDesc& desc)
 	VkMemoryPropertyFlags required = 0, preferred = 0;
 	switch (desc.domain)
 	{
-	case MemoryDomain::DeviceLocal: preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT; break;
+	case MemoryDomain::DeviceLocal:
+		preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+		break;
 	case MemoryDomain::Upload:
 		required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
 		break;

@@ -42,9 +42,12 @@ const char* deviceKindName(DeviceKind kind)
 {
 	switch (kind)
 	{
-	case DeviceKind::Auto: return "auto";
-	case DeviceKind::Gpu: return "gpu";
-	case DeviceKind::Cpu: return "cpu";
+	case DeviceKind::Auto:
+		return "auto";
+	case DeviceKind::Gpu:
+		return "gpu";
+	case DeviceKind::Cpu:
+		return "cpu";
 	}
 	return "auto";
 }
@@ -81,7 +84,8 @@ const char* vkResultName(VkResult result)
 	switch (result)
 	{
 #define QUOKKA_CASE(x)                                                                                                 \
-	case x: return #x;
+	case x:                                                                                                            \
+		return #x;
 		QUOKKA_CASE(VK_SUCCESS)
 		QUOKKA_CASE(VK_NOT_READY)
 		QUOKKA_CASE(VK_TIMEOUT)
@@ -100,7 +104,8 @@ const char* vkResultName(VkResult result)
 		QUOKKA_CASE(VK_ERROR_FRAGMENTED_POOL)
 		QUOKKA_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
 #undef QUOKKA_CASE
-	default: return "VkResult(unknown)";
+	default:
+		return "VkResult(unknown)";
 	}
 }
 
@@ -125,11 +130,16 @@ const char* physicalDeviceTypeName(VkPhysicalDeviceType type)
 {
 	switch (type)
 	{
-	case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete-gpu";
-	case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated-gpu";
-	case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual-gpu";
-	case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-	default: return "other";
+	case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+		return "discrete-gpu";
+	case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+		return "integrated-gpu";
+	case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+		return "virtual-gpu";
+	case VK_PHYSICAL_DEVICE_TYPE_CPU:
+		return "cpu";
+	default:
+		return "other";
 	}
 }
 
@@ -144,11 +154,16 @@ int autoRank(VkPhysicalDeviceType type)
 {
 	switch (type)
 	{
-	case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-	case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-	case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-	case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
-	default: return 4;
+	case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+		return 0;
+	case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+		return 1;
+	case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+		return 2;
+	case VK_PHYSICAL_DEVICE_TYPE_CPU:
+		return 3;
+	default:
+		return 4;
 	}
 }
 
@@ -168,8 +183,8 @@ constexpr const char* kIgnoredVuids[] = {""};
 // ---------------------------------------------------------------------------------------------------------------------
 
 VkBool32 VKAPI_PTR Device::debugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                         VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                         void* user)
+                                         VkDebugUtilsMessageTypeFlagsEXT,
+                                         const VkDebugUtilsMessengerCallbackDataEXT* data, void* user)
 {
 	auto* self = static_cast<Device*>(user);
 	const char* id = data->pMessageIdName ? data->pMessageIdName : "";
@@ -222,7 +237,8 @@ Result<void> Device::createInstance()
 		vkEnumerateInstanceLayerProperties(&count, nullptr);
 		std::vector<VkLayerProperties> props(count);
 		vkEnumerateInstanceLayerProperties(&count, props.data());
-		const bool found = std::any_of(props.begin(), props.end(), [](const VkLayerProperties& p)
+		const bool found = std::any_of(props.begin(), props.end(),
+		                               [](const VkLayerProperties& p)
 		                               { return std::strcmp(p.layerName, "VK_LAYER_KHRONOS_validation") == 0; });
 		if (!found)
 			return makeError(ErrorCode::MissingFeature, "validation was requested but VK_LAYER_KHRONOS_validation is "
@@ -319,8 +335,8 @@ Result<void> Device::pickPhysicalDevice()
 		}
 	}
 	if (physical_ == VK_NULL_HANDLE)
-		return makeError(ErrorCode::NoDevice, std::string("no Vulkan 1.3 device of kind '") + deviceKindName(desc_.kind) +
-		                                          "' (found: " + seen + ")");
+		return makeError(ErrorCode::NoDevice, std::string("no Vulkan 1.3 device of kind '") +
+		                                          deviceKindName(desc_.kind) + "' (found: " + seen + ")");
 	return {};
 }
 
@@ -423,9 +439,9 @@ Result<void> Device::createLogicalDevice()
 	features_.shader_int16 = have.f2.features.shaderInt16;
 	features_.buffer_device_address = have.v12.bufferDeviceAddress;
 	features_.scalar_block_layout = have.v12.scalarBlockLayout;
-	features_.descriptor_indexing = have.v12.runtimeDescriptorArray && have.v12.shaderSampledImageArrayNonUniformIndexing &&
-	                                have.v12.descriptorBindingPartiallyBound &&
-	                                have.v12.descriptorBindingSampledImageUpdateAfterBind;
+	features_.descriptor_indexing =
+	    have.v12.runtimeDescriptorArray && have.v12.shaderSampledImageArrayNonUniformIndexing &&
+	    have.v12.descriptorBindingPartiallyBound && have.v12.descriptorBindingSampledImageUpdateAfterBind;
 	features_.mesh_shader = has_mesh && have.mesh.meshShader && have.mesh.taskShader;
 	features_.timestamps = l.timestampComputeAndGraphics && info_.timestamp_valid_bits > 0;
 	info_.gpu_timestamps_reliable = features_.timestamps && !info_.is_cpu;
@@ -813,10 +829,12 @@ Result<void> Device::uploadBuffer(const Buffer& dst, uint64_t offset, const void
 	auto list = beginCommands();
 	if (!list.ok())
 		return list.error();
-	list->memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT,
-	                    VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
+	list->memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+	                    VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_2_COPY_BIT,
+	                    VK_ACCESS_2_TRANSFER_WRITE_BIT);
 	copyBuffer(list->vk(), *staging.value(), 0, dst, offset, size);
-	list->memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+	list->memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+	                    VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
 	                    VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
 	list->keepAlive(staging.value());
 	return submitAndWait(std::move(list.value()));
@@ -837,8 +855,8 @@ Result<std::vector<std::byte>> Device::readBuffer(const Buffer& src, uint64_t of
 	auto list = beginCommands();
 	if (!list.ok())
 		return list.error();
-	list->memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_2_COPY_BIT,
-	                    VK_ACCESS_2_TRANSFER_READ_BIT);
+	list->memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_WRITE_BIT,
+	                    VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_READ_BIT);
 	copyBuffer(list->vk(), src, offset, *readback.value(), 0, size);
 	list->memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_2_HOST_BIT,
 	                    VK_ACCESS_2_HOST_READ_BIT);

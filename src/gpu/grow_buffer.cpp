@@ -22,12 +22,12 @@ Result<GrowBuffer> GrowBuffer::create(Device& device, const GrowBufferDesc& desc
 	g.desc_ = desc;
 	g.max_capacity_ = desc.max_capacity ? desc.max_capacity : device.info().max_storage_buffer_range;
 	if (desc.min_capacity == 0 || nextPowerOfTwo(desc.min_capacity) > g.max_capacity_)
-		return makeError(ErrorCode::InvalidArgument, "GrowBuffer '" + desc.name + "': minimum capacity " +
-		                                                 std::to_string(desc.min_capacity) + " is 0 or above the maximum " +
-		                                                 std::to_string(g.max_capacity_));
-	auto buffer = device.createBuffer(
-	    {nextPowerOfTwo(desc.min_capacity), desc.usage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
-	     MemoryDomain::DeviceLocal, desc.name});
+		return makeError(ErrorCode::InvalidArgument,
+		                 "GrowBuffer '" + desc.name + "': minimum capacity " + std::to_string(desc.min_capacity) +
+		                     " is 0 or above the maximum " + std::to_string(g.max_capacity_));
+	auto buffer = device.createBuffer({nextPowerOfTwo(desc.min_capacity),
+	                                   desc.usage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
+	                                   MemoryDomain::DeviceLocal, desc.name});
 	if (!buffer.ok())
 		return buffer.error();
 	g.buffer_ = std::move(buffer.value());
@@ -55,7 +55,8 @@ Result<bool> GrowBuffer::ensure(uint64_t bytes, CommandList& list)
 		                   VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_READ_BIT);
 		copyBuffer(list.vk(), *old, 0, *grown.value(), 0, used_);
 		list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
+		                   VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+		                   VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
 	}
 	list.keepAlive(old); // the copy reads it
 	buffer_ = std::move(grown.value());

@@ -16,8 +16,10 @@ bool isDepthFormat(VkFormat format)
 	case VK_FORMAT_D32_SFLOAT:
 	case VK_FORMAT_D16_UNORM_S8_UINT:
 	case VK_FORMAT_D24_UNORM_S8_UINT:
-	case VK_FORMAT_D32_SFLOAT_S8_UINT: return true;
-	default: return false;
+	case VK_FORMAT_D32_SFLOAT_S8_UINT:
+		return true;
+	default:
+		return false;
 	}
 }
 
@@ -57,8 +59,8 @@ Result<ImageHandle> Device::createImage(const ImageDesc& desc)
 		                                                 std::to_string(desc.height) + " is outside 1…" +
 		                                                 std::to_string(info_.max_image_dimension_2d));
 	if (!(info_.framebuffer_color_sample_counts & desc.samples))
-		return makeError(ErrorCode::InvalidArgument,
-		                 label + ": " + std::to_string(int(desc.samples)) + " samples are not supported by " + info_.name);
+		return makeError(ErrorCode::InvalidArgument, label + ": " + std::to_string(int(desc.samples)) +
+		                                                 " samples are not supported by " + info_.name);
 	const VkImageUsageFlags usage = toVk(desc.usage);
 	VkImageFormatProperties format_props;
 	VkResult supported = vkGetPhysicalDeviceImageFormatProperties(physical_, desc.format, VK_IMAGE_TYPE_2D,
@@ -75,9 +77,10 @@ Result<ImageHandle> Device::createImage(const ImageDesc& desc)
 	image->samples_ = desc.samples;
 	image->name_ = desc.name;
 	image->id_ = nextGpuObjectId();
-	image->aspect_ = isDepthFormat(desc.format) ? VkImageAspectFlags(VK_IMAGE_ASPECT_DEPTH_BIT |
-	                                                                 (hasStencil(desc.format) ? VK_IMAGE_ASPECT_STENCIL_BIT : 0))
-	                                            : VkImageAspectFlags(VK_IMAGE_ASPECT_COLOR_BIT);
+	image->aspect_ = isDepthFormat(desc.format)
+	                     ? VkImageAspectFlags(VK_IMAGE_ASPECT_DEPTH_BIT |
+	                                          (hasStencil(desc.format) ? VK_IMAGE_ASPECT_STENCIL_BIT : 0))
+	                     : VkImageAspectFlags(VK_IMAGE_ASPECT_COLOR_BIT);
 
 	VkImageCreateInfo info{VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO};
 	info.imageType = VK_IMAGE_TYPE_2D;

@@ -31,19 +31,23 @@ Result<Rgba8Image> readImageRgba8(Device& device, Image& image)
 	switch (image.format())
 	{
 	case VK_FORMAT_R8G8B8A8_UNORM:
-	case VK_FORMAT_R8G8B8A8_SRGB: break;
+	case VK_FORMAT_R8G8B8A8_SRGB:
+		break;
 	case VK_FORMAT_B8G8R8A8_UNORM:
-	case VK_FORMAT_B8G8R8A8_SRGB: swizzle = true; break;
+	case VK_FORMAT_B8G8R8A8_SRGB:
+		swizzle = true;
+		break;
 	default:
-		return makeError(ErrorCode::Unsupported,
-		                 "readImageRgba8: format " + std::to_string(int(image.format())) + " of '" + image.name() +
-		                     "' is not an 8-bit RGBA/BGRA format");
+		return makeError(ErrorCode::Unsupported, "readImageRgba8: format " + std::to_string(int(image.format())) +
+		                                             " of '" + image.name() + "' is not an 8-bit RGBA/BGRA format");
 	}
 	if (image.samples() != VK_SAMPLE_COUNT_1_BIT)
-		return makeError(ErrorCode::InvalidArgument, "readImageRgba8: '" + image.name() + "' is multisampled; resolve it first");
+		return makeError(ErrorCode::InvalidArgument,
+		                 "readImageRgba8: '" + image.name() + "' is multisampled; resolve it first");
 
 	const uint64_t bytes = uint64_t(image.width()) * image.height() * 4;
-	auto readback = device.createBuffer({bytes, BufferUsage::TransferDst, MemoryDomain::Readback, "quokka.readback.image"});
+	auto readback =
+	    device.createBuffer({bytes, BufferUsage::TransferDst, MemoryDomain::Readback, "quokka.readback.image"});
 	if (!readback.ok())
 		return readback.error();
 	auto list = device.beginCommands();
@@ -76,7 +80,8 @@ Result<void> writePng(const std::string& path, const Rgba8Image& image)
 {
 	if (image.width == 0 || image.height == 0 || image.pixels.size() != size_t(image.width) * image.height * 4)
 		return makeError(ErrorCode::InvalidArgument, "writePng: image is empty or its pixel count is wrong");
-	if (!stbi_write_png(path.c_str(), int(image.width), int(image.height), 4, image.pixels.data(), int(image.width * 4)))
+	if (!stbi_write_png(path.c_str(), int(image.width), int(image.height), 4, image.pixels.data(),
+	                    int(image.width * 4)))
 		return makeError(ErrorCode::Io, "cannot write PNG '" + path + "'");
 	return {};
 }

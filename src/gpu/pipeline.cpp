@@ -31,8 +31,8 @@ Result<ShaderReflection> reflectSpirv(std::span<const uint32_t> spirv, VkShaderS
 
 	spvc_parsed_ir ir = nullptr;
 	if (spirv.empty() || spvc_context_parse_spirv(context, spirv.data(), spirv.size(), &ir) != SPVC_SUCCESS)
-		return makeError(ErrorCode::InvalidArgument,
-		                 std::string("spirv-cross cannot parse the SPIR-V: ") + spvc_context_get_last_error_string(context));
+		return makeError(ErrorCode::InvalidArgument, std::string("spirv-cross cannot parse the SPIR-V: ") +
+		                                                 spvc_context_get_last_error_string(context));
 	spvc_compiler compiler = nullptr;
 	if (spvc_context_create_compiler(context, SPVC_BACKEND_NONE, ir, SPVC_CAPTURE_MODE_TAKE_OWNERSHIP, &compiler) !=
 	    SPVC_SUCCESS)
@@ -93,10 +93,12 @@ Result<ShaderReflection> reflectSpirv(std::span<const uint32_t> spirv, VkShaderS
 	{
 		for (unsigned i = 0; i < 3; ++i)
 		{
-			out.local_size[i] = spvc_compiler_get_execution_mode_argument_by_index(compiler, SpvExecutionModeLocalSize, i);
+			out.local_size[i] =
+			    spvc_compiler_get_execution_mode_argument_by_index(compiler, SpvExecutionModeLocalSize, i);
 			// With LocalSizeId (shaderc targeting 1.3) the sizes are spec constants; read their default values.
 			spvc_specialization_constant wg[3];
-			spvc_constant_id wg_id = spvc_compiler_get_work_group_size_specialization_constants(compiler, &wg[0], &wg[1], &wg[2]);
+			spvc_constant_id wg_id =
+			    spvc_compiler_get_work_group_size_specialization_constants(compiler, &wg[0], &wg[1], &wg[2]);
 			(void)wg_id;
 			if (out.local_size[i] == 0 && wg[i].id != 0)
 			{
@@ -286,27 +288,29 @@ Result<PipelineHandle> Device::createGraphicsPipeline(const GraphicsPipelineDesc
 	if (blend.empty())
 	{
 		VkPipelineColorBlendAttachmentState opaque{};
-		opaque.colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT | VK_COLOR_COMPONENT_B_BIT |
-		                        VK_COLOR_COMPONENT_A_BIT;
+		opaque.colorWriteMask =
+		    VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT | VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT;
 		blend.assign(desc.color_formats.size(), opaque);
 	}
 	if (blend.size() != desc.color_formats.size())
 	{
 		for (VkShaderModule m : modules)
 			vkDestroyShaderModule(device_, m, nullptr);
-		return makeError(ErrorCode::InvalidArgument, "graphics pipeline '" + desc.name + "': " +
-		                                                 std::to_string(blend.size()) + " blend states for " +
-		                                                 std::to_string(desc.color_formats.size()) + " colour attachments");
+		return makeError(ErrorCode::InvalidArgument,
+		                 "graphics pipeline '" + desc.name + "': " + std::to_string(blend.size()) +
+		                     " blend states for " + std::to_string(desc.color_formats.size()) + " colour attachments");
 	}
 	VkPipelineColorBlendStateCreateInfo color_blend{VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO};
 	color_blend.attachmentCount = uint32_t(blend.size());
 	color_blend.pAttachments = blend.data();
 
 	const VkDynamicState dynamic[] = {
-	    VK_DYNAMIC_STATE_VIEWPORT,          VK_DYNAMIC_STATE_SCISSOR,           VK_DYNAMIC_STATE_CULL_MODE,
-	    VK_DYNAMIC_STATE_FRONT_FACE,        VK_DYNAMIC_STATE_DEPTH_TEST_ENABLE, VK_DYNAMIC_STATE_DEPTH_WRITE_ENABLE,
-	    VK_DYNAMIC_STATE_DEPTH_COMPARE_OP,  VK_DYNAMIC_STATE_DEPTH_BIAS_ENABLE, VK_DYNAMIC_STATE_DEPTH_BIAS,
-	    VK_DYNAMIC_STATE_STENCIL_TEST_ENABLE, VK_DYNAMIC_STATE_STENCIL_OP,    VK_DYNAMIC_STATE_STENCIL_COMPARE_MASK,
+	    VK_DYNAMIC_STATE_VIEWPORT,           VK_DYNAMIC_STATE_SCISSOR,
+	    VK_DYNAMIC_STATE_CULL_MODE,          VK_DYNAMIC_STATE_FRONT_FACE,
+	    VK_DYNAMIC_STATE_DEPTH_TEST_ENABLE,  VK_DYNAMIC_STATE_DEPTH_WRITE_ENABLE,
+	    VK_DYNAMIC_STATE_DEPTH_COMPARE_OP,   VK_DYNAMIC_STATE_DEPTH_BIAS_ENABLE,
+	    VK_DYNAMIC_STATE_DEPTH_BIAS,         VK_DYNAMIC_STATE_STENCIL_TEST_ENABLE,
+	    VK_DYNAMIC_STATE_STENCIL_OP,         VK_DYNAMIC_STATE_STENCIL_COMPARE_MASK,
 	    VK_DYNAMIC_STATE_STENCIL_WRITE_MASK, VK_DYNAMIC_STATE_STENCIL_REFERENCE,
 	};
 	VkPipelineDynamicStateCreateInfo dynamic_info{VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO};

@@ -18,11 +18,16 @@ const char* shaderStageName(ShaderStage stage)
 {
 	switch (stage)
 	{
-	case ShaderStage::Vertex: return "vertex";
-	case ShaderStage::Fragment: return "fragment";
-	case ShaderStage::Compute: return "compute";
-	case ShaderStage::Task: return "task";
-	case ShaderStage::Mesh: return "mesh";
+	case ShaderStage::Vertex:
+		return "vertex";
+	case ShaderStage::Fragment:
+		return "fragment";
+	case ShaderStage::Compute:
+		return "compute";
+	case ShaderStage::Task:
+		return "task";
+	case ShaderStage::Mesh:
+		return "mesh";
 	}
 	return "unknown";
 }
@@ -36,11 +41,16 @@ shaderc_shader_kind toShaderc(ShaderStage stage)
 {
 	switch (stage)
 	{
-	case ShaderStage::Vertex: return shaderc_glsl_vertex_shader;
-	case ShaderStage::Fragment: return shaderc_glsl_fragment_shader;
-	case ShaderStage::Compute: return shaderc_glsl_compute_shader;
-	case ShaderStage::Task: return shaderc_glsl_task_shader;
-	case ShaderStage::Mesh: return shaderc_glsl_mesh_shader;
+	case ShaderStage::Vertex:
+		return shaderc_glsl_vertex_shader;
+	case ShaderStage::Fragment:
+		return shaderc_glsl_fragment_shader;
+	case ShaderStage::Compute:
+		return shaderc_glsl_compute_shader;
+	case ShaderStage::Task:
+		return shaderc_glsl_task_shader;
+	case ShaderStage::Mesh:
+		return shaderc_glsl_mesh_shader;
 	}
 	return shaderc_glsl_compute_shader;
 }
@@ -173,8 +183,8 @@ Result<SpirvCode> ShaderCompiler::compile(const ShaderSource& source)
 	shaderc_compile_options_t options = shaderc_compile_options_initialize();
 	shaderc_compile_options_set_target_env(options, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_3);
 	shaderc_compile_options_set_target_spirv(options, shaderc_spirv_version_1_6);
-	shaderc_compile_options_set_optimization_level(
-	    options, source.optimize ? shaderc_optimization_level_performance : shaderc_optimization_level_zero);
+	shaderc_compile_options_set_optimization_level(options, source.optimize ? shaderc_optimization_level_performance
+	                                                                        : shaderc_optimization_level_zero);
 	for (const auto& [name, value] : source.defines)
 		shaderc_compile_options_add_macro_definition(options, name.data(), name.size(), value.data(), value.size());
 	const std::string name = source.name.empty() ? std::string("shader") : source.name;
@@ -199,7 +209,8 @@ Result<SpirvCode> ShaderCompiler::compile(const ShaderSource& source)
 		{
 			// Write then rename, so a concurrent reader never sees a torn file.
 			const std::string tmp = disk_path.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&words));
-			std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(words->data()), std::streamsize(bytes));
+			std::ofstream(tmp, std::ios::binary)
+			    .write(reinterpret_cast<const char*>(words->data()), std::streamsize(bytes));
 			std::error_code ec;
 			std::filesystem::rename(tmp, disk_path, ec);
 		}

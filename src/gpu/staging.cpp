@@ -66,8 +66,8 @@ Result<StagingRing::Chunk*> StagingRing::chunkFor(uint64_t size)
 	}
 	else
 	{
-		auto buffer = device_->createBuffer({std::max(size, chunk_bytes_), BufferUsage::TransferSrc,
-		                                     MemoryDomain::Upload, "quokka.staging"});
+		auto buffer = device_->createBuffer(
+		    {std::max(size, chunk_bytes_), BufferUsage::TransferSrc, MemoryDomain::Upload, "quokka.staging"});
 		if (!buffer.ok())
 			return buffer.error();
 		chunk.buffer = std::move(buffer.value());

@@ -25,7 +25,8 @@ struct CliRun
 
 std::string tempPath(const std::string& name)
 {
-	return (std::filesystem::temp_directory_path() / ("quokka-cli-" + std::to_string(::getpid()) + "-" + name)).string();
+	return (std::filesystem::temp_directory_path() / ("quokka-cli-" + std::to_string(::getpid()) + "-" + name))
+	    .string();
 }
 
 // Runs `env QUOKKA_CLI args` through the shell, capturing stdout and stderr separately.
@@ -87,7 +88,8 @@ TEST(CliInfo, CpuDeviceIsLavapipeLike)
 TEST(CliRender, TriangleIsWrittenAsAPngWithTheBackgroundInTheCorners)
 {
 	const std::string png = tempPath("tri.png");
-	const CliRun run = runCli("render --scene triangle --width 96 --height 64 --frames 2 --validate --json --out " + png);
+	const CliRun run =
+	    runCli("render --scene triangle --width 96 --height 64 --frames 2 --validate --json --out " + png);
 	ASSERT_EQ(run.exit_code, 0) << run.err;
 	const auto j = nlohmann::json::parse(run.out);
 	EXPECT_EQ(j["validation_errors"], 0);

@@ -20,9 +20,9 @@ TEST_F(BufferTest, UploadReadbackRoundTripsRandomDataFrom1ByteTo64MiB)
 	{
 		SCOPED_TRACE(size);
 		const auto data = randomBytes(size, seed++);
-		auto buffer = device().createBuffer({size, BufferUsage::Storage | BufferUsage::TransferSrc |
-		                                               BufferUsage::TransferDst,
-		                                     MemoryDomain::DeviceLocal, "roundtrip"});
+		auto buffer =
+		    device().createBuffer({size, BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
+		                           MemoryDomain::DeviceLocal, "roundtrip"});
 		ASSERT_TRUE(buffer.ok()) << buffer.error().message;
 		EXPECT_EQ(buffer.value()->mapped(), nullptr);
 		ASSERT_TRUE(device().uploadBuffer(*buffer.value(), 0, data.data(), size).ok());
@@ -35,8 +35,8 @@ TEST_F(BufferTest, UploadReadbackRoundTripsRandomDataFrom1ByteTo64MiB)
 
 TEST_F(BufferTest, PartialRangesAndBadRangesAreHandled)
 {
-	auto buffer = device().createBuffer({1024, BufferUsage::TransferSrc | BufferUsage::TransferDst,
-	                                     MemoryDomain::DeviceLocal, "ranges"});
+	auto buffer = device().createBuffer(
+	    {1024, BufferUsage::TransferSrc | BufferUsage::TransferDst, MemoryDomain::DeviceLocal, "ranges"});
 	ASSERT_TRUE(buffer.ok());
 	const auto data = randomBytes(100, 7);
 	ASSERT_TRUE(device().uploadBuffer(*buffer.value(), 900, data.data(), 100).ok());

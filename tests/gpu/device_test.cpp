@@ -131,8 +131,8 @@ TEST_F(DeviceTest, TimelineValuesIncreaseAndRetirementsRunInOrder)
 
 TEST_F(DeviceTest, BufferReleasedWhileInFlightIsDestroyedAfterItsSubmission)
 {
-	auto a = device().createBuffer({1 << 20, BufferUsage::TransferSrc | BufferUsage::TransferDst,
-	                                MemoryDomain::DeviceLocal, "a"});
+	auto a = device().createBuffer(
+	    {1 << 20, BufferUsage::TransferSrc | BufferUsage::TransferDst, MemoryDomain::DeviceLocal, "a"});
 	auto b = device().createBuffer({1 << 20, BufferUsage::TransferDst, MemoryDomain::DeviceLocal, "b"});
 	ASSERT_TRUE(a.ok() && b.ok());
 	auto list = device().beginCommands();

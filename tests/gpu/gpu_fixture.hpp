@@ -6,8 +6,8 @@
 
 #include <cstdlib>
 #include <memory>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <quokka/gpu/device.hpp>

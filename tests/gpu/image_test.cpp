@@ -3,6 +3,7 @@
 #include "gpu_test_shaders.hpp"
 
 #include <filesystem>
+#include <span>
 
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/command_list.hpp>
@@ -30,20 +31,29 @@ ImageHandle makeTarget(Device& device, VkFormat format, VkSampleCountFlagBits sa
 	return image.ok() ? image.value() : nullptr;
 }
 
-// Draws the upper-left half triangle (NDC (-1,-1), (1,-1), (-1,1)) in `color` over a black clear.
-void drawHalfTriangle(Device& device, Image& target, Image* resolve, const float color[4])
+struct SolidDraw
+{
+	float color[4];
+	float depth = 0.0f;
+};
+
+// Draws the upper-left half triangle (NDC (-1,-1), (1,-1), (-1,1)) once per entry of `draws` over a black clear.
+void drawHalfTriangles(Device& device, Image& target, Image* resolve, std::span<const SolidDraw> draws,
+                       Image* depth = nullptr, DynamicState state = {.depth_test = false, .depth_write = false})
 {
 	auto pipeline = device.createGraphicsPipeline({
 	    .vertex = kSolidVert.span(),
 	    .fragment = kSolidFrag.span(),
 	    .color_formats = {target.format()},
+	    .depth_format = depth ? depth->format() : VK_FORMAT_UNDEFINED,
 	    .samples = target.samples(),
 	    .name = "solid",
 	});
 	ASSERT_TRUE(pipeline.ok()) << pipeline.error().message;
+	EXPECT_EQ(pipeline.value()->pushConstantSize(), 20u);
 	const float positions[6] = {-1, -1, 1, -1, -1, 1};
-	auto vb = device.createBuffer({sizeof(positions), BufferUsage::Storage | BufferUsage::TransferDst,
-	                               MemoryDomain::DeviceLocal, "positions"});
+	auto vb = device.createBuffer(
+	    {sizeof(positions), BufferUsage::Storage | BufferUsage::TransferDst, MemoryDomain::DeviceLocal, "positions"});
 	ASSERT_TRUE(vb.ok());
 	ASSERT_TRUE(device.uploadBuffer(*vb.value(), 0, positions, sizeof(positions)).ok());
 	auto list = device.beginCommands();
@@ -51,14 +61,24 @@ void drawHalfTriangle(Device& device, Image& target, Image* resolve, const float
 	RenderingDesc pass;
 	pass.color = &target;
 	pass.resolve = resolve;
+	pass.depth = depth;
 	gpu::beginRendering(list.value(), pass);
 	pipeline.value()->bind(list.value());
-	DynamicState{.depth_test = false, .depth_write = false}.apply(list->vk());
+	state.apply(list->vk());
 	pipeline.value()->pushBuffer(list.value(), 0, *vb.value());
-	pipeline.value()->pushConstants(list.value(), color, 16);
-	vkCmdDraw(list->vk(), 3, 1, 0, 0);
+	for (const SolidDraw& d : draws)
+	{
+		pipeline.value()->pushConstants(list.value(), &d, sizeof(SolidDraw));
+		vkCmdDraw(list->vk(), 3, 1, 0, 0);
+	}
 	gpu::endRendering(list.value());
 	ASSERT_TRUE(device.submitAndWait(std::move(list.value())).ok());
+}
+
+void drawHalfTriangle(Device& device, Image& target, Image* resolve, const float color[4])
+{
+	SolidDraw d{{color[0], color[1], color[2], color[3]}, 0.0f};
+	drawHalfTriangles(device, target, resolve, std::span<const SolidDraw>(&d, 1));
 }
 } // namespace
 
@@ -155,6 +175,36 @@ TEST_F(ImageTest, MsaaResolveAveragesEdgeSamplesAndKeepsInteriorsExact)
 	auto direct = readImageRgba8(device(), *msaa);
 	ASSERT_FALSE(direct.ok());
 	EXPECT_EQ(direct.error().code, ErrorCode::InvalidArgument);
+}
+
+TEST_F(ImageTest, DepthTestKeepsTheNearerTriangleWhateverTheDrawOrder)
+{
+	auto color = makeTarget(device(), VK_FORMAT_R8G8B8A8_UNORM);
+	auto depth = device().createImage(
+	    {kSize, kSize, VK_FORMAT_D32_SFLOAT, VK_SAMPLE_COUNT_1_BIT, ImageUsage::DepthAttachment, "depth"});
+	ASSERT_TRUE(depth.ok()) << depth.error().message;
+	EXPECT_TRUE(depth.value()->isDepth());
+	const SolidDraw near_red{{1, 0, 0, 1}, 0.25f}, far_green{{0, 1, 0, 1}, 0.75f};
+	const std::array<uint8_t, 4> red{255, 0, 0, 255}, green{0, 255, 0, 255};
+
+	const SolidDraw near_first[] = {near_red, far_green};
+	drawHalfTriangles(device(), *color, nullptr, near_first, depth.value().get(), DynamicState{});
+	auto pixels = readImageRgba8(device(), *color);
+	ASSERT_TRUE(pixels.ok());
+	EXPECT_EQ(pixels->at(5, 5), red);
+
+	const SolidDraw far_first[] = {far_green, near_red};
+	drawHalfTriangles(device(), *color, nullptr, far_first, depth.value().get(), DynamicState{});
+	pixels = readImageRgba8(device(), *color);
+	ASSERT_TRUE(pixels.ok());
+	EXPECT_EQ(pixels->at(5, 5), red);
+
+	// Depth compare is dynamic state: with GREATER against the 1.0 clear nothing passes (same pipeline, no rebuild).
+	drawHalfTriangles(device(), *color, nullptr, near_first, depth.value().get(),
+	                  DynamicState{.depth_compare = VK_COMPARE_OP_GREATER});
+	pixels = readImageRgba8(device(), *color);
+	ASSERT_TRUE(pixels.ok());
+	EXPECT_EQ(pixels->at(5, 5), (std::array<uint8_t, 4>{0, 0, 0, 255}));
 }
 
 TEST_F(ImageTest, PngRoundTripsPixelsExactly)

@@ -71,7 +71,8 @@ std::vector<std::string> block(const std::string& path, const std::string& begin
 TEST(ReadmeExample, MatchesTheReadme)
 {
 	const auto readme = block(QUOKKA_SOURCE_DIR "/README.md", "using namespace quokka::gpu;", "```");
-	const auto here = block(QUOKKA_SOURCE_DIR "/tests/gpu/readme_example_test.cpp", "--- README begin", "--- README end");
+	const auto here =
+	    block(QUOKKA_SOURCE_DIR "/tests/gpu/readme_example_test.cpp", "--- README begin", "--- README end");
 	ASSERT_FALSE(readme.empty());
 	EXPECT_EQ(readme, here);
 }

@@ -17,16 +17,16 @@ namespace quokka
 /// What kind of failure an Error reports. Stable: tests and the CLI switch on it.
 enum class ErrorCode : uint32_t
 {
-	NoDriver,          ///< no Vulkan loader/ICD, or it enumerated no physical device
-	NoDevice,          ///< no device of the requested kind (QUOKKA_DEVICE)
-	MissingFeature,    ///< the device lacks a required feature or extension
-	OutOfMemory,       ///< host or device memory exhausted, or a buffer maximum reached
-	InvalidArgument,   ///< bad input: impossible sizes, malformed values, unknown names
-	ShaderCompile,     ///< GLSL failed to compile; the message holds the offending lines
-	Io,                ///< a file could not be read or written
-	DeviceLost,        ///< VK_ERROR_DEVICE_LOST
-	Vulkan,            ///< any other fatal VkResult
-	Unsupported,       ///< valid input that this build does not handle
+	NoDriver,        ///< no Vulkan loader/ICD, or it enumerated no physical device
+	NoDevice,        ///< no device of the requested kind (QUOKKA_DEVICE)
+	MissingFeature,  ///< the device lacks a required feature or extension
+	OutOfMemory,     ///< host or device memory exhausted, or a buffer maximum reached
+	InvalidArgument, ///< bad input: impossible sizes, malformed values, unknown names
+	ShaderCompile,   ///< GLSL failed to compile; the message holds the offending lines
+	Io,              ///< a file could not be read or written
+	DeviceLost,      ///< VK_ERROR_DEVICE_LOST
+	Vulkan,          ///< any other fatal VkResult
+	Unsupported,     ///< valid input that this build does not handle
 };
 
 /// A one-line error: a code plus a message naming what is missing or wrong.

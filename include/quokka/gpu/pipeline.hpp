@@ -94,7 +94,10 @@ public:
 	VkPipelineBindPoint bindPoint() const { return bind_point_; }
 	const std::vector<DescriptorBinding>& bindings() const { return bindings_; }
 	/// Layout of set `set` (VK_NULL_HANDLE when the shaders use none).
-	VkDescriptorSetLayout setLayout(uint32_t set) const { return set < set_layouts_.size() ? set_layouts_[set] : VK_NULL_HANDLE; }
+	VkDescriptorSetLayout setLayout(uint32_t set) const
+	{
+		return set < set_layouts_.size() ? set_layouts_[set] : VK_NULL_HANDLE;
+	}
 	uint32_t pushConstantSize() const { return push_constant_size_; }
 	VkShaderStageFlags pushConstantStages() const { return push_constant_stages_; }
 	/// Compute local size (x, y, z) reflected from the shader; {0,0,0} for graphics.

@@ -47,9 +47,9 @@ const char* shaderStageName(ShaderStage stage);
 /// One GLSL translation unit to compile.
 struct ShaderSource
 {
-	std::string glsl;  ///< full source including `#version`
+	std::string glsl; ///< full source including `#version`
 	ShaderStage stage = ShaderStage::Compute;
-	std::string name;  ///< used in error messages ("name:LINE: …")
+	std::string name; ///< used in error messages ("name:LINE: …")
 	std::vector<std::pair<std::string, std::string>> defines;
 	bool optimize = true;
 };

@@ -80,8 +80,8 @@ private:
 
 	Device* device_;
 	uint64_t chunk_bytes_;
-	std::vector<Chunk> active_;          // chunks written since the last flush
-	std::vector<BufferHandle> free_;     // recycled chunks of chunk_bytes_
+	std::vector<Chunk> active_;                         // chunks written since the last flush
+	std::vector<BufferHandle> free_;                    // recycled chunks of chunk_bytes_
 	std::unordered_map<uint64_t, Destination> pending_; // by Buffer::id()
 	uint64_t pending_bytes_ = 0;
 	std::shared_ptr<std::vector<BufferHandle>> recycle_; // chunks returned by retired lists
