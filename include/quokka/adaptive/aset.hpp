@@ -523,7 +523,7 @@ protected:
 			if (inner_)
 				inner_->state().forEach([&](const U& e, int) { addCount(out, e, -1); });
 			last_ = v;
-			inner_ = f_(v).getReader();
+			inner_ = aset<U>(f_(v)).getReader();
 		}
 		SetTrace<U>::combine(out, inner_->getChanges(t));
 		return out;
@@ -647,10 +647,8 @@ aset<T> filterA(const aset<T>& s, P p)
 /// Dynamic set: f(value of a) is the set to follow; switching costs the sizes of the old and new sets.
 template <typename A, typename F>
 auto bind(const aval<A>& a, F f) -> aset<typename std::invoke_result_t<F&, const A&>::ValueType>
-requires requires(F& g, const A& x)
-{
-	g(x).getReader();
-}
+requires std::is_convertible_v<std::invoke_result_t<F&, const A&>,
+                               aset<typename std::invoke_result_t<F&, const A&>::ValueType>>
 {
 	using U = typename std::invoke_result_t<F&, const A&>::ValueType;
 	return detail::derivedSet<U>(makeRef<detail::SetBindReader<A, U, F>>(a, std::move(f)));
