@@ -427,12 +427,13 @@ TEST(History, DeadReadersReleaseTheirVersions) // H5
 			for (int i = 0; i < 1000; ++i)
 				big.push_back(round * 1000 + i);
 			transact(
-				[&]
-				{
-					s.clear();
-					s.unionWith(big);
-				});
-		} // r dies with a pending 2000-element delta
+			    [&]
+			    {
+				    s.clear();
+				    s.unionWith(big);
+			    });
+		}                                           // r dies with a pending 2000-element delta
+		EXPECT_EQ(s.history()->versionCount(), 1u); // only the live reader's version holds the delta
 		EXPECT_EQ(live->pull().size(), round == 0 ? 1000u : 2000u);
 	}
 	EXPECT_EQ(s.count(), 1000u);

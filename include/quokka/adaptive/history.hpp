@@ -72,6 +72,14 @@ public:
 		}
 	}
 
+	/// Number of live versions (points in time some reader is at); tests check that dead readers release theirs.
+	size_t versionCount() const
+	{
+		size_t n = 0;
+		for (Version* v = head_; v; v = v->next)
+			++n;
+		return n;
+	}
 	/// Current state without evaluating (changeable histories are always current).
 	const State& state() const { return *this->value_; }
 
