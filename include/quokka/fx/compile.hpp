@@ -1,0 +1,110 @@
+// quokka/fx/compile.hpp — from an Effect and the framebuffer's outputs to SPIR-V plus the interface the runtime binds.
+//
+// Fragment-first two-phase compile (notes/effects.md §4.3): the fragment shader is generated with the framebuffer's
+// colour outputs, optimised, and reflected for its *active* inputs (the varyings V); the vertex shader is then
+// generated to produce exactly V — a varying no vertex stage writes becomes an implicit vertex attribute passed
+// through — and reflected for its active attributes. An analysis compile puts every uniform in its own block, so the
+// active uniforms are exactly those some optimised stage still reads; the final shaders carry one std140 block with
+// only those. Varyings, attributes, uniforms and textures nothing uses are therefore pruned. Results are cached by
+// (effect id, outputs, path, generator version). Errors name the effect, the stage and the stage-relative line.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <quokka/fx/effect.hpp>
+#include <quokka/gpu/shader.hpp>
+
+namespace quokka::fx
+{
+
+/// Which prelude/main() variant to generate. Only Classic exists today; the heap path (arena loads) is next.
+enum class PathVariant : uint8_t
+{
+	Classic, ///< vertex attributes + one std140 uniform block + combined image samplers
+};
+
+/// The fragment outputs a framebuffer consumes: State field names in location order.
+struct FragmentOutputs
+{
+	std::vector<std::string> colors = {"Colors"};
+	bool operator==(const FragmentOutputs&) const = default;
+};
+
+struct InterfaceVariable
+{
+	std::string name;
+	Type type;
+	uint32_t location = 0;
+};
+
+struct UniformMember
+{
+	std::string name;
+	Type type;
+	uint32_t offset = 0;        ///< bytes into the block (std140, from reflection)
+	uint32_t matrix_stride = 0; ///< bytes between matrix columns (0 for non-matrices)
+};
+
+struct TextureBinding
+{
+	std::string name;
+	TexKind kind = TexKind::Sampler2D;
+	uint32_t binding = 0;
+};
+
+/// What a compiled effect reads and writes: everything the classic runtime needs to bind it.
+struct EffectInterface
+{
+	std::vector<InterfaceVariable> attributes; ///< active vertex inputs
+	std::vector<InterfaceVariable> varyings;   ///< vertex → fragment, active in the fragment shader
+	std::vector<InterfaceVariable> outputs;    ///< fragment outputs (location = attachment index)
+	std::vector<UniformMember> uniforms;       ///< members of the uniform block (set 0, binding 0); may be empty
+	uint32_t uniform_block_size = 0;           ///< bytes; 0 when no uniform is active
+	std::vector<TextureBinding> textures;      ///< active combined image samplers (set 0, bindings ≥ 1)
+
+	const UniformMember* uniform(const std::string& name) const;
+	const InterfaceVariable* attribute(const std::string& name) const;
+};
+
+struct CompiledEffect
+{
+	Hash128 key;
+	gpu::SpirvCode vertex;
+	gpu::SpirvCode fragment;
+	EffectInterface iface;
+	std::string vertex_glsl; ///< the final generated sources, for diagnostics
+	std::string fragment_glsl;
+};
+
+using CompiledEffectPtr = std::shared_ptr<const CompiledEffect>;
+
+/// Compiles effects with a cache. Thread-safe (compiles of different keys may run concurrently).
+class EffectCompiler
+{
+public:
+	explicit EffectCompiler(gpu::ShaderCompiler& shaders) : shaders_(&shaders) {}
+
+	/// Generates, compiles and reflects `effect` for `outputs`. Errors: ShaderCompile ("effect 'E', stage 'S' line N:
+	/// message" + the quoted line), InvalidArgument (an output no stage writes and no stage can pass through, …).
+	Result<CompiledEffectPtr> compile(const Effect& effect, const FragmentOutputs& outputs,
+	                                  PathVariant path = PathVariant::Classic);
+
+	/// Cache key of a compile request.
+	static Hash128 cacheKey(const Effect& effect, const FragmentOutputs& outputs, PathVariant path);
+
+	uint64_t cacheHits() const;
+	uint64_t compiles() const;
+
+private:
+	gpu::ShaderCompiler* shaders_;
+	mutable std::mutex mutex_;
+	std::map<Hash128, CompiledEffectPtr> cache_;
+	uint64_t hits_ = 0, compiles_ = 0;
+};
+
+} // namespace quokka::fx

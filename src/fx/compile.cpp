@@ -1,0 +1,705 @@
+// Effect → GLSL (merged-state model) → SPIR-V, with the fragment-first two-phase compile and active-variable
+// reflection (notes/effects.md §4.3–4.4).
+//
+// [SECTION] gathering the merged State of one stage kind
+// [SECTION] GLSL generation
+// [SECTION] reflection of active variables
+// [SECTION] error mapping
+// [SECTION] the two-phase compile
+#include <quokka/fx/compile.hpp>
+#include <quokka/fx/uniform_scope.hpp>
+
+#include <spirv_cross_c.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace quokka::fx
+{
+
+namespace
+{
+// Bump when generated code changes shape: it is part of every cache key.
+constexpr uint32_t kGeneratorVersion = 1;
+
+// The optimiser strips debug names, so reflection identifies everything by decorations: inputs by Location, analysis
+// uniform blocks by binding (kAnalysisUniformBinding + index in the plan), textures by binding, the final block by
+// binding 0. (Analysis bindings never reach a pipeline.)
+constexpr uint32_t kAnalysisUniformBinding = 100;
+constexpr uint32_t kAnalysisTextureBinding = 1000;
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] gathering the merged State of one stage kind
+// ---------------------------------------------------------------------------------------------------------------------
+
+struct Field
+{
+	Port port;
+	bool written = false; ///< some stage of this kind writes it
+};
+
+struct Gathered
+{
+	std::vector<const Stage*> stages;
+	std::vector<Field> state;             ///< union of ports, first-appearance order
+	std::vector<std::string> first_reads; ///< ports read before any stage of this kind wrote them
+	std::vector<std::string> uniforms;    ///< declared uniform names, first-appearance order
+	std::vector<TextureDecl> textures;
+
+	Field* find(const std::string& name)
+	{
+		for (Field& f : state)
+			if (f.port.name == name)
+				return &f;
+		return nullptr;
+	}
+	void add(const Port& p)
+	{
+		if (Field* f = find(p.name))
+		{
+			if (p.builtin != Builtin::None)
+				f->port.builtin = p.builtin;
+			if (p.interp != Interp::Smooth)
+				f->port.interp = p.interp;
+			return;
+		}
+		state.push_back({p, false});
+	}
+};
+
+Gathered gather(const Effect& effect, StageKind kind)
+{
+	Gathered g;
+	for (const StagePtr& s : effect.stages())
+	{
+		if (s->kind() != kind)
+			continue;
+		g.stages.push_back(s.get());
+		for (const Port& p : s->readPorts())
+		{
+			g.add(p);
+			if (!g.find(p.name)->written &&
+			    std::find(g.first_reads.begin(), g.first_reads.end(), p.name) == g.first_reads.end())
+				g.first_reads.push_back(p.name);
+		}
+		for (const Port& p : s->writePorts())
+		{
+			g.add(p);
+			g.find(p.name)->written = true;
+		}
+		for (const std::string& u : s->uniformNames())
+			if (std::find(g.uniforms.begin(), g.uniforms.end(), u) == g.uniforms.end())
+				g.uniforms.push_back(u);
+		for (const TextureDecl& t : s->textures())
+			if (std::none_of(g.textures.begin(), g.textures.end(),
+			                 [&](const TextureDecl& x) { return x.name == t.name; }))
+				g.textures.push_back(t);
+	}
+	return g;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] GLSL generation
+// ---------------------------------------------------------------------------------------------------------------------
+
+struct Slot
+{
+	std::string name;
+	Type type;
+	uint32_t location;
+	Interp interp = Interp::Smooth;
+};
+
+enum class UniformMode
+{
+	PerUniformBlocks, ///< analysis compile: one block per uniform, so reflection shows exactly the used ones
+	OneBlock,         ///< final: one std140 block at set 0, binding 0
+};
+
+struct ShaderPlan
+{
+	StageKind kind;
+	std::vector<Slot> inputs;
+	std::vector<Slot> outputs;  ///< VS: varyings; FS: colour outputs
+	std::string position_field; ///< VS: the field written to gl_Position
+	std::vector<std::string> uniforms;
+	UniformMode uniform_mode = UniformMode::OneBlock;
+	std::vector<TextureDecl> textures; ///< bound at 1 + index (final) or 1000 + index (analysis)
+	/// Final compiles: names the bodies reference that analysis found inactive. They are declared as private globals
+	/// (uniforms) or at unused bindings (textures) so the code compiles; the optimiser removes them as dead.
+	std::vector<std::string> dead_uniforms;
+	std::vector<TextureDecl> dead_textures;
+};
+
+/// Generated source plus where each stage's body starts, for error mapping.
+struct Generated
+{
+	std::string glsl;
+	std::map<std::string, const Stage*> files; // #line file name → stage
+};
+
+std::string zeroOf(Type t)
+{
+	return glslName(t) + "(0)";
+}
+
+const char* interpQualifier(Interp interp, Type t)
+{
+	if (t.isInteger() || interp == Interp::Flat)
+		return "flat ";
+	if (interp == Interp::NoPerspective)
+		return "noperspective ";
+	return "";
+}
+
+std::string fragmentOutputExpr(const std::string& field, Type t)
+{
+	const std::string v = "s." + field;
+	if (t == V4f)
+		return v;
+	if (t == V3f)
+		return "vec4(" + v + ", 1.0)";
+	if (t == V2f)
+		return "vec4(" + v + ", 0.0, 1.0)";
+	return "vec4(" + v + ", 0.0, 0.0, 1.0)";
+}
+
+// Appends lines while counting them, so `#line` directives can restore the generated numbering.
+struct Writer
+{
+	std::ostringstream out;
+	uint32_t line = 1; // number of the next line
+	void emit(const std::string& text)
+	{
+		out << text << '\n';
+		line += 1 + uint32_t(std::count(text.begin(), text.end(), '\n'));
+	}
+};
+
+Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string& effect_name)
+{
+	const bool vs = plan.kind == StageKind::Vertex;
+	const std::string self = std::string("quokka:") + (vs ? "vertex" : "fragment");
+	Generated result;
+	Writer w;
+	w.emit("#version 460");
+	w.emit("#extension GL_GOOGLE_cpp_style_line_directive : require");
+	w.emit("// generated by quokka::fx for effect '" + effect_name + "'");
+
+	// Uniforms and textures.
+	if (!plan.uniforms.empty())
+	{
+		if (plan.uniform_mode == UniformMode::PerUniformBlocks)
+		{
+			uint32_t binding = kAnalysisUniformBinding;
+			for (const std::string& u : plan.uniforms)
+				w.emit("layout(std140, set = 0, binding = " + std::to_string(binding++) + ") uniform _U_" + u + " { " +
+				       glslName(*UniformScope::lookup(u)) + " " + u + "; };");
+		}
+		else
+		{
+			std::string block = "layout(std140, set = 0, binding = 0) uniform _Uniforms\n{";
+			for (const std::string& u : plan.uniforms)
+				block += "\n\t" + glslName(*UniformScope::lookup(u)) + " " + u + ";";
+			block += "\n};";
+			w.emit(block);
+		}
+	}
+	for (const std::string& u : plan.dead_uniforms)
+		w.emit(glslName(*UniformScope::lookup(u)) + " " + u + "; // inactive");
+	for (size_t i = 0; i < plan.dead_textures.size(); ++i)
+		w.emit("layout(set = 0, binding = " + std::to_string(kAnalysisTextureBinding + i) + ") uniform " +
+		       (plan.dead_textures[i].kind == TexKind::SamplerCube ? "samplerCube " : "sampler2D ") +
+		       plan.dead_textures[i].name + "; // inactive");
+	const uint32_t texture_base = plan.uniform_mode == UniformMode::PerUniformBlocks ? kAnalysisTextureBinding : 1;
+	for (size_t i = 0; i < plan.textures.size(); ++i)
+		w.emit("layout(set = 0, binding = " + std::to_string(texture_base + i) + ") uniform " +
+		       (plan.textures[i].kind == TexKind::SamplerCube ? "samplerCube " : "sampler2D ") + plan.textures[i].name +
+		       ";");
+
+	// Interface.
+	for (const Slot& s : plan.inputs)
+		w.emit("layout(location = " + std::to_string(s.location) + ") " +
+		       (vs ? "" : interpQualifier(s.interp, s.type)) + "in " + glslName(s.type) + " in_" + s.name + ";");
+	for (const Slot& s : plan.outputs)
+		w.emit("layout(location = " + std::to_string(s.location) + ") " +
+		       (vs ? interpQualifier(s.interp, s.type) : "") + "out " + (vs ? glslName(s.type) : std::string("vec4")) +
+		       " out_" + s.name + ";");
+
+	// The merged State.
+	std::string state = "struct _State\n{";
+	for (const Field& f : g.state)
+		state += "\n\t" + glslName(f.port.type) + " " + f.port.name + ";";
+	state += "\n};";
+	w.emit(state);
+
+	// Helpers, deduplicated by exact text.
+	std::set<std::string> helpers;
+	for (const Stage* s : g.stages)
+		if (!s->helperCode().empty() && helpers.insert(s->helperCode()).second)
+			w.emit(s->helperCode());
+
+	// One function per stage; `return;` leaves only that stage.
+	for (size_t i = 0; i < g.stages.size(); ++i)
+	{
+		const Stage* s = g.stages[i];
+		std::string file = s->name();
+		for (int k = 2; result.files.count(file); ++k)
+			file = s->name() + "#" + std::to_string(k);
+		result.files[file] = s;
+		for (const auto& [k, v] : s->defines())
+			w.emit("#define " + k + " " + v);
+		w.emit("void _s" + std::to_string(i) + "(inout _State s)\n{");
+		w.emit("#line 1 \"" + file + "\"");
+		w.emit(s->body());
+		w.emit("#line " + std::to_string(w.line + 1) + " \"" + self + "\"");
+		w.emit("}");
+		for (const auto& [k, v] : s->defines())
+			w.emit("#undef " + k);
+	}
+
+	// main(): zero-init, inputs, stages in order, outputs.
+	std::string main = "void main()\n{\n\t_State s;";
+	for (const Field& f : g.state)
+		main += "\n\ts." + f.port.name + " = " + zeroOf(f.port.type) + ";";
+	for (const Slot& s : plan.inputs)
+		main += "\n\ts." + s.name + " = in_" + s.name + ";";
+	for (size_t i = 0; i < g.stages.size(); ++i)
+		main += "\n\t_s" + std::to_string(i) + "(s);";
+	if (vs)
+	{
+		main += "\n\tgl_Position = s." + plan.position_field + ";";
+		for (const Field& f : g.state)
+			if (f.port.builtin == Builtin::PointSize)
+				main += "\n\tgl_PointSize = s." + f.port.name + ";";
+		for (const Slot& s : plan.outputs)
+			main += "\n\tout_" + s.name + " = s." + s.name + ";";
+	}
+	else
+	{
+		for (const Slot& s : plan.outputs)
+			main += "\n\tout_" + s.name + " = " + fragmentOutputExpr(s.name, s.type) + ";";
+		for (const Field& f : g.state)
+			if (f.port.builtin == Builtin::FragDepth)
+				main += "\n\tgl_FragDepth = s." + f.port.name + ";";
+	}
+	main += "\n}";
+	w.emit(main);
+	result.glsl = w.out.str();
+	return result;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] reflection of active variables
+// ---------------------------------------------------------------------------------------------------------------------
+
+struct Reflected
+{
+	std::set<uint32_t> input_locations;
+	std::set<uint32_t> uniform_bindings;
+	std::set<uint32_t> texture_bindings;
+	std::vector<UniformMember> members; ///< final: offsets of _Uniforms members in declaration order
+	uint32_t block_size = 0;
+};
+
+Result<Reflected> reflectActive(std::span<const uint32_t> spirv)
+{
+	spvc_context context = nullptr;
+	if (spvc_context_create(&context) != SPVC_SUCCESS)
+		return makeError(ErrorCode::OutOfMemory, "spirv-cross: no context");
+	struct Guard
+	{
+		spvc_context c;
+		~Guard() { spvc_context_destroy(c); }
+	} guard{context};
+	spvc_parsed_ir ir = nullptr;
+	spvc_compiler compiler = nullptr;
+	if (spvc_context_parse_spirv(context, spirv.data(), spirv.size(), &ir) != SPVC_SUCCESS ||
+	    spvc_context_create_compiler(context, SPVC_BACKEND_NONE, ir, SPVC_CAPTURE_MODE_TAKE_OWNERSHIP, &compiler) !=
+	        SPVC_SUCCESS)
+		return makeError(ErrorCode::InvalidArgument,
+		                 std::string("spirv-cross: ") + spvc_context_get_last_error_string(context));
+	spvc_set active = nullptr;
+	spvc_compiler_get_active_interface_variables(compiler, &active);
+	spvc_resources resources = nullptr;
+	spvc_compiler_create_shader_resources_for_active_variables(compiler, &resources, active);
+
+	Reflected out;
+	auto list = [&](spvc_resource_type type)
+	{
+		const spvc_reflected_resource* items = nullptr;
+		size_t count = 0;
+		spvc_resources_get_resource_list_for_type(resources, type, &items, &count);
+		return std::span<const spvc_reflected_resource>(items, count);
+	};
+	for (const auto& r : list(SPVC_RESOURCE_TYPE_STAGE_INPUT))
+		out.input_locations.insert(spvc_compiler_get_decoration(compiler, r.id, SpvDecorationLocation));
+	for (const auto& r : list(SPVC_RESOURCE_TYPE_SAMPLED_IMAGE))
+		out.texture_bindings.insert(spvc_compiler_get_decoration(compiler, r.id, SpvDecorationBinding));
+	for (const auto& r : list(SPVC_RESOURCE_TYPE_UNIFORM_BUFFER))
+	{
+		const uint32_t binding = spvc_compiler_get_decoration(compiler, r.id, SpvDecorationBinding);
+		out.uniform_bindings.insert(binding);
+		if (binding == 0)
+		{
+			spvc_type type = spvc_compiler_get_type_handle(compiler, r.base_type_id);
+			size_t size = 0;
+			spvc_compiler_get_declared_struct_size(compiler, type, &size);
+			out.block_size = uint32_t(size);
+			for (unsigned i = 0; i < spvc_type_get_num_member_types(type); ++i)
+			{
+				UniformMember m;
+				spvc_compiler_type_struct_member_offset(compiler, type, i, &m.offset);
+				unsigned stride = 0;
+				if (spvc_compiler_type_struct_member_matrix_stride(compiler, type, i, &stride) == SPVC_SUCCESS)
+					m.matrix_stride = stride;
+				out.members.push_back(m);
+			}
+		}
+	}
+	return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] error mapping
+// ---------------------------------------------------------------------------------------------------------------------
+
+// shaderc reports "FILE:LINE: error: …", where FILE is a stage name (from #line) or quokka:vertex/fragment.
+Error mapCompileError(const Error& error, const Generated& gen, const std::string& effect_name, const std::string& self)
+{
+	std::istringstream in(error.message);
+	std::string line, out;
+	std::getline(in, line); // "cannot compile … shader '…':"
+	while (std::getline(in, line))
+	{
+		const size_t colon = line.find(':');
+		size_t c2 = colon == std::string::npos ? colon : line.find(':', colon + 1);
+		// stage names may not contain ':' but "quokka:vertex" does: try the generated name first
+		std::string file;
+		size_t number_at = std::string::npos;
+		if (line.rfind(self + ":", 0) == 0)
+		{
+			file = self;
+			number_at = self.size() + 1;
+		}
+		else if (colon != std::string::npos)
+		{
+			file = line.substr(0, colon);
+			number_at = colon + 1;
+		}
+		(void)c2;
+		size_t end = number_at;
+		while (end != std::string::npos && end < line.size() && std::isdigit(static_cast<unsigned char>(line[end])))
+			++end;
+		if (number_at == std::string::npos || end == number_at || end >= line.size() || line[end] != ':')
+		{
+			if (line.find("compilation terminated") == std::string::npos && !line.empty() && line[0] != ' ')
+				out += line + "\n";
+			continue;
+		}
+		const uint32_t number = uint32_t(std::stoul(line.substr(number_at, end - number_at)));
+		std::string message = line.substr(end + 1);
+		while (!message.empty() && message[0] == ' ')
+			message.erase(0, 1);
+		auto it = gen.files.find(file);
+		if (it == gen.files.end())
+		{
+			out += "effect '" + effect_name + "', generated " + self.substr(7) + " shader line " +
+			       std::to_string(number) + ": " + message + "\n";
+			continue;
+		}
+		out += "effect '" + effect_name + "', stage '" + it->second->name() + "' line " + std::to_string(number) +
+		       ": " + message + "\n";
+		std::istringstream body(it->second->body());
+		std::string src;
+		for (uint32_t n = 1; std::getline(body, src); ++n)
+			if (n == number)
+			{
+				char gutter[32];
+				std::snprintf(gutter, sizeof(gutter), "  %5u | ", number);
+				out += gutter + src + "\n";
+				break;
+			}
+	}
+	if (!out.empty() && out.back() == '\n')
+		out.pop_back();
+	if (out.empty())
+		out = "effect '" + effect_name + "': " + error.message;
+	return makeError(ErrorCode::ShaderCompile, out);
+}
+
+Result<gpu::SpirvCode> compileGenerated(gpu::ShaderCompiler& shaders, const Generated& gen, StageKind kind,
+                                        const std::string& effect_name)
+{
+	const bool vs = kind == StageKind::Vertex;
+	const std::string self = std::string("quokka:") + (vs ? "vertex" : "fragment");
+	auto code = shaders.compile({gen.glsl, vs ? gpu::ShaderStage::Vertex : gpu::ShaderStage::Fragment, self});
+	if (!code.ok())
+		return mapCompileError(code.error(), gen, effect_name, self);
+	return code.value();
+}
+
+std::vector<Slot> assignLocations(const std::vector<std::string>& names, const Gathered& g)
+{
+	std::vector<Slot> slots;
+	uint32_t location = 0;
+	for (const std::string& n : names)
+	{
+		const Field* f = const_cast<Gathered&>(g).find(n);
+		slots.push_back({n, f->port.type, location, f->port.interp});
+		location += f->port.type.locations();
+	}
+	return slots;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] the two-phase compile
+// ---------------------------------------------------------------------------------------------------------------------
+
+const UniformMember* EffectInterface::uniform(const std::string& name) const
+{
+	for (const UniformMember& m : uniforms)
+		if (m.name == name)
+			return &m;
+	return nullptr;
+}
+
+const InterfaceVariable* EffectInterface::attribute(const std::string& name) const
+{
+	for (const InterfaceVariable& a : attributes)
+		if (a.name == name)
+			return &a;
+	return nullptr;
+}
+
+Hash128 EffectCompiler::cacheKey(const Effect& effect, const FragmentOutputs& outputs, PathVariant path)
+{
+	XXH3_state_t* state = XXH3_createState();
+	XXH3_128bits_reset(state);
+	const uint32_t header[2] = {kGeneratorVersion, uint32_t(path)};
+	XXH3_128bits_update(state, header, sizeof(header));
+	XXH3_128bits_update(state, &effect.id(), sizeof(Hash128));
+	for (const std::string& c : outputs.colors)
+	{
+		const uint64_t n = c.size();
+		XXH3_128bits_update(state, &n, sizeof(n));
+		XXH3_128bits_update(state, c.data(), c.size());
+	}
+	XXH128_hash_t h = XXH3_128bits_digest(state);
+	XXH3_freeState(state);
+	return {h.high64, h.low64};
+}
+
+uint64_t EffectCompiler::cacheHits() const
+{
+	std::lock_guard lock(mutex_);
+	return hits_;
+}
+
+uint64_t EffectCompiler::compiles() const
+{
+	std::lock_guard lock(mutex_);
+	return compiles_;
+}
+
+Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const FragmentOutputs& outputs,
+                                                  PathVariant path)
+{
+	const Hash128 key = cacheKey(effect, outputs, path);
+	{
+		std::lock_guard lock(mutex_);
+		if (auto it = cache_.find(key); it != cache_.end())
+		{
+			++hits_;
+			return it->second;
+		}
+	}
+	const std::string& ename = effect.name();
+	Gathered fs = gather(effect, StageKind::Fragment);
+	Gathered vs = gather(effect, StageKind::Vertex);
+
+	// ---- Phase 1: fragment shader, outputs fixed by the framebuffer; reflect the active inputs.
+	for (const std::string& out : outputs.colors)
+		if (!fs.find(out))
+		{
+			// Not touched by any fragment stage: passed through from the vertex side (FShade semantics).
+			const Field* from_vs = vs.find(out);
+			if (!from_vs)
+				return makeError(ErrorCode::InvalidArgument,
+				                 "effect '" + ename + "': no stage writes the framebuffer output '" + out + "'");
+			fs.state.push_back({from_vs->port, false});
+			fs.first_reads.push_back(out);
+		}
+	std::vector<Slot> fs_outputs;
+	for (size_t i = 0; i < outputs.colors.size(); ++i)
+	{
+		const Field* f = fs.find(outputs.colors[i]);
+		if (f->port.type.isInteger() || f->port.type.isMatrix())
+			return makeError(ErrorCode::Unsupported, "effect '" + ename + "': output '" + f->port.name + "' of type " +
+			                                             typeName(f->port.type) + " cannot feed a colour attachment");
+		fs_outputs.push_back({f->port.name, f->port.type, uint32_t(i)});
+	}
+	ShaderPlan fs_plan{StageKind::Fragment, assignLocations(fs.first_reads, fs), fs_outputs, "",
+	                   fs.uniforms,         UniformMode::PerUniformBlocks,       fs.textures};
+	Generated fs_gen = generate(fs, fs_plan, ename);
+	auto fs_code = compileGenerated(*shaders_, fs_gen, StageKind::Fragment, ename);
+	if (!fs_code.ok())
+		return fs_code.error();
+	auto fs_refl = reflectActive(*fs_code.value());
+	if (!fs_refl.ok())
+		return fs_refl.error();
+	std::vector<Slot> varyings;
+	for (const Slot& s : fs_plan.inputs)
+		if (fs_refl->input_locations.count(s.location))
+			varyings.push_back(s);
+
+	// ---- Phase 2: vertex shader producing exactly the active varyings.
+	for (const Slot& v : varyings)
+	{
+		Field* f = vs.find(v.name);
+		if (!f)
+		{
+			// Implicit attribute: read by the fragment side, written by no vertex stage.
+			vs.state.push_back({Port{v.name, v.type, v.interp, Builtin::None}, false});
+			vs.first_reads.push_back(v.name);
+		}
+		else if (!(f->port.type == v.type))
+			return makeError(ErrorCode::InvalidArgument, "effect '" + ename + "': '" + v.name + "' is " +
+			                                                 typeName(f->port.type) + " in the vertex stages but " +
+			                                                 typeName(v.type) + " in the fragment stages");
+	}
+	std::string position;
+	for (const Field& f : vs.state)
+		if (f.port.builtin == Builtin::Position)
+			position = f.port.name;
+	if (position.empty())
+	{
+		const Field* p = vs.find("Positions");
+		if (!p || !(p->port.type == V4f))
+			return makeError(ErrorCode::InvalidArgument, "effect '" + ename +
+			                                                 "': no vertex stage writes a Position builtin port (and "
+			                                                 "there is no V4f 'Positions' to use instead)");
+		position = "Positions";
+	}
+	if (!vs.find(position)->written &&
+	    std::find(vs.first_reads.begin(), vs.first_reads.end(), position) == vs.first_reads.end())
+		vs.first_reads.push_back(position);
+	ShaderPlan vs_plan{StageKind::Vertex, assignLocations(vs.first_reads, vs), varyings,   position,
+	                   vs.uniforms,       UniformMode::PerUniformBlocks,       vs.textures};
+	Generated vs_gen = generate(vs, vs_plan, ename);
+	auto vs_code = compileGenerated(*shaders_, vs_gen, StageKind::Vertex, ename);
+	if (!vs_code.ok())
+		return vs_code.error();
+	auto vs_refl = reflectActive(*vs_code.value());
+	if (!vs_refl.ok())
+		return vs_refl.error();
+
+	// ---- Active uniforms/textures over both stages, in first-appearance order; final compiles with one block.
+	auto active_in = [](const std::vector<std::string>& plan_names, const std::string& name, const Reflected& r)
+	{
+		const auto it = std::find(plan_names.begin(), plan_names.end(), name);
+		return it != plan_names.end() &&
+		       r.uniform_bindings.count(kAnalysisUniformBinding + uint32_t(it - plan_names.begin()));
+	};
+	auto texture_in = [](const std::vector<TextureDecl>& plan_textures, const std::string& name, const Reflected& r)
+	{
+		for (size_t i = 0; i < plan_textures.size(); ++i)
+			if (plan_textures[i].name == name)
+				return r.texture_bindings.count(kAnalysisTextureBinding + uint32_t(i)) != 0;
+		return false;
+	};
+	std::vector<std::string> uniforms;
+	for (const StagePtr& s : effect.stages())
+		for (const std::string& u : s->uniformNames())
+			if ((active_in(fs_plan.uniforms, u, *fs_refl) || active_in(vs_plan.uniforms, u, *vs_refl)) &&
+			    std::find(uniforms.begin(), uniforms.end(), u) == uniforms.end())
+				uniforms.push_back(u);
+	std::vector<TextureDecl> textures;
+	for (const StagePtr& s : effect.stages())
+		for (const TextureDecl& t : s->textures())
+			if ((texture_in(fs_plan.textures, t.name, *fs_refl) || texture_in(vs_plan.textures, t.name, *vs_refl)) &&
+			    std::none_of(textures.begin(), textures.end(), [&](const TextureDecl& x) { return x.name == t.name; }))
+				textures.push_back(t);
+	std::vector<Slot> attributes;
+	for (const Slot& s : vs_plan.inputs)
+		if (vs_refl->input_locations.count(s.location))
+			attributes.push_back(s);
+
+	auto dead = [&](ShaderPlan& plan)
+	{
+		for (const std::string& u : plan.uniforms)
+			if (std::find(uniforms.begin(), uniforms.end(), u) == uniforms.end())
+				plan.dead_uniforms.push_back(u);
+		for (const TextureDecl& t : plan.textures)
+			if (std::none_of(textures.begin(), textures.end(), [&](const TextureDecl& x) { return x.name == t.name; }))
+				plan.dead_textures.push_back(t);
+	};
+	dead(fs_plan);
+	dead(vs_plan);
+	fs_plan.inputs = varyings;
+	fs_plan.uniforms = uniforms;
+	fs_plan.uniform_mode = UniformMode::OneBlock;
+	fs_plan.textures = textures;
+	vs_plan.inputs = attributes;
+	vs_plan.uniforms = uniforms;
+	vs_plan.uniform_mode = UniformMode::OneBlock;
+	vs_plan.textures = textures;
+	Generated fs_final = generate(fs, fs_plan, ename);
+	Generated vs_final = generate(vs, vs_plan, ename);
+	auto fs_spv = compileGenerated(*shaders_, fs_final, StageKind::Fragment, ename);
+	if (!fs_spv.ok())
+		return fs_spv.error();
+	auto vs_spv = compileGenerated(*shaders_, vs_final, StageKind::Vertex, ename);
+	if (!vs_spv.ok())
+		return vs_spv.error();
+
+	auto result = std::make_shared<CompiledEffect>();
+	result->key = key;
+	result->vertex = vs_spv.value();
+	result->fragment = fs_spv.value();
+	result->vertex_glsl = vs_final.glsl;
+	result->fragment_glsl = fs_final.glsl;
+	EffectInterface& iface = result->iface;
+	for (const Slot& s : attributes)
+		iface.attributes.push_back({s.name, s.type, s.location});
+	for (const Slot& s : varyings)
+		iface.varyings.push_back({s.name, s.type, s.location});
+	for (const Slot& s : fs_outputs)
+		iface.outputs.push_back({s.name, s.type, s.location});
+	for (size_t i = 0; i < textures.size(); ++i)
+		iface.textures.push_back({textures[i].name, textures[i].kind, uint32_t(1 + i)});
+	if (!uniforms.empty())
+	{
+		// Both stages declare the same block; reflect it where it survived optimisation.
+		auto refl = reflectActive(*vs_spv.value());
+		if (!refl.ok())
+			return refl.error();
+		if (refl->members.empty())
+		{
+			refl = reflectActive(*fs_spv.value());
+			if (!refl.ok())
+				return refl.error();
+		}
+		if (refl->members.size() != uniforms.size())
+			return makeError(ErrorCode::Unsupported, "effect '" + ename + "': uniform block reflection mismatch");
+		for (size_t i = 0; i < uniforms.size(); ++i)
+		{
+			UniformMember m = refl->members[i];
+			m.name = uniforms[i];
+			m.type = *UniformScope::lookup(uniforms[i]);
+			iface.uniforms.push_back(m);
+		}
+		iface.uniform_block_size = refl->block_size;
+	}
+
+	std::lock_guard lock(mutex_);
+	++compiles_;
+	auto [it, inserted] = cache_.emplace(key, std::move(result));
+	return it->second;
+}
+
+} // namespace quokka::fx

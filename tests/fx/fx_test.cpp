@@ -1,0 +1,318 @@
+// Effects: composition rules, ids, the two-phase compile with pruning, error mapping, and a composed effect
+// rendered on the GPU through its reflected interface.
+#include "../gpu/gpu_fixture.hpp"
+
+#include <cstring>
+
+#include <quokka/fx/compile.hpp>
+#include <quokka/fx/effect.hpp>
+#include <quokka/fx/stock.hpp>
+#include <quokka/fx/uniform_scope.hpp>
+#include <quokka/gpu/buffer.hpp>
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/image.hpp>
+#include <quokka/gpu/image_io.hpp>
+#include <quokka/gpu/pipeline.hpp>
+
+namespace quokka::fx::test
+{
+
+using gpu::test::GpuTest;
+
+std::vector<std::string> names(const std::vector<InterfaceVariable>& vars)
+{
+	std::vector<std::string> out;
+	for (const auto& v : vars)
+		out.push_back(v.name);
+	return out;
+}
+
+TEST(UniformScope, IsPreSeededAndRejectsConflictingRedeclarations)
+{
+	EXPECT_EQ(UniformScope::lookup("ModelTrafo"), M44f);
+	EXPECT_EQ(UniformScope::lookup("ModelViewProjTrafoInv"), M44f);
+	EXPECT_EQ(UniformScope::lookup("NormalMatrix"), M33f);
+	EXPECT_EQ(UniformScope::lookup("CameraLocation"), V3f);
+	EXPECT_FALSE(UniformScope::lookup("NoSuchUniform"));
+	ASSERT_TRUE(UniformScope::declare("TestTint", V4f).ok());
+	ASSERT_TRUE(UniformScope::declare("TestTint", V4f).ok()); // same type: no-op
+	auto clash = UniformScope::declare("TestTint", V3f);
+	ASSERT_FALSE(clash.ok());
+	EXPECT_NE(clash.error().message.find("V4f"), std::string::npos) << clash.error().message;
+	EXPECT_FALSE(UniformScope::declare("_reserved", F32).ok());
+	EXPECT_FALSE(UniformScope::declare("gl_Thing", F32).ok());
+}
+
+TEST(Effect, IdsAreContentHashesIndependentOfNames)
+{
+	auto a = Stage::fragment("a").writes({{"Colors", V4f}}).glsl("s.Colors = vec4(1);");
+	auto b = Stage::fragment("renamed").writes({{"Colors", V4f}}).glsl("s.Colors = vec4(1);");
+	auto c = Stage::fragment("a").writes({{"Colors", V4f}}).glsl("s.Colors = vec4(0);");
+	EXPECT_EQ(a.id(), b.id());
+	EXPECT_NE(a.id(), c.id());
+	auto d = Stage::fragment("a").writes({{"Colors", V4f}}).glsl("s.Colors = vec4(1);").define("K", "1");
+	EXPECT_NE(a.id(), d.id()) << "defines are part of the id";
+	auto e1 = compose("e", *stock::trafo(), a);
+	auto e2 = compose("other name", *stock::trafo(), b);
+	auto e3 = compose("e", a, *stock::trafo());
+	ASSERT_TRUE(e1.ok() && e2.ok() && e3.ok());
+	EXPECT_EQ(e1->id(), e2->id());
+	EXPECT_NE(e1->id(), e3->id()) << "order-sensitive";
+	auto nested = compose("nested", e1.value(), stock::vertexColors());
+	ASSERT_TRUE(nested.ok());
+	EXPECT_EQ(nested->stages().size(), 3u);
+}
+
+TEST(Effect, CompositionRejectsConflictingPortsAndUnknownUniforms)
+{
+	auto v3 = Stage::fragment("v3").reads({{"Colors", V3f}}).writes({{"Colors", V3f}}).glsl("");
+	auto bad = compose("bad", *stock::vertexColors(), v3);
+	ASSERT_FALSE(bad.ok());
+	EXPECT_NE(bad.error().message.find("'Colors'"), std::string::npos) << bad.error().message;
+	EXPECT_NE(bad.error().message.find("stage 'v3'"), std::string::npos) << bad.error().message;
+
+	auto unknown = compose("u", Stage::fragment("u").writes({{"Colors", V4f}}).uniforms({"Undeclared"}).glsl(""));
+	ASSERT_FALSE(unknown.ok());
+	EXPECT_NE(unknown.error().message.find("Undeclared"), std::string::npos);
+
+	auto tex_clash = compose(
+	    "t", Stage::fragment("t").reads({{"Albedo", V4f}}).writes({{"Colors", V4f}}).texture("Albedo").glsl(""));
+	ASSERT_FALSE(tex_clash.ok());
+	EXPECT_FALSE(compose("empty").ok());
+}
+
+using EffectCompile = GpuTest;
+
+TEST_F(EffectCompile, PrunesWhatTheFramebufferDoesNotConsume)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	// trafo writes WorldPositions and Normals, but constant colour reads neither: both varyings, the Normals attribute
+	// and the NormalMatrix uniform must disappear.
+	auto effect = compose("trafo+constant", stock::trafo(), stock::constantColor());
+	ASSERT_TRUE(effect.ok()) << effect.error().message;
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+	const EffectInterface& i = compiled.value()->iface;
+	EXPECT_EQ(names(i.attributes), (std::vector<std::string>{"Positions"}));
+	EXPECT_TRUE(i.varyings.empty());
+	std::vector<std::string> uniforms;
+	for (const auto& u : i.uniforms)
+		uniforms.push_back(u.name);
+	EXPECT_EQ(uniforms, (std::vector<std::string>{"ModelTrafo", "ViewProjTrafo", "ConstantColor"}));
+	EXPECT_EQ(i.uniform("ModelTrafo")->offset, 0u);
+	EXPECT_EQ(i.uniform("ViewProjTrafo")->offset, 64u);
+	EXPECT_EQ(i.uniform("ConstantColor")->offset, 128u);
+	EXPECT_EQ(i.uniform("ModelTrafo")->matrix_stride, 16u);
+	EXPECT_EQ(i.uniform_block_size, 144u);
+	ASSERT_EQ(i.outputs.size(), 1u);
+	EXPECT_EQ(i.outputs[0].name, "Colors");
+	// The body still names NormalMatrix, so it stays declared — as a dead private global, not a block member.
+	EXPECT_NE(compiled.value()->vertex_glsl.find("mat3 NormalMatrix; // inactive"), std::string::npos);
+	auto reflected = gpu::reflectSpirv(*compiled.value()->vertex, VK_SHADER_STAGE_VERTEX_BIT);
+	ASSERT_TRUE(reflected.ok());
+	ASSERT_EQ(reflected->bindings.size(), 1u) << "only the uniform block survives";
+}
+
+TEST_F(EffectCompile, LightingKeepsItsVaryingsAndVertexColoursBecomeAnImplicitAttribute)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect = compose("lit", stock::trafo(), stock::vertexColors(), stock::simpleLighting());
+	ASSERT_TRUE(effect.ok());
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+	const EffectInterface& i = compiled.value()->iface;
+	auto attrs = names(i.attributes);
+	std::sort(attrs.begin(), attrs.end());
+	EXPECT_EQ(attrs, (std::vector<std::string>{"Colors", "Normals", "Positions"}));
+	auto vars = names(i.varyings);
+	std::sort(vars.begin(), vars.end());
+	EXPECT_EQ(vars, (std::vector<std::string>{"Colors", "Normals", "WorldPositions"}));
+	EXPECT_TRUE(i.uniform("NormalMatrix") && i.uniform("LightLocation"));
+	EXPECT_EQ(i.uniform("NormalMatrix")->type, M33f);
+	EXPECT_EQ(i.uniform("NormalMatrix")->matrix_stride, 16u) << "std140 mat3 columns are vec4-padded";
+	// A second request hits the cache; another output set does not.
+	auto again = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(again.ok());
+	EXPECT_EQ(again.value().get(), compiled.value().get());
+	EXPECT_EQ(compiler.cacheHits(), 1u);
+}
+
+TEST_F(EffectCompile, TexturedEffectReflectsItsSampler)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect = compose("tex", stock::trafo(), stock::vertexColors(), stock::diffuseTexture());
+	ASSERT_TRUE(effect.ok());
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+	const EffectInterface& i = compiled.value()->iface;
+	ASSERT_EQ(i.textures.size(), 1u);
+	EXPECT_EQ(i.textures[0].name, "DiffuseColorTexture");
+	EXPECT_EQ(i.textures[0].binding, 1u);
+	EXPECT_TRUE(i.attribute("DiffuseColorCoordinates"));
+	auto pipeline_check = gpu::reflectSpirv(*compiled.value()->fragment, VK_SHADER_STAGE_FRAGMENT_BIT);
+	ASSERT_TRUE(pipeline_check.ok());
+	bool sampler = false;
+	for (const auto& b : pipeline_check->bindings)
+		sampler |= b.binding == 1 && b.type == VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+	EXPECT_TRUE(sampler);
+}
+
+TEST_F(EffectCompile, ErrorsNameTheEffectTheStageAndTheLine)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto broken = Stage::fragment("tint")
+	                  .reads({{"Colors", V4f}})
+	                  .writes({{"Colors", V4f}})
+	                  .glsl("\tvec4 c = s.Colors;\n\tc.rgb *= not_declared;\n\ts.Colors = c;");
+	auto effect = compose("broken effect", stock::trafo(), broken);
+	ASSERT_TRUE(effect.ok());
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_FALSE(compiled.ok());
+	EXPECT_EQ(compiled.error().code, ErrorCode::ShaderCompile);
+	const std::string& m = compiled.error().message;
+	EXPECT_NE(m.find("effect 'broken effect', stage 'tint' line 2"), std::string::npos) << m;
+	EXPECT_NE(m.find("not_declared"), std::string::npos) << m;
+	EXPECT_NE(m.find("    2 | \tc.rgb *= not_declared;"), std::string::npos) << m;
+}
+
+TEST_F(EffectCompile, MissingOutputAndMissingPositionAreClearErrors)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect = compose("e", stock::trafo(), stock::constantColor());
+	ASSERT_TRUE(effect.ok());
+	auto no_output = compiler.compile(effect.value(), FragmentOutputs{{"Colors", "Normals2"}});
+	ASSERT_FALSE(no_output.ok());
+	EXPECT_NE(no_output.error().message.find("'Normals2'"), std::string::npos);
+	auto no_vertex = compose("fs only", stock::constantColor());
+	ASSERT_TRUE(no_vertex.ok());
+	auto r = compiler.compile(no_vertex.value(), {});
+	ASSERT_FALSE(r.ok());
+	EXPECT_NE(r.error().message.find("Position"), std::string::npos) << r.error().message;
+}
+
+namespace
+{
+// Renders a full-screen quad (two triangles, positions in object space) with `compiled`, binding attributes from
+// `attributes` (name → tightly packed float data, one binding each) and uniforms from `uniforms` (name → floats,
+// column-major), and returns the pixels.
+gpu::Rgba8Image renderQuad(gpu::Device& device, const CompiledEffect& compiled,
+                           const std::map<std::string, std::vector<float>>& attributes,
+                           const std::map<std::string, std::vector<float>>& uniforms)
+{
+	const EffectInterface& iface = compiled.iface;
+	gpu::GraphicsPipelineDesc desc;
+	desc.vertex = *compiled.vertex;
+	desc.fragment = *compiled.fragment;
+	desc.color_formats = {VK_FORMAT_R8G8B8A8_UNORM};
+	desc.name = "fx-quad";
+	std::vector<gpu::BufferHandle> buffers;
+	for (uint32_t b = 0; b < iface.attributes.size(); ++b)
+	{
+		const InterfaceVariable& a = iface.attributes[b];
+		const auto& data = attributes.at(a.name);
+		const uint32_t components = uint32_t(data.size() / 6); // 6 vertices
+		const VkFormat formats[] = {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R32G32_SFLOAT, VK_FORMAT_R32G32B32_SFLOAT,
+		                            VK_FORMAT_R32G32B32A32_SFLOAT};
+		desc.vertex_bindings.push_back({b, components * 4, VK_VERTEX_INPUT_RATE_VERTEX});
+		desc.vertex_attributes.push_back({a.location, b, formats[components - 1], 0});
+		auto buf = device.createBuffer({data.size() * 4, gpu::BufferUsage::Vertex | gpu::BufferUsage::TransferDst,
+		                                gpu::MemoryDomain::DeviceLocal, a.name});
+		EXPECT_TRUE(buf.ok());
+		EXPECT_TRUE(device.uploadBuffer(*buf.value(), 0, data.data(), data.size() * 4).ok());
+		buffers.push_back(buf.value());
+	}
+	auto pipeline = device.createGraphicsPipeline(desc);
+	EXPECT_TRUE(pipeline.ok()) << (pipeline.ok() ? "" : pipeline.error().message);
+	gpu::BufferHandle ubo;
+	if (iface.uniform_block_size)
+	{
+		std::vector<std::byte> block(iface.uniform_block_size);
+		for (const UniformMember& m : iface.uniforms)
+			writeStd140(m.type, uniforms.at(m.name).data(), block.data() + m.offset, m.matrix_stride);
+		auto buf = device.createBuffer({block.size(), gpu::BufferUsage::Uniform | gpu::BufferUsage::TransferDst,
+		                                gpu::MemoryDomain::DeviceLocal, "ubo"});
+		EXPECT_TRUE(buf.ok());
+		EXPECT_TRUE(device.uploadBuffer(*buf.value(), 0, block.data(), block.size()).ok());
+		ubo = buf.value();
+	}
+	auto target = device.createImage({32, 32, VK_FORMAT_R8G8B8A8_UNORM, VK_SAMPLE_COUNT_1_BIT,
+	                                  gpu::ImageUsage::ColorAttachment | gpu::ImageUsage::TransferSrc, "fx-target"});
+	EXPECT_TRUE(target.ok());
+	auto list = device.beginCommands();
+	EXPECT_TRUE(list.ok());
+	gpu::RenderingDesc pass;
+	pass.color = target.value().get();
+	gpu::beginRendering(list.value(), pass);
+	pipeline.value()->bind(list.value());
+	gpu::DynamicState{.depth_test = false, .depth_write = false}.apply(list->vk());
+	if (ubo)
+		pipeline.value()->pushBuffer(list.value(), 0, *ubo);
+	for (uint32_t b = 0; b < buffers.size(); ++b)
+	{
+		VkBuffer vb = buffers[b]->vk();
+		VkDeviceSize offset = 0;
+		vkCmdBindVertexBuffers(list->vk(), b, 1, &vb, &offset);
+	}
+	vkCmdDraw(list->vk(), 6, 1, 0, 0);
+	gpu::endRendering(list.value());
+	EXPECT_TRUE(device.submitAndWait(std::move(list.value())).ok());
+	auto pixels = gpu::readImageRgba8(device, *target.value());
+	EXPECT_TRUE(pixels.ok());
+	return pixels.value();
+}
+
+const std::vector<float> kQuad = {-1, -1, 0, 1, 1, -1, 0, 1, 1, 1, 0, 1, -1, -1, 0, 1, 1, 1, 0, 1, -1, 1, 0, 1};
+const std::vector<float> kIdentity = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+} // namespace
+
+TEST_F(EffectCompile, ComposedEffectRendersThroughItsReflectedInterface)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect = compose("trafo+constant", stock::trafo(), stock::constantColor());
+	ASSERT_TRUE(effect.ok());
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+	// ModelTrafo scales x and y by ½ (column-major): the quad covers the centre 16×16 pixels of 32×32.
+	const std::vector<float> half = {0.5f, 0, 0, 0, 0, 0.5f, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+	const auto pixels =
+	    renderQuad(device(), *compiled.value(), {{"Positions", kQuad}},
+	               {{"ModelTrafo", half}, {"ViewProjTrafo", kIdentity}, {"ConstantColor", {0, 1, 0, 1}}});
+	EXPECT_EQ(pixels.at(16, 16), (std::array<uint8_t, 4>{0, 255, 0, 255}));
+	EXPECT_EQ(pixels.at(9, 9), (std::array<uint8_t, 4>{0, 255, 0, 255}));
+	EXPECT_EQ(pixels.at(7, 7), (std::array<uint8_t, 4>{0, 0, 0, 255}));
+	EXPECT_EQ(pixels.at(24, 16), (std::array<uint8_t, 4>{0, 0, 0, 255}));
+}
+
+TEST_F(EffectCompile, EarlyReturnInOneStageStillRunsTheNext)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto first = Stage::fragment("first")
+	                 .writes({{"Colors", V4f}})
+	                 .glsl("\ts.Colors = vec4(1, 0, 0, 1);\n\treturn;\n\ts.Colors = vec4(0);");
+	auto second =
+	    Stage::fragment("second").reads({{"Colors", V4f}}).writes({{"Colors", V4f}}).glsl("\ts.Colors.b = 1.0;");
+	auto effect = compose("ret", stock::trafo(), first, second);
+	ASSERT_TRUE(effect.ok());
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+	const auto pixels = renderQuad(device(), *compiled.value(), {{"Positions", kQuad}},
+	                               {{"ModelTrafo", kIdentity}, {"ViewProjTrafo", kIdentity}});
+	EXPECT_EQ(pixels.at(16, 16), (std::array<uint8_t, 4>{255, 0, 255, 255}));
+}
+
+TEST_F(EffectCompile, VertexColoursPassThroughAsAnImplicitAttribute)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect = compose("colors", stock::trafo(), stock::vertexColors());
+	ASSERT_TRUE(effect.ok());
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+	std::vector<float> colors;
+	for (int v = 0; v < 6; ++v)
+		colors.insert(colors.end(), {0.0f, 0.0f, 1.0f, 1.0f});
+	const auto pixels = renderQuad(device(), *compiled.value(), {{"Positions", kQuad}, {"Colors", colors}},
+	                               {{"ModelTrafo", kIdentity}, {"ViewProjTrafo", kIdentity}});
+	EXPECT_EQ(pixels.at(3, 28), (std::array<uint8_t, 4>{0, 0, 255, 255}));
+}
+
+} // namespace quokka::fx::test
