@@ -55,7 +55,7 @@ struct AllocCounter
 	void report(benchmark::State& state) const
 	{
 		state.counters["allocs"] =
-			benchmark::Counter(double(g_allocations.load() - start), benchmark::Counter::kAvgIterations);
+		    benchmark::Counter(double(g_allocations.load() - start), benchmark::Counter::kAvgIterations);
 	}
 };
 
@@ -202,13 +202,13 @@ void BM_MarkWall(benchmark::State& state)
 	for (int64_t k = 0; k + 1 < n; ++k)
 		maps.push_back(map(c, [k](int v) { return v + int(k); }));
 	auto wall = custom(
-		[maps](Token t)
-		{
-			int64_t s = 0;
-			for (auto& m : maps)
-				s += m.getValue(t);
-			return s;
-		});
+	    [maps](Token t)
+	    {
+		    int64_t s = 0;
+		    for (auto& m : maps)
+			    s += m.getValue(t);
+		    return s;
+	    });
 	wall.force();
 	markLoop(state, c, n, [&] { wall.force(); });
 }
@@ -271,9 +271,7 @@ void BM_SetReaderChanges(benchmark::State& state)
 	}
 	state.SetItemsProcessed(state.iterations() * 2 * k);
 }
-BENCHMARK(BM_SetReaderChanges)
-	->ArgsProduct({{1000, 100000, 1000000}, {1, 10, 100}})
-	->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SetReaderChanges)->ArgsProduct({{1000, 100000, 1000000}, {1, 10, 100}})->Unit(benchmark::kMicrosecond);
 
 void BM_PullUnchangedReader(benchmark::State& state)
 {

@@ -72,6 +72,20 @@ TEST(Index, NodesAreFreedWithTheirLastHandle)
 	EXPECT_EQ(Index::liveCount(), before);
 }
 
+TEST(CList, MutationsWithoutTransactionRunTheirOwn) // T4
+{
+	clist<int> l{1, 2, 3, 4};
+	l.append(5);
+	l.removeAt(0);
+	EXPECT_EQ(forced(alist<int>(l)), VI({2, 3, 4, 5}));
+	l.append(10);
+	EXPECT_EQ(forced(alist<int>(l)), VI({2, 3, 4, 5, 10}));
+	clist<int> k{1, 2, 3, 4};
+	k.removeAt(0);
+	k.append(5);
+	EXPECT_EQ(forced(alist<int>(k)), VI({2, 3, 4, 5}));
+}
+
 TEST(AListMapA, FollowsCellsAndStructure) // L2
 {
 	clist<int> l{1, 2, 3};
@@ -321,6 +335,37 @@ TEST(AMapToASetSortBy, ListEqualsPairsSortedByValue) // M3
 	check();
 	transact([&] { c.set(14, 10); });
 	check();
+}
+
+TEST(AListReduce, HalfGroupProduct) // R3
+{
+	clist<int> l{1, 2, 3};
+	int failed = 0;
+	auto p = reduce(alist<int>(l), Reduction<int, int>{1, [](int a, int x) { return a * x; },
+	                                                   [&](int a, int x) -> std::optional<int>
+	                                                   {
+		                                                   if (x == 0)
+		                                                   {
+			                                                   ++failed;
+			                                                   return std::nullopt;
+		                                                   }
+		                                                   return a / x;
+	                                                   }});
+	EXPECT_EQ(p.force(), 6);
+	transact([&] { l.append(4); });
+	EXPECT_EQ(p.force(), 24);
+	transact([&] { l.removeAt(0); });
+	EXPECT_EQ(p.force(), 24);
+	transact([&] { l.clear(); });
+	EXPECT_EQ(p.force(), 1);
+	for (int x : {0, 10, 2, 2})
+	{
+		transact([&] { l.append(x); });
+		EXPECT_EQ(p.force(), 0);
+	}
+	transact([&] { l.removeAt(0); });
+	EXPECT_EQ(p.force(), 40);
+	EXPECT_GT(failed, 0);
 }
 
 TEST(AListCallback, SeesStateSizes) // C7

@@ -231,6 +231,19 @@ TEST(ASetBind, OverTheSetsOwnContentTracksItsSize) // S5
 	}
 }
 
+TEST(CSet, MutationsWithoutTransactionRunTheirOwn) // T4 (and T5 policy: auto-transaction)
+{
+	cset<int> s{1, 2, 3, 4};
+	s.add(5);
+	s.remove(1);
+	EXPECT_EQ(forced(aset<int>(s)), v({2, 3, 4, 5}));
+	EXPECT_TRUE(s.add(10));
+	auto m = map(aset<int>(s), [](int x) { return x; });
+	EXPECT_EQ(forced(m), v({2, 3, 4, 5, 10}));
+	s.remove(2); // has a dependent now: marks it through a one-change transaction
+	EXPECT_EQ(forced(m), v({3, 4, 5, 10}));
+}
+
 TEST(CSet, QueriesContainsAndCount) // S7
 {
 	cset<int> s{1, 2};

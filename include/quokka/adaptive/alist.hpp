@@ -725,6 +725,48 @@ aset<T> toASet(const alist<T>& l)
 	return detail::derivedSet<T>(makeRef<detail::MapToSetReader<Index, T, T, decltype(f)>>(l.getReader(), f));
 }
 
+/// Reduces the values of the list with `r` (aset.hpp Reduction): O(|delta|) while sub succeeds; a full refold when it
+/// fails, when the list has at most two elements or when the delta is as large as the list.
+template <typename T, typename S>
+aval<S> reduce(const alist<T>& l, Reduction<T, S> r)
+{
+	return detail::makeFunctionNode<S>(
+	    [reader = l.getReader(), r = std::move(r)](Token t, std::optional<S>& out) mutable
+	    {
+		    IndexList<T> before = reader->state(); // O(1) snapshot: old values of replaced/removed indices
+		    ListDelta<T> d = reader->getChanges(t);
+		    const IndexList<T>& st = reader->state();
+		    bool refold = !out || st.size() <= 2 || d.size() >= st.size();
+		    if (!refold)
+		    {
+			    S acc = *out;
+			    for (const auto& [i, op] : d)
+			    {
+				    if (const T* old = before.find(i))
+				    {
+					    std::optional<S> x = r.sub ? r.sub(acc, *old) : std::nullopt;
+					    if (!x)
+					    {
+						    refold = true;
+						    break;
+					    }
+					    acc = std::move(*x);
+				    }
+				    if (op)
+					    acc = r.add(acc, *op);
+			    }
+			    if (!refold)
+				    out = std::move(acc);
+		    }
+		    if (refold)
+		    {
+			    S acc = r.seed;
+			    st.forEach([&](const Index&, const T& v) { acc = r.add(acc, v); });
+			    out = std::move(acc);
+		    }
+	    });
+}
+
 /// Reader callback for lists: f(stateBefore, delta). See subscribeReader.
 template <typename T, typename F>
 Subscription subscribe(const alist<T>& l, F f)

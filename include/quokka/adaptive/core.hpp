@@ -166,12 +166,15 @@ private:
 	friend void removeCallbackEntry(AdaptiveObject&, uint64_t);
 
 	void trackSlow(AdaptiveObject* input);
+	detail::Link* findLink(AdaptiveObject* input) const;
+	void unlink(detail::Link* link);
 	void trackExplicit(AdaptiveObject* input);
 	void runMarkingCallbacks() noexcept;
 
 	uint32_t refcount_ = 0;
 	int32_t level_ = 0;
 	uint32_t flags_ = 0;
+	uint32_t epoch_ = 0; ///< stamp of the running (or last) evaluation
 	detail::Link* outputs_head_ = nullptr;
 	detail::Link* outputs_tail_ = nullptr;
 	detail::Link* inputs_head_ = nullptr;
