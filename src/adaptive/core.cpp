@@ -24,7 +24,7 @@ struct Link
 	Link* next_out = nullptr;
 	Link* prev_in = nullptr;
 	Link* next_in = nullptr;
-	uint32_t epoch = 0; ///< evaluation of the consumer that last confirmed this link
+	uint64_t epoch = 0; ///< evaluation of the consumer that last confirmed this link (64-bit: never wraps)
 };
 
 namespace
@@ -140,7 +140,7 @@ namespace
 {
 
 /// Evaluation stamp: links confirmed by the running evaluation of their consumer carry its epoch.
-thread_local uint32_t t_epoch = 0;
+thread_local uint64_t t_epoch = 0;
 
 Link* newLink(AdaptiveObject* input, AdaptiveObject* consumer, Link*& out_head, Link*& out_tail)
 {
@@ -289,7 +289,8 @@ struct TxState
 	Transaction* outer = nullptr;
 	int depth = 0;
 	bool committing = false;
-	std::vector<std::vector<AdaptiveObject*>> buckets;
+	std::vector<std::vector<AdaptiveObject*>> buckets; ///< sources and cut-off nodes, by level
+	std::vector<AdaptiveObject*> stack;                ///< plain nodes marked, whose outputs are still to visit
 	size_t queued = 0;
 	int32_t min_level = 0;
 	std::vector<std::function<void()>> finalizers;
@@ -374,13 +375,62 @@ void AdaptiveObject::markOutdated()
 	Transaction::enqueue(*this);
 }
 
+void Transaction::markOutputs(AdaptiveObject* e) noexcept
+{
+	TxState& s = t_tx;
+	for (Link* l = e->outputs_head_; l; l = l->next_out)
+	{
+		// Marking large graphs is bound by dependent cache misses (link → consumer → its first link): start loading
+		// the next consumer and this consumer's first output link early.
+		if (l->next_out)
+			__builtin_prefetch(l->next_out->consumer);
+		AdaptiveObject* c = l->consumer;
+		if (c->flags_ & AdaptiveObject::kWantsInputChanged)
+			c->inputChanged(e);
+		if (c->flags_ & (AdaptiveObject::kOutOfDate | AdaptiveObject::kQueued))
+			continue; // a barrier, or queued already
+		if (c->flags_ & AdaptiveObject::kHasMarkHook)
+		{
+			// Cut-off nodes evaluate when marked: they wait in the level queue until every lower level is done.
+			c->flags_ |= AdaptiveObject::kQueued;
+			c->addRef();
+			auto cl = size_t(c->level_);
+			if (s.buckets.size() <= cl)
+				s.buckets.resize(cl + 1);
+			s.buckets[cl].push_back(c);
+			++s.queued;
+			continue;
+		}
+		// Plain nodes are marked on first contact; the order among them does not matter (no user code decides
+		// anything), so a depth-first stack keeps the working set hot, and leaves are never touched twice.
+		c->flags_ |= AdaptiveObject::kOutOfDate;
+		if (c->callbacks_)
+			c->runMarkingCallbacks();
+		if (c->outputs_head_)
+		{
+			__builtin_prefetch(c->outputs_head_);
+			c->addRef();
+			s.stack.push_back(c);
+		}
+	}
+}
+
 void Transaction::commit() noexcept
 {
 	TxState& s = t_tx;
 	s.committing = true;
 	s.min_level = 0;
-	while (s.queued > 0)
+	for (;;)
 	{
+		while (!s.stack.empty())
+		{
+			AdaptiveObject* e = s.stack.back();
+			s.stack.pop_back();
+			markOutputs(e);
+			e->release();
+		}
+		if (s.queued == 0)
+			break;
 		while (s.buckets[size_t(s.min_level)].empty())
 			++s.min_level;
 		int32_t lvl = s.min_level;
@@ -420,28 +470,7 @@ void Transaction::commit() noexcept
 		e->flags_ |= AdaptiveObject::kOutOfDate;
 		if (e->callbacks_)
 			e->runMarkingCallbacks();
-		for (Link* l = e->outputs_head_; l; l = l->next_out)
-		{
-			// Marking large graphs is bound by dependent cache misses (link → consumer → its first link): start
-			// loading the next consumer and this consumer's first output link early.
-			if (l->next_out)
-				__builtin_prefetch(l->next_out->consumer);
-			AdaptiveObject* c = l->consumer;
-			if (c->outputs_head_)
-				__builtin_prefetch(c->outputs_head_);
-			if (c->flags_ & AdaptiveObject::kWantsInputChanged)
-				c->inputChanged(e);
-			if (!(c->flags_ & (AdaptiveObject::kOutOfDate | AdaptiveObject::kQueued)))
-			{
-				c->flags_ |= AdaptiveObject::kQueued;
-				c->addRef();
-				auto cl = size_t(c->level_);
-				if (s.buckets.size() <= cl)
-					s.buckets.resize(cl + 1);
-				s.buckets[cl].push_back(c);
-				++s.queued;
-			}
-		}
+		markOutputs(e);
 		e->release();
 	}
 	s.min_level = 0;

@@ -174,7 +174,7 @@ private:
 	uint32_t refcount_ = 0;
 	int32_t level_ = 0;
 	uint32_t flags_ = 0;
-	uint32_t epoch_ = 0; ///< stamp of the running (or last) evaluation
+	uint64_t epoch_ = 0; ///< stamp of the running (or last) evaluation
 	detail::Link* outputs_head_ = nullptr;
 	detail::Link* outputs_tail_ = nullptr;
 	detail::Link* inputs_head_ = nullptr;
@@ -237,6 +237,7 @@ public:
 
 private:
 	static void commit() noexcept;
+	static void markOutputs(AdaptiveObject* object) noexcept;
 };
 
 /// Runs `body` inside one Transaction and returns its result.
