@@ -46,4 +46,19 @@ struct RenderOptions
 };
 int runRender(const RenderOptions& options);
 
+struct BenchOptions
+{
+	DeviceOptions device;
+	std::string name;
+	bool json = false;
+	uint64_t ops = 2000000; ///< allocator alloc+free pairs per run
+	uint32_t reps = 5;      ///< runs per figure (the median is reported)
+	uint64_t mib = 0;       ///< GPU working set in MiB; 0 = 512 on a GPU, 64 on a CPU device
+};
+int runBench(const BenchOptions& options);
+int runBenchMeshlet(const BenchOptions& options);
+
+/// `render --scene meshlets` (scene_meshlets.cpp).
+int runRenderMeshlets(const RenderOptions& options);
+
 } // namespace quokka::app

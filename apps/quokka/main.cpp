@@ -18,7 +18,7 @@ int main(int argc, char** argv)
 	RenderOptions render;
 	CLI::App* render_cmd = app.add_subcommand("render", "render a scene offscreen and write a PNG");
 	render.device.addTo(*render_cmd);
-	render_cmd->add_option("--scene", render.scene, "built-in scene: triangle");
+	render_cmd->add_option("--scene", render.scene, "built-in scene: triangle, meshlets");
 	render_cmd->add_option("--width", render.width, "framebuffer width in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--height", render.height, "framebuffer height in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--frames", render.frames, "frames to render (timed; the last is written)")
@@ -28,10 +28,22 @@ int main(int argc, char** argv)
 	render_cmd->add_option("--out", render.out, "output PNG path");
 	render_cmd->add_flag("--json", render.json, "one JSON object on stdout");
 
+	BenchOptions bench;
+	CLI::App* bench_cmd = app.add_subcommand("bench", "run a benchmark and print medians and same-run ratios");
+	bench.device.addTo(*bench_cmd);
+	bench_cmd->add_option("name", bench.name, "benchmark: meshlet")->required();
+	bench_cmd->add_flag("--json", bench.json, "one JSON object on stdout");
+	bench_cmd->add_option("--ops", bench.ops, "allocator alloc+free pairs per run")
+	    ->check(CLI::Range(1000, 1000000000));
+	bench_cmd->add_option("--reps", bench.reps, "runs per figure (median reported)")->check(CLI::Range(1u, 1000u));
+	bench_cmd->add_option("--mib", bench.mib, "GPU working set in MiB (default 512 on a GPU, 64 on a CPU device)")
+	    ->check(CLI::Range(1, 65536));
+
 	const std::string first = argc > 1 ? argv[1] : "";
-	if (!first.empty() && first[0] != '-' && first != "info" && first != "render")
+	if (!first.empty() && first[0] != '-' && first != "info" && first != "render" && first != "bench")
 	{
-		std::fprintf(stderr, "quokka: error: unknown command '%s' (expected info or render; see quokka --help)\n",
+		std::fprintf(stderr,
+		             "quokka: error: unknown command '%s' (expected info, render or bench; see quokka --help)\n",
 		             argv[1]);
 		return 2;
 	}
@@ -57,5 +69,7 @@ int main(int argc, char** argv)
 		return runInfo(info);
 	if (render_cmd->parsed())
 		return runRender(render);
+	if (bench_cmd->parsed())
+		return runBench(bench);
 	return fail("no command given (see quokka --help)");
 }

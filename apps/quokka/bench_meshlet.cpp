@@ -1,0 +1,368 @@
+// `quokka bench meshlet` (issue #6): the meshlet memory manager's numbers, each next to a baseline measured in the
+// same run (STYLE R13):
+//   allocator   OffsetAllocator alloc+free pairs/s on one core vs a naive best-fit free list (notes/meshlets.md §4.3
+//               methodology: 10k live allocations, sizes 1–65,536 units in a 2^30-unit space, pre-generated stream);
+//   copy        the device's buffer-to-buffer copy bandwidth (one vkCmdCopyBuffer of the working-set size);
+//   compaction  bytes moved per second by MeshletManager::update() after compact() with ~30 % of batches removed;
+//   clone       bytes copied per second by update() flushing clones of ~25 % of the batches.
+// GPU phases are timed with timestamps on real GPUs and the wall clock on lavapipe (the output says which).
+#include "commands.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <quokka/gpu/buffer.hpp>
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/timing.hpp>
+#include <quokka/meshlet/meshlet_manager.hpp>
+#include <quokka/meshlet/offset_allocator.hpp>
+
+namespace quokka::app
+{
+
+namespace
+{
+
+double median(std::vector<double> v)
+{
+	std::sort(v.begin(), v.end());
+	return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+double seconds(std::chrono::steady_clock::time_point t0)
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The baseline: free ranges in a vector sorted by offset; allocate scans all of them for the smallest fit, free
+// inserts with a binary search and merges neighbours. O(free ranges) per operation.
+class NaiveBestFit
+{
+public:
+	explicit NaiveBestFit(uint32_t size) { free_.push_back({0, size}); }
+	uint32_t allocate(uint32_t size)
+	{
+		size_t best = free_.size();
+		for (size_t i = 0; i < free_.size(); ++i)
+			if (free_[i].size >= size && (best == free_.size() || free_[i].size < free_[best].size))
+				best = i;
+		if (best == free_.size())
+			return meshlet::kNoSpace;
+		const uint32_t offset = free_[best].offset;
+		free_[best].offset += size;
+		free_[best].size -= size;
+		if (free_[best].size == 0)
+			free_.erase(free_.begin() + ptrdiff_t(best));
+		return offset;
+	}
+	void free(uint32_t offset, uint32_t size)
+	{
+		auto it = std::lower_bound(free_.begin(), free_.end(), offset,
+		                           [](const meshlet::FreeRegion& r, uint32_t o) { return r.offset < o; });
+		it = free_.insert(it, {offset, size});
+		if (it + 1 != free_.end() && it->offset + it->size == (it + 1)->offset)
+		{
+			it->size += (it + 1)->size;
+			free_.erase(it + 1);
+		}
+		if (it != free_.begin() && (it - 1)->offset + (it - 1)->size == it->offset)
+		{
+			(it - 1)->size += it->size;
+			free_.erase(it);
+		}
+	}
+
+private:
+	std::vector<meshlet::FreeRegion> free_;
+};
+
+struct Stream
+{
+	std::vector<uint32_t> victims;
+	std::vector<uint32_t> sizes;
+};
+
+constexpr uint32_t kLive = 10000;
+constexpr uint32_t kSpace = 1u << 30;
+
+Stream makeStream(uint64_t pairs, uint32_t seed)
+{
+	std::mt19937 rng(seed);
+	Stream s;
+	s.victims.resize(pairs);
+	s.sizes.resize(pairs);
+	for (uint64_t i = 0; i < pairs; ++i)
+	{
+		s.victims[i] = rng() % kLive;
+		s.sizes[i] = 1 + rng() % 65536;
+	}
+	return s;
+}
+
+// Pairs per second of free(victim) + allocate(size) in steady state.
+double offsetAllocatorRate(const Stream& s, uint64_t& failures)
+{
+	meshlet::OffsetAllocator allocator(kSpace, kLive);
+	std::vector<meshlet::Allocation> live(kLive);
+	for (uint32_t i = 0; i < kLive; ++i)
+		live[i] = allocator.allocate(s.sizes[i]);
+	const auto t0 = std::chrono::steady_clock::now();
+	for (size_t i = 0; i < s.victims.size(); ++i)
+	{
+		meshlet::Allocation& slot = live[s.victims[i]];
+		allocator.free(slot);
+		slot = allocator.allocate(s.sizes[i]);
+		failures += !slot.valid();
+	}
+	const double rate = double(s.victims.size()) / seconds(t0);
+	allocator.reset();
+	return rate;
+}
+
+double naiveRate(const Stream& s, uint64_t pairs)
+{
+	NaiveBestFit allocator(kSpace);
+	std::vector<std::pair<uint32_t, uint32_t>> live(kLive);
+	for (uint32_t i = 0; i < kLive; ++i)
+		live[i] = {allocator.allocate(s.sizes[i]), s.sizes[i]};
+	const auto t0 = std::chrono::steady_clock::now();
+	for (size_t i = 0; i < pairs; ++i)
+	{
+		auto& slot = live[s.victims[i]];
+		if (slot.first != meshlet::kNoSpace)
+			allocator.free(slot.first, slot.second);
+		slot = {allocator.allocate(s.sizes[i]), s.sizes[i]};
+	}
+	return double(pairs) / seconds(t0);
+}
+
+// Records `record` into a fresh list between FrameTimer marks, submits, waits and returns milliseconds.
+template <typename Fn>
+Result<double> timed(gpu::Device& device, gpu::FrameTimer& timer, Fn&& record)
+{
+	auto list = device.beginCommands();
+	if (!list.ok())
+		return list.error();
+	timer.begin(list.value());
+	QUOKKA_TRY(record(list.value()));
+	timer.end(list.value());
+	QUOKKA_TRY(device.submitAndWait(std::move(list.value())));
+	auto t = timer.resolve();
+	if (!t.ok())
+		return t.error();
+	device.completedValue();
+	return t->ms;
+}
+
+Result<void> flush(gpu::Device& device, meshlet::MeshletManager& manager)
+{
+	auto list = device.beginCommands();
+	if (!list.ok())
+		return list.error();
+	QUOKKA_TRY(manager.update(list.value()));
+	QUOKKA_TRY(device.submitAndWait(std::move(list.value())));
+	device.completedValue();
+	return {};
+}
+
+meshlet::MeshletBatch makeBatch(std::mt19937& rng, uint32_t mean_words)
+{
+	meshlet::MeshletBatch batch;
+	const uint32_t words = std::max(256u, uint32_t(mean_words / 2 + rng() % mean_words));
+	batch.data.assign(words, rng());
+	batch.records.resize(std::max(1u, words / 1024)); // ~1,000 words per meshlet (notes §2.1)
+	for (size_t k = 0; k < batch.records.size(); ++k)
+		batch.records[k].address = uint32_t(k * 1024);
+	return batch;
+}
+
+// Fills the manager with batches until `target` of the data capacity is used.
+Result<void> fill(meshlet::MeshletManager& manager, std::vector<meshlet::BatchId>& live, std::mt19937& rng,
+                  uint32_t mean_words, double target)
+{
+	while (double(manager.stats().data_used_bytes) < target * double(manager.dataCapacityWords()) * 4.0)
+	{
+		auto id = manager.addBatch(makeBatch(rng, mean_words));
+		if (!id.ok())
+			return id.error();
+		live.push_back(id.value());
+	}
+	return {};
+}
+
+} // namespace
+
+int runBenchMeshlet(const BenchOptions& o)
+{
+	nlohmann::ordered_json j;
+	j["benchmark"] = "meshlet";
+
+	// ---- allocator (CPU, one core) ----
+	const uint64_t pairs = o.ops;
+	const uint64_t naive_pairs = std::min<uint64_t>(pairs, 20000);
+	const Stream stream = makeStream(pairs, 42);
+	std::vector<double> fast, naive;
+	uint64_t failures = 0;
+	for (uint32_t rep = 0; rep < o.reps; ++rep)
+		fast.push_back(offsetAllocatorRate(stream, failures));
+	for (uint32_t rep = 0; rep < std::min(o.reps, 3u); ++rep)
+		naive.push_back(naiveRate(stream, naive_pairs));
+	const double fast_rate = median(fast);
+	const double naive_rate = median(naive);
+	j["allocator"] = {{"live_allocations", kLive},
+	                  {"space_units", kSpace},
+	                  {"size_range", {1, 65536}},
+	                  {"pairs", pairs},
+	                  {"offset_allocator_pairs_per_s", fast_rate},
+	                  {"offset_allocator_ns_per_pair", 1e9 / fast_rate},
+	                  {"failed_allocations", failures},
+	                  {"naive_best_fit_pairs", naive_pairs},
+	                  {"naive_best_fit_pairs_per_s", naive_rate},
+	                  {"ratio_vs_naive", fast_rate / naive_rate},
+	                  {"target_pairs_per_s", 20e6}};
+
+	// ---- GPU ----
+	auto desc = o.device.desc();
+	if (!desc.ok())
+		return fail(desc.error());
+	auto created = gpu::Device::create(desc.value());
+	if (!created.ok())
+		return fail(created.error());
+	gpu::Device& device = *created.value();
+	const bool cpu = device.info().is_cpu;
+	const uint64_t mib = o.mib ? o.mib : (cpu ? 64 : 512);
+	const uint64_t bytes = std::min<uint64_t>(mib << 20, device.info().max_storage_buffer_range & ~uint64_t(255));
+	gpu::FrameTimer timer(device);
+	j["device"] = device.info().name;
+	j["device_type"] = cpu ? "cpu" : "gpu";
+	j["timing_source"] = gpu::timingSourceName(timer.source());
+	j["working_set_bytes"] = bytes;
+
+	std::vector<double> copy_gbs;
+	{
+		auto a = device.createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+		                              gpu::MemoryDomain::DeviceLocal, "bench.copy.a"});
+		auto b = device.createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+		                              gpu::MemoryDomain::DeviceLocal, "bench.copy.b"});
+		if (!a.ok() || !b.ok())
+			return fail(a.ok() ? b.error() : a.error());
+		for (uint32_t rep = 0; rep < o.reps + 1; ++rep)
+		{
+			auto ms = timed(device, timer,
+			                [&](gpu::CommandList& list) -> Result<void>
+			                {
+				                gpu::copyBuffer(list.vk(), *a.value(), 0, *b.value(), 0, bytes);
+				                return {};
+			                });
+			if (!ms.ok())
+				return fail(ms.error());
+			if (rep > 0) // the first run warms up page mappings
+				copy_gbs.push_back(double(bytes) / (ms.value() * 1e6));
+		}
+	}
+	const double copy_rate = median(copy_gbs);
+	j["copy"] = {{"bytes", bytes}, {"gb_per_s", copy_rate}};
+
+	meshlet::MeshletManagerDesc mdesc;
+	mdesc.initial_data_words = uint32_t(bytes / 4);
+	mdesc.initial_records = uint32_t(bytes / 4 / 1024 + 1024);
+	mdesc.name = "bench.meshlets";
+	auto made = meshlet::MeshletManager::create(device, mdesc);
+	if (!made.ok())
+		return fail(made.error());
+	meshlet::MeshletManager& manager = *made.value();
+	std::mt19937 rng(7);
+	const uint32_t mean_words = uint32_t(std::max<uint64_t>(4096, bytes / 4 / 2048)); // ~2,000 batches
+	std::vector<meshlet::BatchId> live;
+	std::vector<double> compact_gbs, clone_gbs;
+	uint64_t compact_moved = 0, clone_copied = 0;
+	uint32_t compact_regions = 0, compact_patches = 0;
+	for (uint32_t rep = 0; rep < o.reps; ++rep)
+	{
+		// Compaction: remove ~30 %, compact, time the update that moves everything.
+		if (auto r = fill(manager, live, rng, mean_words, 0.6); !r.ok())
+			return fail(r.error());
+		if (auto r = flush(device, manager); !r.ok())
+			return fail(r.error());
+		std::shuffle(live.begin(), live.end(), rng);
+		const size_t keep = live.size() * 7 / 10;
+		for (size_t i = keep; i < live.size(); ++i)
+			manager.removeBatch(live[i]);
+		live.resize(keep);
+		if (auto r = flush(device, manager); !r.ok())
+			return fail(r.error());
+		if (auto r = manager.compact(); !r.ok())
+			return fail(r.error());
+		auto ms = timed(device, timer, [&](gpu::CommandList& list) { return manager.update(list); });
+		if (!ms.ok())
+			return fail(ms.error());
+		compact_moved = manager.lastUpdate().copied_bytes;
+		compact_regions = manager.lastUpdate().copy_regions;
+		compact_patches = manager.lastUpdate().patches;
+		compact_gbs.push_back(double(compact_moved) / (ms.value() * 1e6));
+
+		// Clones of ~25 % of the batches (they fit without a rebuild at this fill level).
+		std::vector<meshlet::BatchId> clones;
+		for (size_t i = 0; i < live.size(); i += 4)
+		{
+			auto id = manager.cloneBatchAllocation(live[i]);
+			if (!id.ok())
+				return fail(id.error());
+			clones.push_back(id.value());
+		}
+		if (manager.stats().pending_moves > 0)
+			return fail("bench: a clone triggered a rebuild; lower the fill level");
+		auto cms = timed(device, timer, [&](gpu::CommandList& list) { return manager.update(list); });
+		if (!cms.ok())
+			return fail(cms.error());
+		clone_copied = manager.lastUpdate().copied_bytes;
+		clone_gbs.push_back(double(clone_copied) / (cms.value() * 1e6));
+		for (meshlet::BatchId id : clones)
+			manager.removeBatch(id);
+		if (auto r = flush(device, manager); !r.ok())
+			return fail(r.error());
+	}
+	const double compact_rate = median(compact_gbs);
+	const double clone_rate = median(clone_gbs);
+	j["compaction"] = {{"bytes_moved", compact_moved},
+	                   {"copy_regions", compact_regions},
+	                   {"patched_records", compact_patches},
+	                   {"gb_per_s", compact_rate},
+	                   {"fraction_of_copy_bandwidth", compact_rate / copy_rate}};
+	j["clone"] = {{"bytes_copied", clone_copied},
+	              {"gb_per_s", clone_rate},
+	              {"fraction_of_copy_bandwidth", clone_rate / copy_rate}};
+	j["batches"] = live.size();
+	j["reps"] = o.reps;
+	j["validation_errors"] = device.validationErrorCount();
+	made.value().reset();
+
+	if (o.json)
+		std::printf("%s\n", j.dump(2).c_str());
+	else
+	{
+		std::printf("quokka bench meshlet on %s (%s timing), working set %.0f MiB, medians of %u runs\n",
+		            device.info().name.c_str(), gpu::timingSourceName(timer.source()), double(bytes) / (1 << 20),
+		            o.reps);
+		std::printf("  allocator   OffsetAllocator %.1f M pairs/s (%.1f ns/pair; target >= 20 M/s), naive best-fit "
+		            "%.3f M pairs/s: x%.0f\n",
+		            fast_rate / 1e6, 1e9 / fast_rate, naive_rate / 1e6, fast_rate / naive_rate);
+		std::printf("  copy        %.2f GB/s (vkCmdCopyBuffer, %.0f MiB)\n", copy_rate, double(bytes) / (1 << 20));
+		std::printf("  compaction  %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB moved, %u regions, %u patches)\n",
+		            compact_rate, 100.0 * compact_rate / copy_rate, double(compact_moved) / (1 << 20), compact_regions,
+		            compact_patches);
+		std::printf("  clone       %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB copied)\n", clone_rate,
+		            100.0 * clone_rate / copy_rate, double(clone_copied) / (1 << 20));
+	}
+	if (device.validationErrorCount() > 0)
+		return fail(std::to_string(device.validationErrorCount()) +
+		            " Vulkan validation error(s); first: " + device.validationMessages().front());
+	return 0;
+}
+
+} // namespace quokka::app

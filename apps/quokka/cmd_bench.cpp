@@ -1,0 +1,15 @@
+// `quokka bench NAME`: the benchmarks of the issues that define them (ARCHITECTURE §7). Each prints medians and
+// same-run ratios, or one JSON object with --json.
+#include "commands.hpp"
+
+namespace quokka::app
+{
+
+int runBench(const BenchOptions& options)
+{
+	if (options.name == "meshlet")
+		return runBenchMeshlet(options);
+	return fail("unknown benchmark '" + options.name + "' (available: meshlet)");
+}
+
+} // namespace quokka::app
