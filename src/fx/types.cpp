@@ -11,9 +11,15 @@ std::string glslName(Type t)
 	{
 		if (t.scalar != Scalar::F32)
 			return {};
-		if (t.rows == t.cols)
-			return "mat" + std::to_string(t.cols);
-		return "mat" + std::to_string(t.cols) + "x" + std::to_string(t.rows);
+		// Built by appending: `"literal" + std::to_string(…)` trips GCC 12's bogus -Wrestrict (GCC bug 105651).
+		std::string name = "mat";
+		name += std::to_string(t.cols);
+		if (t.rows != t.cols)
+		{
+			name += 'x';
+			name += std::to_string(t.rows);
+		}
+		return name;
 	}
 	const char* scalar = "float";
 	const char* prefix = "vec";
@@ -33,7 +39,9 @@ std::string glslName(Type t)
 	}
 	if (t.rows == 1)
 		return scalar;
-	return prefix + std::to_string(t.rows);
+	std::string name = prefix;
+	name += char('0' + t.rows);
+	return name;
 }
 
 std::string typeName(Type t)
@@ -42,14 +50,24 @@ std::string typeName(Type t)
 	                : t.scalar == Scalar::I32 ? "i"
 	                : t.scalar == Scalar::U32 ? "ui"
 	                                          : "b";
+	std::string name;
 	if (t.isMatrix())
-		return "M" + std::to_string(t.rows) + std::to_string(t.cols) + s;
+	{
+		name = "M";
+		name += char('0' + t.rows);
+		name += char('0' + t.cols);
+		name += s;
+		return name;
+	}
 	if (t.rows == 1)
 		return t.scalar == Scalar::F32   ? "float"
 		       : t.scalar == Scalar::I32 ? "int"
 		       : t.scalar == Scalar::U32 ? "uint"
 		                                 : "bool";
-	return "V" + std::to_string(t.rows) + s;
+	name = "V";
+	name += char('0' + t.rows);
+	name += s;
+	return name;
 }
 
 uint32_t std140Size(Type t, uint32_t matrix_stride)

@@ -169,9 +169,13 @@ TEST_F(BufferTest, TenThousandScatteredStagingWritesEqualACpuModel)
 		const StagingFlushStats stats = ring.flush(list.value());
 		// After the first frame the chunk size fits a whole frame: one copy command per destination buffer.
 		if (frame == 0)
+		{
 			EXPECT_GT(stats.destinations, 2u);
+		}
 		else
+		{
 			EXPECT_EQ(stats.destinations, 2u);
+		}
 		EXPECT_LE(stats.regions, 10000u);
 		EXPECT_EQ(ring.pendingBytes(), 0u);
 		ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());

@@ -82,7 +82,9 @@ TEST_F(DeviceTest, ReportsTheRequiredFeaturesAndLimits)
 	EXPECT_FALSE(i.name.empty());
 	const DeviceKind kind = testDeviceDesc().kind;
 	if (kind != DeviceKind::Auto)
+	{
 		EXPECT_EQ(i.is_cpu, kind == DeviceKind::Cpu) << "QUOKKA_DEVICE was not honoured";
+	}
 	EXPECT_GE(i.api_version, VK_API_VERSION_1_3);
 	EXPECT_GE(i.max_storage_buffer_range, 128u << 20);
 	EXPECT_GT(i.max_compute_work_group_count[0], 0u);
@@ -145,7 +147,9 @@ TEST_F(DeviceTest, BufferReleasedWhileInFlightIsDestroyedAfterItsSubmission)
 	b.value().reset();
 	// Unless the copy already finished, both destructions wait for it.
 	if (device().completedValue() < value.value())
+	{
 		EXPECT_GE(device().memoryStats().pending_destructions, pending_before + 2);
+	}
 	ASSERT_TRUE(device().wait(value.value()).ok());
 	EXPECT_EQ(device().memoryStats().pending_destructions, 0u);
 }

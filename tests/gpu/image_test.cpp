@@ -185,7 +185,7 @@ TEST_F(ImageTest, DepthTestKeepsTheNearerTriangleWhateverTheDrawOrder)
 	ASSERT_TRUE(depth.ok()) << depth.error().message;
 	EXPECT_TRUE(depth.value()->isDepth());
 	const SolidDraw near_red{{1, 0, 0, 1}, 0.25f}, far_green{{0, 1, 0, 1}, 0.75f};
-	const std::array<uint8_t, 4> red{255, 0, 0, 255}, green{0, 255, 0, 255};
+	const std::array<uint8_t, 4> red{255, 0, 0, 255};
 
 	const SolidDraw near_first[] = {near_red, far_green};
 	drawHalfTriangles(device(), *color, nullptr, near_first, depth.value().get(), DynamicState{});
@@ -256,7 +256,9 @@ TEST_F(ImageTest, FrameTimerReportsItsSource)
 	EXPECT_EQ(t->source, device().info().gpu_timestamps_reliable ? TimingSource::Gpu : TimingSource::Wall);
 	EXPECT_EQ(t->ms, t->source == TimingSource::Gpu ? t->gpu_ms : t->wall_ms);
 	if (device().features().timestamps)
+	{
 		EXPECT_GE(t->gpu_ms, 0.0);
+	}
 }
 
 } // namespace quokka::gpu::test
