@@ -115,8 +115,10 @@ Result<FrameStats> renderTriangle(gpu::Device& device, const RenderOptions& o, g
 
 int runRender(const RenderOptions& o)
 {
+	if (o.scene == "meshlets")
+		return runRenderMeshlets(o);
 	if (o.scene != "triangle")
-		return fail("unknown scene '" + o.scene + "' (available: triangle)");
+		return fail("unknown scene '" + o.scene + "' (available: triangle, meshlets)");
 	auto desc = o.device.desc();
 	if (!desc.ok())
 		return fail(desc.error());

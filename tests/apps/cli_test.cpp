@@ -153,6 +153,50 @@ TEST(CliRender, UnwritableOutputIsOneLineAndNonZero)
 	expectOneLineError(runCli("render --width 16 --height 16 --out /nonexistent-dir/x.png"), "cannot write PNG");
 }
 
+TEST(CliRender, MeshletSceneWritesAPngAndReportsTheManager)
+{
+	const std::string png = tempPath("meshlets.png");
+	const CliRun run =
+	    runCli("render --scene meshlets --width 96 --height 64 --frames 2 --validate --json --out " + png);
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["validation_errors"], 0);
+	EXPECT_EQ(j["draw_calls"], 1);
+	EXPECT_EQ(j["meshlet_path"], "vertex-pulling");
+	EXPECT_GT(j["meshlets"].get<uint64_t>(), 100u);
+	EXPECT_GE(j["compactions"].get<uint64_t>(), 1u);
+	EXPECT_LE(j["gpu_memory_usage_occupied"].get<uint64_t>(), j["gpu_memory_usage"].get<uint64_t>());
+	auto image = quokka::gpu::readPng(png);
+	ASSERT_TRUE(image.ok()) << image.error().message;
+	uint32_t lit = 0;
+	for (uint32_t y = 0; y < image->height; ++y)
+		for (uint32_t x = 0; x < image->width; ++x)
+			lit += image->at(x, y) != std::array<uint8_t, 4>{20, 23, 28, 255};
+	EXPECT_GT(lit, 96u * 64u / 8);
+	std::filesystem::remove(png);
+}
+
+TEST(CliBench, MeshletJsonHasEveryFigureWithItsSameRunRatio)
+{
+	const CliRun run = runCli("bench meshlet --json --device cpu --mib 4 --ops 20000 --reps 1");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["benchmark"], "meshlet");
+	EXPECT_GT(j["allocator"]["offset_allocator_pairs_per_s"].get<double>(), 0.0);
+	EXPECT_GT(j["allocator"]["ratio_vs_naive"].get<double>(), 0.0);
+	EXPECT_EQ(j["allocator"]["failed_allocations"], 0);
+	EXPECT_GT(j["copy"]["gb_per_s"].get<double>(), 0.0);
+	EXPECT_GT(j["compaction"]["bytes_moved"].get<uint64_t>(), 0u);
+	EXPECT_GT(j["compaction"]["fraction_of_copy_bandwidth"].get<double>(), 0.0);
+	EXPECT_GT(j["clone"]["fraction_of_copy_bandwidth"].get<double>(), 0.0);
+	EXPECT_EQ(j["validation_errors"], 0);
+}
+
+TEST(CliErrors, UnknownBenchmarkIsOneLineAndNonZero)
+{
+	expectOneLineError(runCli("bench nope"), "unknown benchmark 'nope'");
+}
+
 TEST(CliHelp, HelpExitsZero)
 {
 	const CliRun run = runCli("--help");
