@@ -100,6 +100,39 @@ TEST(AMapCallback, SeesStateSizes) // C6
 	EXPECT_EQ(sizes, (std::vector<size_t>{0, 1, 2}));
 }
 
+TEST(AMapMapUse, DisposesRemovedResultsAndEverythingOnDispose) // M6
+{
+	cmap<int, int> c({{1, 0}, {2, 0}, {3, 0}, {4, 0}});
+	int live = 0;
+	auto [d, m] = mapUse(
+	    amap<int, int>(c),
+	    [&](int k, int)
+	    {
+		    ++live;
+		    return k;
+	    },
+	    [&](int&) { --live; });
+	EXPECT_EQ(live, 0);
+	auto r = m.getReader();
+	r->pull();
+	EXPECT_EQ(r->state().size(), 4u);
+	EXPECT_EQ(live, 4);
+	transact([&] { c.remove(1); });
+	r->pull();
+	EXPECT_EQ(live, 3);
+	transact([&] { c.set(7, 0); });
+	r->pull();
+	EXPECT_EQ(r->state().size(), 4u);
+	EXPECT_EQ(live, 4);
+	d.dispose();
+	r->pull();
+	EXPECT_EQ(r->state().size(), 0u);
+	EXPECT_EQ(live, 0);
+	d.dispose();
+	r->pull();
+	EXPECT_EQ(live, 0);
+}
+
 TEST(AMapUnion, RightSideWins)
 {
 	cmap<int, int> a({{1, 1}, {2, 2}});

@@ -1,13 +1,16 @@
 // notes/adaptive.md §4.4 (D), §4.5 (S), §4.6 (H), set callbacks (C5, C8) and reductions (R) for aset.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <quokka/adaptive/aset.hpp>
+#include <quokka/adaptive/change_queue.hpp>
 
 using namespace quokka::adaptive;
 namespace adaptive = quokka::adaptive;
@@ -305,6 +308,42 @@ TEST(ASetRange, SystematicBoundsChanges) // S9
 						want.push_back(i);
 					ASSERT_EQ(elements(rd->state()), want);
 				}
+}
+
+TEST(ASetMapUse, DisposesRemovedResultsAndEverythingOnDispose) // S6
+{
+	cset<int> s{1, 2, 3, 4};
+	int live = 0;
+	auto [d, m] = mapUse(
+	    aset<int>(s),
+	    [&](int x)
+	    {
+		    ++live;
+		    return x * 10;
+	    },
+	    [&](int&) { --live; });
+	EXPECT_EQ(live, 0);
+	auto r = m.getReader();
+	r->pull();
+	EXPECT_EQ(r->state().size(), 4u);
+	EXPECT_EQ(live, 4);
+	transact([&] { s.remove(1); });
+	r->pull();
+	EXPECT_EQ(r->state().size(), 3u);
+	EXPECT_EQ(live, 3);
+	transact([&] { s.add(7); });
+	r->pull();
+	EXPECT_EQ(r->state().size(), 4u);
+	EXPECT_EQ(live, 4);
+	d.dispose();
+	r->pull();
+	EXPECT_EQ(r->state().size(), 0u);
+	EXPECT_EQ(live, 0);
+	d.dispose();
+	transact([&] { s.add(8); });
+	r->pull();
+	EXPECT_EQ(r->state().size(), 0u);
+	EXPECT_EQ(live, 0);
 }
 
 TEST(ASetBinary, DifferenceIntersectXor) // S10
@@ -605,4 +644,80 @@ TEST(ExistsA, OverCells) // R7
 	EXPECT_TRUE(exists.force());
 	transact([&] { b.setValue(true); });
 	EXPECT_TRUE(exists.force());
+}
+
+// ---- X: threading --------------------------------------------------------------------------------------------------
+
+TEST(ASetThreads, StructuralChurnSubmittedFromOtherThreadsWhileOwnerPulls) // X1 adapted to the owner-thread rule
+{
+	cset<cval<int>> s;
+	auto mapped = mapA(aset<cval<int>>(s), [](const cval<int>& c) { return aval<int>(c); });
+	auto evens =
+	    chooseA(aset<cval<int>>(s), [](const cval<int>& c)
+	            { return map(aval<int>(c), [](int v) { return v % 2 == 0 ? std::optional<int>(v) : std::nullopt; }); });
+	auto r1 = mapped.getReader();
+	auto r2 = evens.getReader();
+	ChangeQueue q;
+	std::vector<cval<int>> cells; // owned and touched by the owner thread only
+	// Runs on the owner thread: the closure captures references to owner objects and plain numbers.
+	auto change = [&s, &cells](int kind, int a, int b)
+	{
+		auto live = elements(s.history()->state());
+		if (kind == 0 || live.empty())
+		{
+			cells.emplace_back(a);
+			s.add(cells.back());
+		}
+		else if (kind == 1 && live.size() > 10)
+			s.remove(live[size_t(a) % live.size()]);
+		else if (kind == 2)
+		{
+			auto c = live[size_t(a) % live.size()];
+			c.setValue(b);
+			s.remove(c);
+		}
+		else
+			live[size_t(a) % live.size()].setValue(b);
+	};
+	std::atomic<int> finished{0};
+	std::vector<std::thread> threads;
+	for (int t = 0; t < 3; ++t)
+		threads.emplace_back(
+		    [&, t]
+		    {
+			    std::mt19937 rng(uint32_t(t + 1));
+			    for (int i = 0; i < 2000; ++i)
+			    {
+				    int kind = int(rng() % 4), a = int(rng() % 1000), b = int(rng() % 100);
+				    q.submit([&change, kind, a, b] { change(kind, a, b); });
+			    }
+			    finished.fetch_add(1);
+		    });
+	auto check = [&]
+	{
+		std::set<int> want_all, want_even;
+		s.history()->state().forEach(
+		    [&](const cval<int>& c, int)
+		    {
+			    want_all.insert(c.value());
+			    if (c.value() % 2 == 0)
+				    want_even.insert(c.value());
+		    });
+		r1->pull();
+		r2->pull();
+		auto a = elements(r1->state());
+		auto e = elements(r2->state());
+		ASSERT_EQ(std::set<int>(a.begin(), a.end()), want_all);
+		ASSERT_EQ(std::set<int>(e.begin(), e.end()), want_even);
+	};
+	while (finished.load() < 3 || q.pending() > 0)
+	{
+		q.apply();
+		check();
+	}
+	for (auto& t : threads)
+		t.join();
+	q.apply();
+	check();
+	cells.clear();
 }

@@ -169,6 +169,71 @@ private:
 	F f_;
 };
 
+/// mapUse per key: the previous result of a key is disposed when the key is removed or set again; after the disposer
+/// ran, every live result is disposed and the map is empty.
+template <typename K, typename V, typename U, typename F, typename D>
+class MapMapUseReader final : public OpReader<MapTrace<K, U>>
+{
+public:
+	struct Control
+	{
+		MapMapUseReader* reader = nullptr;
+		bool disposed = false;
+	};
+	MapMapUseReader(MapReader<K, V> input, F f, D dispose, std::shared_ptr<Control> control)
+	    : input_(std::move(input)), f_(std::move(f)), dispose_(std::move(dispose)), control_(std::move(control))
+	{
+		control_->reader = this;
+	}
+	~MapMapUseReader() override
+	{
+		control_->reader = nullptr;
+		for (auto& [k, u] : live_)
+			dispose_(u);
+	}
+
+protected:
+	MapDelta<K, U> compute(Token t) override
+	{
+		MapDelta<K, U> out;
+		MapDelta<K, V> d = input_->getChanges(t);
+		if (control_->disposed)
+		{
+			for (auto& [k, u] : live_)
+			{
+				out.insert_or_assign(k, std::nullopt);
+				dispose_(u);
+			}
+			live_.clear();
+			return out;
+		}
+		for (const auto& [k, op] : d)
+		{
+			if (auto it = live_.find(k); it != live_.end())
+			{
+				dispose_(it->second);
+				live_.erase(it);
+			}
+			if (op)
+			{
+				U u = f_(k, *op);
+				out.insert_or_assign(k, u);
+				live_.emplace(k, std::move(u));
+			}
+			else
+				out.insert_or_assign(k, std::nullopt);
+		}
+		return out;
+	}
+
+private:
+	MapReader<K, V> input_;
+	F f_;
+	D dispose_;
+	std::shared_ptr<Control> control_;
+	std::map<K, U> live_;
+};
+
 /// union, right-biased: the value of a key is b's when b has it, else a's.
 template <typename K, typename V>
 class MapUnionReader final : public OpReader<MapTrace<K, V>>
@@ -324,6 +389,29 @@ amap<K, V> filter(const amap<K, V>& m, P p)
 {
 	return choose(m, [p = std::move(p)](const K& k, const V& v) mutable
 	              { return p(k, v) ? std::optional<V>(v) : std::nullopt; });
+}
+
+/// Maps every value to a resource f(key, value), released with dispose(u) when the key goes or changes (notes M6).
+/// The Subscription disposes every live result and empties the map; disposing twice is harmless.
+template <typename K, typename V, typename F, typename D>
+auto mapUse(const amap<K, V>& m, F f, D dispose)
+    -> std::pair<Subscription, amap<K, std::decay_t<std::invoke_result_t<F&, const K&, const V&>>>>
+{
+	using U = std::decay_t<std::invoke_result_t<F&, const K&, const V&>>;
+	using Reader = detail::MapMapUseReader<K, V, U, F, D>;
+	auto control = std::make_shared<typename Reader::Control>();
+	auto reader = makeRef<Reader>(m.getReader(), std::move(f), std::move(dispose), control);
+	amap<K, U> result = detail::derivedMap<K, U>(reader);
+	Subscription disposer(
+	    [control]
+	    {
+		    if (control->disposed)
+			    return;
+		    control->disposed = true;
+		    if (control->reader)
+			    control->reader->markOutdated();
+	    });
+	return {std::move(disposer), result};
 }
 
 /// Right-biased union: where both have a key, b's value wins (FDA: AMap.union).

@@ -506,6 +506,70 @@ private:
 	std::unordered_set<AdaptiveObject*> dirty_;
 };
 
+/// mapUse: like choose-map, but results are handed to `dispose` when their element leaves; the disposer returned by
+/// mapUse disposes every live result and empties the set (later input changes are ignored).
+template <typename T, typename U, typename F, typename D>
+class SetMapUseReader final : public OpReader<SetTrace<U>>
+{
+public:
+	struct Control
+	{
+		SetMapUseReader* reader = nullptr; ///< null once the reader is gone
+		bool disposed = false;
+	};
+	SetMapUseReader(SetReader<T> input, F f, D dispose, std::shared_ptr<Control> control)
+	    : input_(std::move(input)), f_(std::move(f)), dispose_(std::move(dispose)), control_(std::move(control))
+	{
+		control_->reader = this;
+	}
+	~SetMapUseReader() override
+	{
+		control_->reader = nullptr;
+		for (auto& [k, u] : cache_)
+			dispose_(u);
+	}
+
+protected:
+	SetDelta<U> compute(Token t) override
+	{
+		SetDelta<U> out;
+		SetDelta<T> d = input_->getChanges(t);
+		if (control_->disposed)
+		{
+			for (auto& [k, u] : cache_)
+			{
+				addCount(out, u, -1);
+				dispose_(u);
+			}
+			cache_.clear();
+			return out;
+		}
+		for (const auto& [k, c] : d)
+		{
+			if (c > 0)
+			{
+				U u = f_(k);
+				addCount(out, u, 1);
+				cache_.insert_or_assign(k, std::move(u));
+			}
+			else if (auto it = cache_.find(k); it != cache_.end())
+			{
+				addCount(out, it->second, -1);
+				dispose_(it->second);
+				cache_.erase(it);
+			}
+		}
+		return out;
+	}
+
+private:
+	SetReader<T> input_;
+	F f_;
+	D dispose_;
+	std::shared_ptr<Control> control_;
+	std::map<T, U> cache_;
+};
+
 /// bind (aval → aset): on an outer change, −(old inner state) + (new inner's first pull); otherwise inner changes.
 template <typename A, typename U, typename F>
 class SetBindReader final : public OpReader<SetTrace<U>>
@@ -559,6 +623,29 @@ template <typename T, typename P>
 aset<T> filter(const aset<T>& s, P p)
 {
 	return choose(s, [p = std::move(p)](const T& v) mutable { return p(v) ? std::optional<T>(v) : std::nullopt; });
+}
+
+/// Maps every element to a resource f(x) that is released with dispose(u) when x leaves (notes S6). The Subscription
+/// disposes every live result at once and makes the set empty; disposing it twice is harmless.
+template <typename T, typename F, typename D>
+auto mapUse(const aset<T>& s, F f, D dispose)
+    -> std::pair<Subscription, aset<std::decay_t<std::invoke_result_t<F&, const T&>>>>
+{
+	using U = std::decay_t<std::invoke_result_t<F&, const T&>>;
+	using Reader = detail::SetMapUseReader<T, U, F, D>;
+	auto control = std::make_shared<typename Reader::Control>();
+	auto reader = makeRef<Reader>(s.getReader(), std::move(f), std::move(dispose), control);
+	aset<U> result = detail::derivedSet<U>(reader);
+	Subscription disposer(
+	    [control]
+	    {
+		    if (control->disposed)
+			    return;
+		    control->disposed = true;
+		    if (control->reader)
+			    control->reader->markOutdated();
+	    });
+	return {std::move(disposer), result};
 }
 
 /// Union of two sets; unionOf(a, a) is a itself. FDA: ASet.union.

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <concepts>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -87,6 +88,8 @@ public:
 	Ref<AdaptiveObject> object() const { return Ref<AdaptiveObject>(node_); }
 	explicit operator bool() const { return bool(node_); }
 	friend bool operator==(const aval& a, const aval& b) { return a.node_ == b.node_; }
+	/// Identity order (node address), so that avals can be elements of asets and keys of amaps.
+	friend bool operator<(const aval& a, const aval& b) { return std::less<>()(a.node_.get(), b.node_.get()); }
 
 protected:
 	Ref<AValNode<T>> node_;

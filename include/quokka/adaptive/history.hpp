@@ -26,27 +26,34 @@ public:
 	/// propagates; the reader is then out of sync (documented weakness: rebuild it).
 	Delta getChanges(Token token)
 	{
-		Delta d;
-		if (outOfDate())
+		if (!outOfDate()) [[likely]]
 		{
-			beginEvaluation();
-			try
-			{
-				d = compute(Token{this});
-			}
-			catch (...)
-			{
-				endEvaluation(false);
-				throw;
-			}
-			endEvaluation(true);
+			registerRead(token);
+			return Delta();
 		}
-		registerRead(token);
-		return d;
+		return pullChanges(token);
 	}
 
 protected:
 	explicit OpReader(uint32_t flags = 0) : AdaptiveObject(flags) {}
+
+	Delta pullChanges(Token token)
+	{
+		Delta d;
+		beginEvaluation();
+		try
+		{
+			d = compute(Token{this});
+		}
+		catch (...)
+		{
+			endEvaluation(false);
+			throw;
+		}
+		endEvaluation(true);
+		registerRead(token);
+		return d;
+	}
 	virtual Delta compute(Token token) = 0;
 };
 
