@@ -1,0 +1,114 @@
+// quokka/scene/pipeline_state.hpp — the fixed-function state of a render object, every leaf adaptive.
+//
+// Each leaf is an aval so applications bind it to their own inputs (a cval shared by many objects, a map of a
+// selection flag, …). PipelineStateValues is the plain snapshot of all leaves: it is value-keyed (equal values → equal
+// snapshots, whatever avals produced them), hashable, and what pipeline caches and mode keys are built from.
+// Which leaves Vulkan 1.3 treats as dynamic state (cull, front face, depth test/write/compare, depth bias, stencil)
+// is decided by the renderer, not here. Owner thread only (adaptive values).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <vulkan/vulkan.h>
+
+#include <quokka/adaptive/aval.hpp>
+
+namespace quokka::scene
+{
+
+using adaptive::aval;
+
+/// Blending of one colour attachment (Vulkan factors and ops), plus its write mask.
+struct BlendState
+{
+	bool enabled = false;
+	VkBlendFactor src_color = VK_BLEND_FACTOR_SRC_ALPHA;
+	VkBlendFactor dst_color = VK_BLEND_FACTOR_ONE_MINUS_SRC_ALPHA;
+	VkBlendOp color_op = VK_BLEND_OP_ADD;
+	VkBlendFactor src_alpha = VK_BLEND_FACTOR_ONE;
+	VkBlendFactor dst_alpha = VK_BLEND_FACTOR_ONE_MINUS_SRC_ALPHA;
+	VkBlendOp alpha_op = VK_BLEND_OP_ADD;
+	VkColorComponentFlags write_mask =
+	    VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT | VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT;
+
+	bool operator==(const BlendState&) const = default;
+	/// Standard premultiplied-free alpha blending (src·α + dst·(1−α)).
+	static BlendState alpha()
+	{
+		BlendState b;
+		b.enabled = true;
+		return b;
+	}
+};
+
+struct StencilState
+{
+	bool enabled = false;
+	VkStencilOp fail = VK_STENCIL_OP_KEEP;
+	VkStencilOp pass = VK_STENCIL_OP_KEEP;
+	VkStencilOp depth_fail = VK_STENCIL_OP_KEEP;
+	VkCompareOp compare = VK_COMPARE_OP_ALWAYS;
+	uint32_t reference = 0;
+	uint32_t compare_mask = 0xff;
+	uint32_t write_mask = 0xff;
+
+	bool operator==(const StencilState&) const = default;
+};
+
+struct DepthBias
+{
+	bool enabled = false;
+	float constant = 0.0f;
+	float slope = 0.0f;
+	float clamp = 0.0f;
+
+	bool operator==(const DepthBias&) const = default;
+};
+
+/// The plain values of every leaf: the pipeline-cache key part of a render object.
+struct PipelineStateValues
+{
+	VkPrimitiveTopology topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST;
+	VkCullModeFlags cull_mode = VK_CULL_MODE_NONE;
+	VkFrontFace front_face = VK_FRONT_FACE_COUNTER_CLOCKWISE;
+	bool depth_test = true;
+	bool depth_write = true;
+	VkCompareOp depth_compare = VK_COMPARE_OP_LESS_OR_EQUAL;
+	bool depth_clamp = false;
+	DepthBias depth_bias;
+	StencilState stencil;
+	BlendState default_blend;                ///< attachments without an entry in `blend`
+	std::map<std::string, BlendState> blend; ///< by framebuffer attachment name
+	bool alpha_to_coverage = false;
+
+	bool operator==(const PipelineStateValues&) const = default;
+	/// The blend state of attachment `name`.
+	const BlendState& blendFor(const std::string& name) const;
+	/// A hash consistent with operator==.
+	size_t hash() const;
+};
+
+/// Adaptive pipeline state. Every leaf defaults to a constant holding the PipelineStateValues default.
+struct PipelineState
+{
+	aval<VkPrimitiveTopology> topology = adaptive::constant(VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+	aval<VkCullModeFlags> cull_mode = adaptive::constant(VkCullModeFlags(VK_CULL_MODE_NONE));
+	aval<VkFrontFace> front_face = adaptive::constant(VK_FRONT_FACE_COUNTER_CLOCKWISE);
+	aval<bool> depth_test = adaptive::constant(true);
+	aval<bool> depth_write = adaptive::constant(true);
+	aval<VkCompareOp> depth_compare = adaptive::constant(VK_COMPARE_OP_LESS_OR_EQUAL);
+	aval<bool> depth_clamp = adaptive::constant(false);
+	aval<DepthBias> depth_bias = adaptive::constant(DepthBias{});
+	aval<StencilState> stencil = adaptive::constant(StencilState{});
+	aval<BlendState> default_blend = adaptive::constant(BlendState{});
+	std::map<std::string, aval<BlendState>> blend;
+	aval<bool> alpha_to_coverage = adaptive::constant(false);
+
+	/// Reads every leaf with `token` (so the caller depends on all of them) and returns the values.
+	PipelineStateValues snapshot(adaptive::Token token) const;
+};
+
+} // namespace quokka::scene

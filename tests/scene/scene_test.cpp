@@ -1,0 +1,128 @@
+#include <gtest/gtest.h>
+
+#include <quokka/adaptive/aval.hpp>
+#include <quokka/scene/framebuffer_signature.hpp>
+#include <quokka/scene/pipeline_state.hpp>
+#include <quokka/scene/render_object.hpp>
+#include <quokka/scene/render_tree.hpp>
+
+namespace quokka::scene::test
+{
+
+using adaptive::cval;
+
+TEST(PipelineState, DefaultSnapshotHasTheDocumentedDefaults)
+{
+	PipelineState state;
+	const PipelineStateValues v = state.snapshot({});
+	EXPECT_EQ(v, PipelineStateValues{});
+	EXPECT_EQ(v.topology, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+	EXPECT_TRUE(v.depth_test && v.depth_write);
+	EXPECT_FALSE(v.blendFor("Colors").enabled);
+}
+
+TEST(PipelineState, SnapshotsAreValueKeyedNotIdentityKeyed)
+{
+	PipelineState a, b;
+	a.cull_mode = cval<VkCullModeFlags>(VK_CULL_MODE_BACK_BIT);
+	b.cull_mode = adaptive::constant(VkCullModeFlags(VK_CULL_MODE_BACK_BIT)); // another aval, same value
+	EXPECT_EQ(a.snapshot({}), b.snapshot({}));
+	EXPECT_EQ(a.snapshot({}).hash(), b.snapshot({}).hash());
+	b.blend["Colors"] = adaptive::constant(BlendState::alpha());
+	EXPECT_NE(a.snapshot({}), b.snapshot({}));
+	EXPECT_TRUE(b.snapshot({}).blendFor("Colors").enabled);
+	EXPECT_FALSE(b.snapshot({}).blendFor("Other").enabled);
+}
+
+TEST(PipelineState, ASnapshotTakenInsideAComputationTracksEveryLeaf)
+{
+	cval<bool> depth_write(true);
+	cval<StencilState> stencil(StencilState{});
+	PipelineState state;
+	state.depth_write = depth_write;
+	state.stencil = stencil;
+	int evaluations = 0;
+	auto snap = adaptive::custom(
+	    [&](adaptive::Token t)
+	    {
+		    ++evaluations;
+		    return state.snapshot(t);
+	    });
+	EXPECT_TRUE(snap.force().depth_write);
+	EXPECT_EQ(evaluations, 1);
+	EXPECT_TRUE(snap.force().depth_write);
+	EXPECT_EQ(evaluations, 1) << "up to date: no re-evaluation";
+	depth_write.setValue(false);
+	EXPECT_FALSE(snap.force().depth_write);
+	StencilState s;
+	s.enabled = true;
+	s.reference = 7;
+	stencil.setValue(s);
+	EXPECT_EQ(snap.force().stencil.reference, 7u);
+	EXPECT_EQ(evaluations, 3);
+}
+
+TEST(FramebufferSignature, LocationsNamesAndEquality)
+{
+	FramebufferSignature sig;
+	sig.colors = {{"Colors", VK_FORMAT_R8G8B8A8_SRGB}, {"Normals", VK_FORMAT_R16G16B16A16_SFLOAT}};
+	EXPECT_EQ(sig.location("Normals"), 1);
+	EXPECT_EQ(sig.location("Depth"), -1);
+	EXPECT_EQ(sig.colorNames(), (std::vector<std::string>{"Colors", "Normals"}));
+	FramebufferSignature other = sig;
+	EXPECT_EQ(sig, other);
+	EXPECT_EQ(sig.hash(), other.hash());
+	other.samples = VK_SAMPLE_COUNT_4_BIT;
+	EXPECT_NE(sig, other);
+	EXPECT_TRUE(sig.hasDepth());
+}
+
+TEST(RenderObject, FormatSizesAndUniformConversions)
+{
+	EXPECT_EQ(formatSize(VK_FORMAT_R32G32B32_SFLOAT), 12u);
+	EXPECT_EQ(formatSize(VK_FORMAT_R16_UINT), 2u);
+	EXPECT_EQ(formatSize(VK_FORMAT_R8G8B8A8_UNORM), 4u);
+	EXPECT_EQ(formatSize(VK_FORMAT_UNDEFINED), 0u);
+	cval<math::V4f> color(math::V4f(1, 0, 0, 1));
+	auto u = uniform(adaptive::aval<math::V4f>(color));
+	EXPECT_EQ(std::get<math::V4f>(u.force()), math::V4f(1, 0, 0, 1));
+	color.setValue(math::V4f(0, 1, 0, 1));
+	EXPECT_EQ(std::get<math::V4f>(u.force()), math::V4f(0, 1, 0, 1));
+	EXPECT_EQ(std::get<float>(uniform(2.5f).force()), 2.5f);
+	const auto a = ArrayBuffer::of(std::vector<float>{1, 2, 3});
+	EXPECT_EQ(a.size(), 12u);
+	EXPECT_FALSE(a == ArrayBuffer::of(std::vector<float>{1, 2, 3})) << "identity, not content";
+}
+
+TEST(RenderTree, FlattenOrdersOrderedPartsAndSortsUnorderedOnes)
+{
+	auto o1 = makeRenderObject({});
+	auto o2 = makeRenderObject({});
+	auto o3 = makeRenderObject({});
+	EXPECT_LT(o1->id, o2->id);
+	auto tree = RenderTree::ordered({RenderTree::leafOf(o3),
+	                                 RenderTree::unordered({RenderTree::leafOf(o2), RenderTree::leafOf(o1)}),
+	                                 RenderTree::empty()});
+	EXPECT_EQ(flatten(tree), (std::vector<RenderObjectPtr>{o3, o1, o2}));
+}
+
+TEST(RenderTree, AdaptiveTreesFollowTheirSetsListsAndValues)
+{
+	auto o1 = makeRenderObject({});
+	auto o2 = makeRenderObject({});
+	auto o3 = makeRenderObject({});
+	adaptive::cset<RenderObjectPtr> objects{o2};
+	adaptive::clist<RenderTreePtr> list{RenderTree::leafOf(o3)};
+	cval<RenderTreePtr> switcher(RenderTree::ofObjects(objects));
+	auto tree = RenderTree::ordered({RenderTree::ofAval(switcher), RenderTree::ofList(list)});
+	EXPECT_EQ(flatten(tree), (std::vector<RenderObjectPtr>{o2, o3}));
+	objects.add(o1);
+	EXPECT_EQ(flatten(tree), (std::vector<RenderObjectPtr>{o1, o2, o3}));
+	list.append(RenderTree::leafOf(o1));
+	EXPECT_EQ(flatten(tree), (std::vector<RenderObjectPtr>{o1, o2, o3, o1}));
+	objects.remove(o2);
+	switcher.setValue(RenderTree::empty());
+	EXPECT_EQ(flatten(tree), (std::vector<RenderObjectPtr>{o3, o1}));
+}
+
+} // namespace quokka::scene::test
