@@ -126,3 +126,21 @@ TEST(RenderTree, AdaptiveTreesFollowTheirSetsListsAndValues)
 }
 
 } // namespace quokka::scene::test
+
+#include <quokka/scene/command.hpp>
+
+namespace quokka::scene::test
+{
+
+TEST(Command, ClearHelperFillsColourAndDepth)
+{
+	const Command c = clearCommand(math::V4f(0.1f, 0.2f, 0.3f, 1.0f));
+	ASSERT_TRUE(std::holds_alternative<ClearCommand>(c));
+	const ClearCommand& clear = std::get<ClearCommand>(c);
+	EXPECT_EQ(clear.colors.at("Colors").force(), math::V4f(0.1f, 0.2f, 0.3f, 1.0f));
+	ASSERT_TRUE(clear.depth.has_value());
+	EXPECT_EQ(clear.depth->force(), 1.0f);
+	EXPECT_FALSE(clear.stencil.has_value());
+}
+
+} // namespace quokka::scene::test
