@@ -279,64 +279,86 @@ int runBenchMeshlet(const BenchOptions& o)
 	std::mt19937 rng(7);
 	const uint32_t mean_words = uint32_t(std::max<uint64_t>(4096, bytes / 4 / 2048)); // ~2,000 batches
 	std::vector<meshlet::BatchId> live;
-	std::vector<double> compact_gbs, clone_gbs;
-	uint64_t compact_moved = 0, clone_copied = 0;
-	uint32_t compact_regions = 0, compact_patches = 0;
-	for (uint32_t rep = 0; rep < o.reps; ++rep)
+	struct PathFigures
 	{
-		// Compaction: remove ~30 %, compact, time the update that moves everything.
-		if (auto r = fill(manager, live, rng, mean_words, 0.6); !r.ok())
-			return fail(r.error());
-		if (auto r = flush(device, manager); !r.ok())
-			return fail(r.error());
-		std::shuffle(live.begin(), live.end(), rng);
-		const size_t keep = live.size() * 7 / 10;
-		for (size_t i = keep; i < live.size(); ++i)
-			manager.removeBatch(live[i]);
-		live.resize(keep);
-		if (auto r = flush(device, manager); !r.ok())
-			return fail(r.error());
-		if (auto r = manager.compact(); !r.ok())
-			return fail(r.error());
-		auto ms = timed(device, timer, [&](gpu::CommandList& list) { return manager.update(list); });
-		if (!ms.ok())
-			return fail(ms.error());
-		compact_moved = manager.lastUpdate().copied_bytes;
-		compact_regions = manager.lastUpdate().copy_regions;
-		compact_patches = manager.lastUpdate().patches;
-		compact_gbs.push_back(double(compact_moved) / (ms.value() * 1e6));
-
-		// Clones of ~25 % of the batches (they fit without a rebuild at this fill level).
-		std::vector<meshlet::BatchId> clones;
-		for (size_t i = 0; i < live.size(); i += 4)
+		double compact_rate = 0, clone_rate = 0;
+		uint64_t compact_moved = 0, clone_copied = 0;
+		uint32_t compact_regions = 0, compact_patches = 0;
+	};
+	// Compaction: remove ~30 %, compact, time the update that moves everything. Then clones of ~25 % of the batches
+	// (they fit without a rebuild at this fill level), timed the same way.
+	auto measure = [&](meshlet::CopyPath path) -> Result<PathFigures>
+	{
+		manager.setCopyPath(path);
+		PathFigures f;
+		std::vector<double> compact_gbs, clone_gbs;
+		for (uint32_t rep = 0; rep < o.reps; ++rep)
 		{
-			auto id = manager.cloneBatchAllocation(live[i]);
-			if (!id.ok())
-				return fail(id.error());
-			clones.push_back(id.value());
+			QUOKKA_TRY(fill(manager, live, rng, mean_words, 0.6));
+			QUOKKA_TRY(flush(device, manager));
+			std::shuffle(live.begin(), live.end(), rng);
+			const size_t keep = live.size() * 7 / 10;
+			for (size_t i = keep; i < live.size(); ++i)
+				manager.removeBatch(live[i]);
+			live.resize(keep);
+			QUOKKA_TRY(flush(device, manager));
+			QUOKKA_TRY(manager.compact());
+			auto ms = timed(device, timer, [&](gpu::CommandList& list) { return manager.update(list); });
+			if (!ms.ok())
+				return ms.error();
+			f.compact_moved = manager.lastUpdate().copied_bytes;
+			f.compact_regions = manager.lastUpdate().copy_regions;
+			f.compact_patches = manager.lastUpdate().patches;
+			compact_gbs.push_back(double(f.compact_moved) / (ms.value() * 1e6));
+
+			std::vector<meshlet::BatchId> clones;
+			for (size_t i = 0; i < live.size(); i += 4)
+			{
+				auto id = manager.cloneBatchAllocation(live[i]);
+				if (!id.ok())
+					return id.error();
+				clones.push_back(id.value());
+			}
+			if (manager.stats().pending_moves > 0)
+				return makeError(ErrorCode::Unsupported, "bench: a clone triggered a rebuild; lower the fill level");
+			auto cms = timed(device, timer, [&](gpu::CommandList& list) { return manager.update(list); });
+			if (!cms.ok())
+				return cms.error();
+			f.clone_copied = manager.lastUpdate().copied_bytes;
+			clone_gbs.push_back(double(f.clone_copied) / (cms.value() * 1e6));
+			for (meshlet::BatchId id : clones)
+				manager.removeBatch(id);
+			QUOKKA_TRY(flush(device, manager));
 		}
-		if (manager.stats().pending_moves > 0)
-			return fail("bench: a clone triggered a rebuild; lower the fill level");
-		auto cms = timed(device, timer, [&](gpu::CommandList& list) { return manager.update(list); });
-		if (!cms.ok())
-			return fail(cms.error());
-		clone_copied = manager.lastUpdate().copied_bytes;
-		clone_gbs.push_back(double(clone_copied) / (cms.value() * 1e6));
-		for (meshlet::BatchId id : clones)
-			manager.removeBatch(id);
-		if (auto r = flush(device, manager); !r.ok())
-			return fail(r.error());
-	}
-	const double compact_rate = median(compact_gbs);
-	const double clone_rate = median(clone_gbs);
-	j["compaction"] = {{"bytes_moved", compact_moved},
-	                   {"copy_regions", compact_regions},
-	                   {"patched_records", compact_patches},
-	                   {"gb_per_s", compact_rate},
-	                   {"fraction_of_copy_bandwidth", compact_rate / copy_rate}};
-	j["clone"] = {{"bytes_copied", clone_copied},
-	              {"gb_per_s", clone_rate},
-	              {"fraction_of_copy_bandwidth", clone_rate / copy_rate}};
+		f.compact_rate = median(compact_gbs);
+		f.clone_rate = median(clone_gbs);
+		return f;
+	};
+	const meshlet::CopyPath auto_path = manager.copyPath();
+	auto transfer = measure(meshlet::CopyPath::Transfer);
+	if (!transfer.ok())
+		return fail(transfer.error());
+	auto compute = measure(meshlet::CopyPath::Compute);
+	if (!compute.ok())
+		return fail(compute.error());
+	const PathFigures& chosen = auto_path == meshlet::CopyPath::Compute ? compute.value() : transfer.value();
+	auto path_json = [&](const PathFigures& f)
+	{
+		return nlohmann::ordered_json{{"compaction_gb_per_s", f.compact_rate},
+		                              {"compaction_fraction_of_copy_bandwidth", f.compact_rate / copy_rate},
+		                              {"clone_gb_per_s", f.clone_rate},
+		                              {"clone_fraction_of_copy_bandwidth", f.clone_rate / copy_rate}};
+	};
+	j["auto_copy_path"] = auto_path == meshlet::CopyPath::Compute ? "compute" : "transfer";
+	j["compaction"] = {{"bytes_moved", chosen.compact_moved},
+	                   {"copy_regions", chosen.compact_regions},
+	                   {"patched_records", chosen.compact_patches},
+	                   {"gb_per_s", chosen.compact_rate},
+	                   {"fraction_of_copy_bandwidth", chosen.compact_rate / copy_rate}};
+	j["clone"] = {{"bytes_copied", chosen.clone_copied},
+	              {"gb_per_s", chosen.clone_rate},
+	              {"fraction_of_copy_bandwidth", chosen.clone_rate / copy_rate}};
+	j["paths"] = {{"transfer", path_json(transfer.value())}, {"compute", path_json(compute.value())}};
 	j["batches"] = live.size();
 	j["reps"] = o.reps;
 	j["validation_errors"] = device.validationErrorCount();
@@ -353,11 +375,18 @@ int runBenchMeshlet(const BenchOptions& o)
 		            "%.3f M pairs/s: x%.0f\n",
 		            fast_rate / 1e6, 1e9 / fast_rate, naive_rate / 1e6, fast_rate / naive_rate);
 		std::printf("  copy        %.2f GB/s (vkCmdCopyBuffer, %.0f MiB)\n", copy_rate, double(bytes) / (1 << 20));
-		std::printf("  compaction  %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB moved, %u regions, %u patches)\n",
-		            compact_rate, 100.0 * compact_rate / copy_rate, double(compact_moved) / (1 << 20), compact_regions,
-		            compact_patches);
-		std::printf("  clone       %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB copied)\n", clone_rate,
-		            100.0 * clone_rate / copy_rate, double(clone_copied) / (1 << 20));
+		for (const auto& [name, f] : {std::pair<const char*, const PathFigures&>{"transfer", transfer.value()},
+		                              std::pair<const char*, const PathFigures&>{"compute", compute.value()}})
+		{
+			std::printf("  compaction  %-8s %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB moved, %u regions, %u "
+			            "patches)\n",
+			            name, f.compact_rate, 100.0 * f.compact_rate / copy_rate, double(f.compact_moved) / (1 << 20),
+			            f.compact_regions, f.compact_patches);
+			std::printf("  clone       %-8s %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB copied)\n", name,
+			            f.clone_rate, 100.0 * f.clone_rate / copy_rate, double(f.clone_copied) / (1 << 20));
+		}
+		std::printf("  MeshletManager's automatic choice on this device: %s\n",
+		            auto_path == meshlet::CopyPath::Compute ? "compute" : "transfer");
 	}
 	if (device.validationErrorCount() > 0)
 		return fail(std::to_string(device.validationErrorCount()) +

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <meshlet/copy_regions.glsl.h>
+
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/pipeline.hpp>
 #include <quokka/gpu/staging.hpp>
@@ -100,6 +102,11 @@ Result<void> MeshletManager::init()
 	if (!pipeline.ok())
 		return pipeline.error();
 	patch_pipeline_ = std::move(pipeline.value());
+	auto copy = device_->createComputePipeline(
+	    {.spirv = shaders::kCopyRegionsComp.span(), .name = desc_.name + ".copy_regions"});
+	if (!copy.ok())
+		return copy.error();
+	copy_pipeline_ = std::move(copy.value());
 	staging_ = std::make_unique<gpu::StagingRing>(*device_, 1ull << 20);
 	return {};
 }
@@ -443,6 +450,46 @@ Result<void> MeshletManager::rebuild(uint32_t data_words, uint32_t records, bool
 	return {};
 }
 
+CopyPath MeshletManager::copyPath() const
+{
+	if (desc_.copy_path != CopyPath::Auto)
+		return desc_.copy_path;
+	return device_->info().is_cpu ? CopyPath::Transfer : CopyPath::Compute;
+}
+
+Result<void> MeshletManager::recordComputeCopy(gpu::CommandList& list, const gpu::Buffer& src, const gpu::Buffer& dst,
+                                               std::span<const VkBufferCopy> regions)
+{
+	std::vector<uint32_t> chunks; // (src word, dst word, words, 0)
+	for (const VkBufferCopy& r : regions)
+		for (uint64_t done = 0; done < r.size; done += uint64_t(QUOKKA_MESHLET_COPY_CHUNK_WORDS) * 4)
+		{
+			const uint64_t bytes = std::min<uint64_t>(r.size - done, uint64_t(QUOKKA_MESHLET_COPY_CHUNK_WORDS) * 4);
+			chunks.insert(chunks.end(), {uint32_t((r.srcOffset + done) / 4), uint32_t((r.dstOffset + done) / 4),
+			                             uint32_t(bytes / 4), 0u});
+		}
+	const uint32_t count = uint32_t(chunks.size() / 4);
+	auto buffer = device_->createBuffer({uint64_t(chunks.size()) * 4, gpu::BufferUsage::Storage,
+	                                     gpu::MemoryDomain::Upload, desc_.name + ".copy_chunks"});
+	if (!buffer.ok())
+		return buffer.error();
+	std::memcpy(buffer.value()->mapped(), chunks.data(), chunks.size() * 4);
+	buffer.value()->flush();
+	copy_pipeline_->bind(list);
+	copy_pipeline_->pushBuffer(list, 0, src);
+	copy_pipeline_->pushBuffer(list, 1, dst);
+	copy_pipeline_->pushBuffer(list, 2, *buffer.value());
+	const PatchPush push{count}; // same layout: one u32 count
+	copy_pipeline_->pushConstants(list, &push, sizeof(push));
+	// One workgroup per chunk; past maxComputeWorkGroupCount[0] the groups fold into y (65,535 on lavapipe).
+	const uint32_t max_x = std::max(1u, std::min(device_->info().max_compute_work_group_count[0], 65535u));
+	const uint32_t x = std::min(count, max_x);
+	vkCmdDispatch(list.vk(), x, (count + x - 1) / x, 1);
+	list.keepAlive(buffer.value());
+	++last_update_.copy_dispatches;
+	return {};
+}
+
 // ---- update ---------------------------------------------------------------------------------------------------------
 
 Result<void> MeshletManager::update(gpu::CommandList& list)
@@ -536,17 +583,22 @@ Result<void> MeshletManager::update(gpu::CommandList& list)
 		                   VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 		                   VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT |
 		                       VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+		const bool compute = copyPath() == CopyPath::Compute;
 		for (auto& [key, group] : groups)
 		{
 			last_update_.copy_regions += mergeRegions(group.regions);
-			vkCmdCopyBuffer(list.vk(), group.src->vk(), group.dst->vk(), uint32_t(group.regions.size()),
-			                group.regions.data());
+			if (compute)
+				QUOKKA_TRY(recordComputeCopy(list, *group.src, *group.dst, group.regions));
+			else
+				vkCmdCopyBuffer(list.vk(), group.src->vk(), group.dst->vk(), uint32_t(group.regions.size()),
+				                group.regions.data());
 			list.keepAlive(group.src);
 			list.keepAlive(group.dst);
 		}
 		staging_->flush(list, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 		                VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+		list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
 		                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
 		if (!patches.empty())

@@ -55,9 +55,10 @@ struct Model
 class MeshletManagerTest : public GpuTest
 {
 protected:
-	std::unique_ptr<MeshletManager> make(uint32_t data_words, uint32_t records)
+	std::unique_ptr<MeshletManager> make(uint32_t data_words, uint32_t records, CopyPath path = CopyPath::Auto)
 	{
 		MeshletManagerDesc desc;
+		desc.copy_path = path;
 		desc.initial_data_words = data_words;
 		desc.initial_records = records;
 		desc.data_growth_step = 64;
@@ -259,6 +260,29 @@ TEST_F(MeshletManagerTest, CloneQueuedBeforeACompactionLandsAtTheNewAddresses)
 	EXPECT_TRUE(manager->validate().ok());
 }
 
+TEST_F(MeshletManagerTest, ComputeCopyPathMovesAndClonesLikeTheTransferPath)
+{
+	auto manager = make(20000, 64, CopyPath::Compute);
+	Model model;
+	std::mt19937 rng(77);
+	std::vector<BatchId> ids;
+	for (int i = 0; i < 12; ++i)
+		ids.push_back(add(*manager, model, randomBatch(rng, 1500, 5))); // spans several 4,096-word chunks
+	flush(*manager);
+	for (int i = 0; i < 12; i += 3)
+		remove(*manager, model, ids[size_t(i)]);
+	clone(*manager, model, ids[1]);
+	clone(*manager, model, ids[2]);
+	ASSERT_TRUE(manager->compact().ok());
+	flush(*manager);
+	EXPECT_GE(manager->lastUpdate().copy_dispatches, 2u);
+	EXPECT_EQ(compare(*manager, model), "");
+	clone(*manager, model, ids[4]); // same-buffer compute copy
+	flush(*manager);
+	EXPECT_EQ(manager->lastUpdate().copy_dispatches, 2u);
+	EXPECT_EQ(compare(*manager, model), "");
+}
+
 TEST_F(MeshletManagerTest, CloneQueuedBeforeAGrowthInTheSameFrameLandsAtTheNewAddresses)
 {
 	auto manager = make(100, 8);
@@ -415,16 +439,33 @@ TEST_F(MeshletManagerTest, GrowthBeyondTheDeviceLimitIsAnError)
 
 // Random add / remove / clone / compact / grow sequences; at every update the GPU contents are compared with the
 // model. Small capacities make rebuilds frequent; clones are often queued in the same frame as a rebuild.
-TEST_F(MeshletManagerTest, RandomSequencesMatchTheCpuModelAfterEveryUpdate)
+class MeshletManagerRandomTest : public MeshletManagerTest
+{
+protected:
+	void run(CopyPath path, uint32_t default_seed);
+};
+
+TEST_F(MeshletManagerRandomTest, SequencesMatchTheCpuModelAfterEveryUpdateWithTransferCopies)
+{
+	run(CopyPath::Transfer, 6001);
+}
+
+TEST_F(MeshletManagerRandomTest, SequencesMatchTheCpuModelAfterEveryUpdateWithComputeCopies)
+{
+	run(CopyPath::Compute, 7001);
+}
+
+void MeshletManagerRandomTest::run(CopyPath path, uint32_t default_seed)
 {
 	const char* env = std::getenv("QUOKKA_TEST_SEED");
-	const uint32_t base_seed = env ? uint32_t(std::strtoul(env, nullptr, 10)) : 6001;
+	const uint32_t base_seed = env ? uint32_t(std::strtoul(env, nullptr, 10)) : default_seed;
 	for (uint32_t round = 0; round < 4; ++round)
 	{
 		const uint32_t seed = base_seed + round;
 		std::printf("MeshletManager random sequence seed %u (QUOKKA_TEST_SEED to replay)\n", seed);
 		std::mt19937 rng(seed);
-		auto manager = make(256 + rng() % 256, 8 + rng() % 8);
+		auto manager = make(256 + rng() % 256, 8 + rng() % 8, path);
+		ASSERT_EQ(manager->copyPath(), path);
 		Model model;
 		std::vector<BatchId> live;
 		std::vector<std::string> history;

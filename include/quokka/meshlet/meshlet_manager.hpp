@@ -59,6 +59,14 @@ struct BatchMove
 	BatchPlacement after;
 };
 
+/// How update() records GPU→GPU copies.
+enum class CopyPath
+{
+	Auto,     ///< Compute on GPUs, Transfer on CPU implementations (lavapipe: a copy command is a memcpy)
+	Transfer, ///< vkCmdCopyBuffer, one region per run of neighbouring batches
+	Compute,  ///< copy_regions.comp: every region in 16 KiB chunks, one dispatch per buffer pair
+};
+
 /// Creation parameters. Defaults are meep's (32 MiB of data words, 131,072 records, growth max(request, step, ×1.25)).
 struct MeshletManagerDesc
 {
@@ -68,6 +76,7 @@ struct MeshletManagerDesc
 	uint32_t record_growth_step = 256;      ///< minimum growth: 256 records = 16 KiB
 	double growth_factor = 1.25;            ///< growth is at least ×1.25 of the current capacity
 	std::string name = "meshlets";          ///< debug name prefix of the buffers
+	CopyPath copy_path = CopyPath::Auto;    ///< how update() records GPU→GPU copies
 };
 
 /// Counters and sizes for telemetry, tests and the debug dump.
@@ -93,10 +102,11 @@ struct MeshletMemoryStats
 /// What the last update() recorded.
 struct MeshletUpdateStats
 {
-	uint64_t copied_bytes = 0;   ///< GPU→GPU copies (moves after a rebuild, clones)
-	uint64_t uploaded_bytes = 0; ///< staged from the CPU (new batches)
-	uint32_t copy_regions = 0;   ///< VkBufferCopy regions after merging neighbours
-	uint32_t patches = 0;        ///< records whose address the patch dispatch rewrote
+	uint64_t copied_bytes = 0;    ///< GPU→GPU copies (moves after a rebuild, clones)
+	uint64_t uploaded_bytes = 0;  ///< staged from the CPU (new batches)
+	uint32_t copy_regions = 0;    ///< copy regions after merging neighbours
+	uint32_t copy_dispatches = 0; ///< compute copy dispatches (CopyPath::Compute), else 0
+	uint32_t patches = 0;         ///< records whose address the patch dispatch rewrote
 };
 
 /// The meshlet memory manager. Owned by one thread; destroy before its Device.
@@ -159,6 +169,10 @@ public:
 	uint32_t dataCapacityWords() const { return data_allocator_.size(); }
 	uint32_t recordCapacity() const { return record_allocator_.size(); }
 	uint64_t layoutVersion() const { return stats_.layout_version; }
+	/// Switches the copy path for later update() calls (benchmarks compare both in one run).
+	void setCopyPath(CopyPath path) { desc_.copy_path = path; }
+	/// The path update() uses now (Auto resolved).
+	CopyPath copyPath() const;
 
 	/// Sets the `changed` listener, called once per batch whose data or record offset moved in a rebuild (meep fired
 	/// on data moves only; record moves change global meshlet ids, so they are reported too). Called after the
@@ -223,6 +237,8 @@ private:
 
 	MeshletManager(gpu::Device& device, const MeshletManagerDesc& desc);
 	Result<void> init();
+	Result<void> recordComputeCopy(gpu::CommandList& list, const gpu::Buffer& src, const gpu::Buffer& dst,
+	                               std::span<const VkBufferCopy> regions);
 	Result<gpu::BufferHandle> createStorage(uint64_t bytes, const char* what);
 	Result<void> allocatePair(uint32_t data_words, uint32_t records, Allocation& data, Allocation& record);
 	void drainRetired();
@@ -242,6 +258,7 @@ private:
 	gpu::BufferHandle data_buffer_;
 	gpu::BufferHandle record_buffer_;
 	gpu::PipelineHandle patch_pipeline_;
+	gpu::PipelineHandle copy_pipeline_;
 	std::unique_ptr<gpu::StagingRing> staging_;
 	std::vector<Slot> slots_;
 	std::vector<uint32_t> free_slots_;
