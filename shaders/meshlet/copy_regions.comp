@@ -36,6 +36,19 @@ void main()
 	if (chunk >= chunk_count)
 		return;
 	uvec4 c = chunks[chunk];
-	for (uint i = gl_LocalInvocationID.x; i < c.z; i += QUOKKA_MESHLET_COPY_GROUP_SIZE)
-		dst[c.y + i] = src[c.x + i];
+	// All loads first, then all stores: 16 independent loads in flight per invocation keep enough bytes moving to
+	// stream (one dependent load/store pair per iteration would cap a GPU at a fraction of its bandwidth).
+	const uint kPerInvocation = QUOKKA_MESHLET_COPY_CHUNK_WORDS / QUOKKA_MESHLET_COPY_GROUP_SIZE;
+	uint values[kPerInvocation];
+	for (uint k = 0; k < kPerInvocation; ++k)
+	{
+		uint i = gl_LocalInvocationID.x + k * QUOKKA_MESHLET_COPY_GROUP_SIZE;
+		values[k] = i < c.z ? src[c.x + i] : 0u;
+	}
+	for (uint k = 0; k < kPerInvocation; ++k)
+	{
+		uint i = gl_LocalInvocationID.x + k * QUOKKA_MESHLET_COPY_GROUP_SIZE;
+		if (i < c.z)
+			dst[c.y + i] = values[k];
+	}
 }
