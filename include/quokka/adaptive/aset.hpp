@@ -7,6 +7,9 @@
 // removing an inner set or switching a bind costs its size). content()/force() are O(1) snapshots.
 // Elements need operator< (states are persistent ordered maps, persistent_map.hpp) and operator==.
 // Threading: owner thread only (core.hpp).
+//
+// [SECTION] index: SetDelta/SetTrace · aset, cset, asetOf · detail readers (choose, union, difference/intersect/xor,
+// collect, chooseA, mapUse, bind) · operators · contains/count/Reduction/reduce · reader callbacks.
 #pragma once
 
 #include <map>
