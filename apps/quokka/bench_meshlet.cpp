@@ -200,14 +200,9 @@ Result<void> fill(meshlet::MeshletManager& manager, std::vector<meshlet::BatchId
 	return {};
 }
 
-} // namespace
-
-int runBenchMeshlet(const BenchOptions& o)
+// The allocator figures: OffsetAllocator vs the naive best-fit list on the same stream.
+nlohmann::ordered_json allocatorFigures(const BenchOptions& o)
 {
-	nlohmann::ordered_json j;
-	j["benchmark"] = "meshlet";
-
-	// ---- allocator (CPU, one core) ----
 	const uint64_t pairs = o.ops;
 	const uint64_t naive_pairs = std::min<uint64_t>(pairs, 20000);
 	const Stream stream = makeStream(pairs, 42);
@@ -219,20 +214,152 @@ int runBenchMeshlet(const BenchOptions& o)
 		naive.push_back(naiveRate(stream, naive_pairs));
 	const double fast_rate = median(fast);
 	const double naive_rate = median(naive);
-	j["allocator"] = {{"clock", "thread_cpu_time"},
-	                  {"live_allocations", kLive},
-	                  {"space_units", kSpace},
-	                  {"size_range", {1, 65536}},
-	                  {"pairs", pairs},
-	                  {"offset_allocator_pairs_per_s", fast_rate},
-	                  {"offset_allocator_ns_per_pair", 1e9 / fast_rate},
-	                  {"failed_allocations", failures},
-	                  {"naive_best_fit_pairs", naive_pairs},
-	                  {"naive_best_fit_pairs_per_s", naive_rate},
-	                  {"ratio_vs_naive", fast_rate / naive_rate},
-	                  {"target_pairs_per_s", 20e6}};
+	return {{"clock", "thread_cpu_time"},
+	        {"live_allocations", kLive},
+	        {"space_units", kSpace},
+	        {"size_range", {1, 65536}},
+	        {"pairs", pairs},
+	        {"offset_allocator_pairs_per_s", fast_rate},
+	        {"offset_allocator_ns_per_pair", 1e9 / fast_rate},
+	        {"failed_allocations", failures},
+	        {"naive_best_fit_pairs", naive_pairs},
+	        {"naive_best_fit_pairs_per_s", naive_rate},
+	        {"ratio_vs_naive", fast_rate / naive_rate},
+	        {"target_pairs_per_s", 20e6}};
+}
 
-	// ---- GPU ----
+// Bytes per second of one vkCmdCopyBuffer of `bytes` between two device-local buffers (median; first run warms up).
+Result<double> copyBandwidth(gpu::Device& device, gpu::FrameTimer& timer, uint64_t bytes, uint32_t reps)
+{
+	auto a = device.createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+	                              gpu::MemoryDomain::DeviceLocal, "bench.copy.a"});
+	if (!a.ok())
+		return a.error();
+	auto b = device.createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+	                              gpu::MemoryDomain::DeviceLocal, "bench.copy.b"});
+	if (!b.ok())
+		return b.error();
+	std::vector<double> gbs;
+	for (uint32_t rep = 0; rep < reps + 1; ++rep)
+	{
+		auto ms = timed(device, timer,
+		                [&](gpu::CommandList& list) -> Result<void>
+		                {
+			                gpu::copyBuffer(list.vk(), *a.value(), 0, *b.value(), 0, bytes);
+			                return {};
+		                });
+		if (!ms.ok())
+			return ms.error();
+		if (rep > 0)
+			gbs.push_back(double(bytes) / (ms.value() * 1e6));
+	}
+	return median(gbs);
+}
+
+struct PathFigures
+{
+	double compact_rate = 0, clone_rate = 0;
+	uint64_t compact_moved = 0, clone_copied = 0;
+	uint32_t compact_regions = 0, compact_patches = 0;
+};
+
+struct ManagerBench
+{
+	gpu::Device& device;
+	gpu::FrameTimer& timer;
+	meshlet::MeshletManager& manager;
+	uint32_t mean_words;
+	uint32_t reps;
+	std::mt19937 rng{7};
+	std::vector<meshlet::BatchId> live;
+};
+
+// Compaction: fill to 60 %, remove ~30 % of the batches, compact, time the update that moves everything. Then clones
+// of ~25 % of the batches (they fit without a rebuild at this fill level), timed the same way.
+Result<PathFigures> measurePath(ManagerBench& b, meshlet::CopyPath path)
+{
+	b.manager.setCopyPath(path);
+	PathFigures f;
+	std::vector<double> compact_gbs, clone_gbs;
+	auto update = [&](gpu::CommandList& list) { return b.manager.update(list); };
+	for (uint32_t rep = 0; rep < b.reps; ++rep)
+	{
+		QUOKKA_TRY(fill(b.manager, b.live, b.rng, b.mean_words, 0.6));
+		QUOKKA_TRY(flush(b.device, b.manager));
+		std::shuffle(b.live.begin(), b.live.end(), b.rng);
+		const size_t keep = b.live.size() * 7 / 10;
+		for (size_t i = keep; i < b.live.size(); ++i)
+			b.manager.removeBatch(b.live[i]);
+		b.live.resize(keep);
+		QUOKKA_TRY(flush(b.device, b.manager));
+		QUOKKA_TRY(b.manager.compact());
+		auto ms = timed(b.device, b.timer, update);
+		if (!ms.ok())
+			return ms.error();
+		f.compact_moved = b.manager.lastUpdate().copied_bytes;
+		f.compact_regions = b.manager.lastUpdate().copy_regions;
+		f.compact_patches = b.manager.lastUpdate().patches;
+		compact_gbs.push_back(double(f.compact_moved) / (ms.value() * 1e6));
+
+		std::vector<meshlet::BatchId> clones;
+		for (size_t i = 0; i < b.live.size(); i += 4)
+		{
+			auto id = b.manager.cloneBatchAllocation(b.live[i]);
+			if (!id.ok())
+				return id.error();
+			clones.push_back(id.value());
+		}
+		if (b.manager.stats().pending_moves > 0)
+			return makeError(ErrorCode::Unsupported, "bench: a clone triggered a rebuild; lower the fill level");
+		auto cms = timed(b.device, b.timer, update);
+		if (!cms.ok())
+			return cms.error();
+		f.clone_copied = b.manager.lastUpdate().copied_bytes;
+		clone_gbs.push_back(double(f.clone_copied) / (cms.value() * 1e6));
+		for (meshlet::BatchId id : clones)
+			b.manager.removeBatch(id);
+		QUOKKA_TRY(flush(b.device, b.manager));
+	}
+	f.compact_rate = median(compact_gbs);
+	f.clone_rate = median(clone_gbs);
+	return f;
+}
+
+void printText(const nlohmann::ordered_json& j, const PathFigures& transfer, const PathFigures& compute)
+{
+	const double copy_rate = j["copy"]["gb_per_s"].get<double>();
+	const auto& a = j["allocator"];
+	const double fast = a["offset_allocator_pairs_per_s"].get<double>();
+	std::printf("quokka bench meshlet on %s (%s timing), working set %.0f MiB, medians of %u runs\n",
+	            j["device"].get<std::string>().c_str(), j["timing_source"].get<std::string>().c_str(),
+	            j["working_set_bytes"].get<double>() / (1 << 20), j["reps"].get<uint32_t>());
+	std::printf("  allocator   OffsetAllocator %.1f M pairs/s (%.1f ns/pair; target >= 20 M/s), naive best-fit "
+	            "%.3f M pairs/s: x%.0f\n",
+	            fast / 1e6, 1e9 / fast, a["naive_best_fit_pairs_per_s"].get<double>() / 1e6,
+	            a["ratio_vs_naive"].get<double>());
+	std::printf("  copy        %.2f GB/s (vkCmdCopyBuffer)\n", copy_rate);
+	for (const auto& [name, f] : {std::pair<const char*, const PathFigures&>{"transfer", transfer},
+	                              std::pair<const char*, const PathFigures&>{"compute", compute}})
+	{
+		std::printf("  compaction  %-8s %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB moved, %u regions, %u "
+		            "patches)\n",
+		            name, f.compact_rate, 100.0 * f.compact_rate / copy_rate, double(f.compact_moved) / (1 << 20),
+		            f.compact_regions, f.compact_patches);
+		std::printf("  clone       %-8s %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB copied)\n", name, f.clone_rate,
+		            100.0 * f.clone_rate / copy_rate, double(f.clone_copied) / (1 << 20));
+	}
+	std::printf("  MeshletManager's automatic choice on this device: %s\n",
+	            j["auto_copy_path"].get<std::string>().c_str());
+}
+
+} // namespace
+
+int runBenchMeshlet(const BenchOptions& o)
+{
+	nlohmann::ordered_json j;
+	j["benchmark"] = "meshlet";
+	j["allocator"] = allocatorFigures(o);
+
 	auto desc = o.device.desc();
 	if (!desc.ok())
 		return fail(desc.error());
@@ -248,31 +375,11 @@ int runBenchMeshlet(const BenchOptions& o)
 	j["device_type"] = cpu ? "cpu" : "gpu";
 	j["timing_source"] = gpu::timingSourceName(timer.source());
 	j["working_set_bytes"] = bytes;
-
-	std::vector<double> copy_gbs;
-	{
-		auto a = device.createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
-		                              gpu::MemoryDomain::DeviceLocal, "bench.copy.a"});
-		auto b = device.createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
-		                              gpu::MemoryDomain::DeviceLocal, "bench.copy.b"});
-		if (!a.ok() || !b.ok())
-			return fail(a.ok() ? b.error() : a.error());
-		for (uint32_t rep = 0; rep < o.reps + 1; ++rep)
-		{
-			auto ms = timed(device, timer,
-			                [&](gpu::CommandList& list) -> Result<void>
-			                {
-				                gpu::copyBuffer(list.vk(), *a.value(), 0, *b.value(), 0, bytes);
-				                return {};
-			                });
-			if (!ms.ok())
-				return fail(ms.error());
-			if (rep > 0) // the first run warms up page mappings
-				copy_gbs.push_back(double(bytes) / (ms.value() * 1e6));
-		}
-	}
-	const double copy_rate = median(copy_gbs);
-	j["copy"] = {{"bytes", bytes}, {"gb_per_s", copy_rate}};
+	j["reps"] = o.reps;
+	auto copy_rate = copyBandwidth(device, timer, bytes, o.reps);
+	if (!copy_rate.ok())
+		return fail(copy_rate.error());
+	j["copy"] = {{"bytes", bytes}, {"gb_per_s", copy_rate.value()}};
 
 	meshlet::MeshletManagerDesc mdesc;
 	mdesc.initial_data_words = uint32_t(bytes / 4);
@@ -281,119 +388,42 @@ int runBenchMeshlet(const BenchOptions& o)
 	auto made = meshlet::MeshletManager::create(device, mdesc);
 	if (!made.ok())
 		return fail(made.error());
-	meshlet::MeshletManager& manager = *made.value();
-	std::mt19937 rng(7);
-	const uint32_t mean_words = uint32_t(std::max<uint64_t>(4096, bytes / 4 / 2048)); // ~2,000 batches
-	std::vector<meshlet::BatchId> live;
-	struct PathFigures
-	{
-		double compact_rate = 0, clone_rate = 0;
-		uint64_t compact_moved = 0, clone_copied = 0;
-		uint32_t compact_regions = 0, compact_patches = 0;
-	};
-	// Compaction: remove ~30 %, compact, time the update that moves everything. Then clones of ~25 % of the batches
-	// (they fit without a rebuild at this fill level), timed the same way.
-	auto measure = [&](meshlet::CopyPath path) -> Result<PathFigures>
-	{
-		manager.setCopyPath(path);
-		PathFigures f;
-		std::vector<double> compact_gbs, clone_gbs;
-		for (uint32_t rep = 0; rep < o.reps; ++rep)
-		{
-			QUOKKA_TRY(fill(manager, live, rng, mean_words, 0.6));
-			QUOKKA_TRY(flush(device, manager));
-			std::shuffle(live.begin(), live.end(), rng);
-			const size_t keep = live.size() * 7 / 10;
-			for (size_t i = keep; i < live.size(); ++i)
-				manager.removeBatch(live[i]);
-			live.resize(keep);
-			QUOKKA_TRY(flush(device, manager));
-			QUOKKA_TRY(manager.compact());
-			auto ms = timed(device, timer, [&](gpu::CommandList& list) { return manager.update(list); });
-			if (!ms.ok())
-				return ms.error();
-			f.compact_moved = manager.lastUpdate().copied_bytes;
-			f.compact_regions = manager.lastUpdate().copy_regions;
-			f.compact_patches = manager.lastUpdate().patches;
-			compact_gbs.push_back(double(f.compact_moved) / (ms.value() * 1e6));
-
-			std::vector<meshlet::BatchId> clones;
-			for (size_t i = 0; i < live.size(); i += 4)
-			{
-				auto id = manager.cloneBatchAllocation(live[i]);
-				if (!id.ok())
-					return id.error();
-				clones.push_back(id.value());
-			}
-			if (manager.stats().pending_moves > 0)
-				return makeError(ErrorCode::Unsupported, "bench: a clone triggered a rebuild; lower the fill level");
-			auto cms = timed(device, timer, [&](gpu::CommandList& list) { return manager.update(list); });
-			if (!cms.ok())
-				return cms.error();
-			f.clone_copied = manager.lastUpdate().copied_bytes;
-			clone_gbs.push_back(double(f.clone_copied) / (cms.value() * 1e6));
-			for (meshlet::BatchId id : clones)
-				manager.removeBatch(id);
-			QUOKKA_TRY(flush(device, manager));
-		}
-		f.compact_rate = median(compact_gbs);
-		f.clone_rate = median(clone_gbs);
-		return f;
-	};
-	const meshlet::CopyPath auto_path = manager.copyPath();
-	auto transfer = measure(meshlet::CopyPath::Transfer);
+	// ~2,000 batches of ~1,000 words per meshlet record.
+	ManagerBench bench{device, timer, *made.value(), uint32_t(std::max<uint64_t>(4096, bytes / 4 / 2048)), o.reps};
+	const meshlet::CopyPath auto_path = bench.manager.copyPath();
+	auto transfer = measurePath(bench, meshlet::CopyPath::Transfer);
 	if (!transfer.ok())
 		return fail(transfer.error());
-	auto compute = measure(meshlet::CopyPath::Compute);
+	auto compute = measurePath(bench, meshlet::CopyPath::Compute);
 	if (!compute.ok())
 		return fail(compute.error());
 	const PathFigures& chosen = auto_path == meshlet::CopyPath::Compute ? compute.value() : transfer.value();
+	const double copy = copy_rate.value();
 	auto path_json = [&](const PathFigures& f)
 	{
 		return nlohmann::ordered_json{{"compaction_gb_per_s", f.compact_rate},
-		                              {"compaction_fraction_of_copy_bandwidth", f.compact_rate / copy_rate},
+		                              {"compaction_fraction_of_copy_bandwidth", f.compact_rate / copy},
 		                              {"clone_gb_per_s", f.clone_rate},
-		                              {"clone_fraction_of_copy_bandwidth", f.clone_rate / copy_rate}};
+		                              {"clone_fraction_of_copy_bandwidth", f.clone_rate / copy}};
 	};
 	j["auto_copy_path"] = auto_path == meshlet::CopyPath::Compute ? "compute" : "transfer";
 	j["compaction"] = {{"bytes_moved", chosen.compact_moved},
 	                   {"copy_regions", chosen.compact_regions},
 	                   {"patched_records", chosen.compact_patches},
 	                   {"gb_per_s", chosen.compact_rate},
-	                   {"fraction_of_copy_bandwidth", chosen.compact_rate / copy_rate}};
+	                   {"fraction_of_copy_bandwidth", chosen.compact_rate / copy}};
 	j["clone"] = {{"bytes_copied", chosen.clone_copied},
 	              {"gb_per_s", chosen.clone_rate},
-	              {"fraction_of_copy_bandwidth", chosen.clone_rate / copy_rate}};
+	              {"fraction_of_copy_bandwidth", chosen.clone_rate / copy}};
 	j["paths"] = {{"transfer", path_json(transfer.value())}, {"compute", path_json(compute.value())}};
-	j["batches"] = live.size();
-	j["reps"] = o.reps;
+	j["batches"] = bench.live.size();
 	j["validation_errors"] = device.validationErrorCount();
 	made.value().reset();
 
 	if (o.json)
 		std::printf("%s\n", j.dump(2).c_str());
 	else
-	{
-		std::printf("quokka bench meshlet on %s (%s timing), working set %.0f MiB, medians of %u runs\n",
-		            device.info().name.c_str(), gpu::timingSourceName(timer.source()), double(bytes) / (1 << 20),
-		            o.reps);
-		std::printf("  allocator   OffsetAllocator %.1f M pairs/s (%.1f ns/pair; target >= 20 M/s), naive best-fit "
-		            "%.3f M pairs/s: x%.0f\n",
-		            fast_rate / 1e6, 1e9 / fast_rate, naive_rate / 1e6, fast_rate / naive_rate);
-		std::printf("  copy        %.2f GB/s (vkCmdCopyBuffer, %.0f MiB)\n", copy_rate, double(bytes) / (1 << 20));
-		for (const auto& [name, f] : {std::pair<const char*, const PathFigures&>{"transfer", transfer.value()},
-		                              std::pair<const char*, const PathFigures&>{"compute", compute.value()}})
-		{
-			std::printf("  compaction  %-8s %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB moved, %u regions, %u "
-			            "patches)\n",
-			            name, f.compact_rate, 100.0 * f.compact_rate / copy_rate, double(f.compact_moved) / (1 << 20),
-			            f.compact_regions, f.compact_patches);
-			std::printf("  clone       %-8s %.2f GB/s = %.0f%% of copy bandwidth (%.1f MiB copied)\n", name,
-			            f.clone_rate, 100.0 * f.clone_rate / copy_rate, double(f.clone_copied) / (1 << 20));
-		}
-		std::printf("  MeshletManager's automatic choice on this device: %s\n",
-		            auto_path == meshlet::CopyPath::Compute ? "compute" : "transfer");
-	}
+		printText(j, transfer.value(), compute.value());
 	if (device.validationErrorCount() > 0)
 		return fail(std::to_string(device.validationErrorCount()) +
 		            " Vulkan validation error(s); first: " + device.validationMessages().front());

@@ -52,6 +52,115 @@ meshlet::MeshletObject placeObject(meshlet::BatchId batch, int column, int row)
 	o.color[2] = 0.3f + 0.4f * float(row) / float(kRows);
 	return o;
 }
+// Builds a torus and a sphere into batches and gives every grid object its own clone of one of them.
+Result<void> populate(meshlet::MeshletManager& manager, meshlet::BatchId (&sources)[2],
+                      std::vector<meshlet::MeshletObject>& objects)
+{
+	auto torus = meshlet::buildMeshletBatch(meshlet::makeTorus(64, 24, 0.9f, 0.32f).view());
+	if (!torus.ok())
+		return torus.error();
+	auto sphere = meshlet::buildMeshletBatch(meshlet::makeSphere(24, 40, 0.95f).view());
+	if (!sphere.ok())
+		return sphere.error();
+	auto torus_id = manager.addBatch(torus.value());
+	if (!torus_id.ok())
+		return torus_id.error();
+	auto sphere_id = manager.addBatch(sphere.value());
+	if (!sphere_id.ok())
+		return sphere_id.error();
+	sources[0] = torus_id.value();
+	sources[1] = sphere_id.value();
+	for (int column = 0; column < kColumns; ++column)
+		for (int row = 0; row < kRows; ++row)
+		{
+			auto clone = manager.cloneBatchAllocation(sources[(column + row) % 2]);
+			if (!clone.ok())
+				return clone.error();
+			objects.push_back(placeObject(clone.value(), column, row));
+		}
+	return {};
+}
+
+// Maintenance in the middle of the run: drop the sources, re-clone one object, compact and grow, all before the
+// frame's update().
+Result<void> maintain(meshlet::MeshletManager& manager, const meshlet::BatchId (&sources)[2],
+                      std::vector<meshlet::MeshletObject>& objects)
+{
+	manager.removeBatch(sources[0]);
+	manager.removeBatch(sources[1]);
+	auto clone = manager.cloneBatchAllocation(objects[0].batch);
+	if (!clone.ok())
+		return clone.error();
+	manager.removeBatch(objects[0].batch);
+	objects[0].batch = clone.value();
+	QUOKKA_TRY(manager.compact());
+	return manager.grow(1024, 16);
+}
+struct RunStats
+{
+	const std::vector<double>& frame_ms;
+	const std::vector<double>& encode_ms;
+	const meshlet::MeshletDrawStats& draw_stats;
+	uint32_t batches_moved;
+	gpu::TimingSource source;
+};
+
+void report(const RenderOptions& o, gpu::Device& device, const meshlet::MeshletManager& manager, const RunStats& run,
+            const std::string& out)
+{
+	const std::vector<double>& frame_ms = run.frame_ms;
+	const std::vector<double>& encode_ms = run.encode_ms;
+	const meshlet::MeshletDrawStats& draw_stats = run.draw_stats;
+	const uint32_t batches_moved = run.batches_moved;
+	const meshlet::MeshletMemoryStats stats = manager.stats();
+	const uint32_t validation_errors = device.validationErrorCount();
+	if (o.json)
+	{
+		nlohmann::ordered_json j;
+		j["scene"] = o.scene;
+		j["width"] = o.width;
+		j["height"] = o.height;
+		j["samples"] = o.samples;
+		j["frames"] = o.frames;
+		j["device"] = device.info().name;
+		j["device_type"] = device.info().is_cpu ? "cpu" : "gpu";
+		j["meshlet_path"] = "vertex-pulling";
+		j["timing_source"] = gpu::timingSourceName(run.source);
+		j["frame_ms"] = {{"median", median(frame_ms)},
+		                 {"min", *std::min_element(frame_ms.begin(), frame_ms.end())},
+		                 {"max", *std::max_element(frame_ms.begin(), frame_ms.end())}};
+		j["cpu_encode_ms"] = {{"median", median(encode_ms)}};
+		j["draw_calls"] = draw_stats.draw_calls;
+		j["objects"] = draw_stats.objects;
+		j["meshlets"] = draw_stats.meshlets;
+		j["triangles"] = draw_stats.triangles;
+		j["batches"] = stats.batches;
+		j["gpu_memory_usage"] = manager.gpuMemoryUsage();
+		j["gpu_memory_usage_occupied"] = manager.gpuMemoryUsageOccupied();
+		j["compactions"] = stats.compactions;
+		j["growths"] = stats.growths;
+		j["batches_moved"] = batches_moved;
+		j["validation"] = device.validationEnabled();
+		j["validation_errors"] = validation_errors;
+		j["out"] = out;
+		std::printf("%s\n", j.dump(2).c_str());
+	}
+	else
+	{
+		std::printf("quokka render: scene meshlets, %ux%u, %ux MSAA, %u frame(s) on %s (%s)\n", o.width, o.height,
+		            o.samples, o.frames, device.info().name.c_str(), device.info().type.c_str());
+		std::printf("  %u objects, %llu meshlets, %llu triangles in %u draw call(s) (vertex pulling)\n",
+		            draw_stats.objects, (unsigned long long)draw_stats.meshlets,
+		            (unsigned long long)draw_stats.triangles, draw_stats.draw_calls);
+		std::printf("  frame ms (%s clock): median %.3f; manager %u batches, %.1f of %.1f KiB, %llu compaction(s), "
+		            "%llu growth(s)\n",
+		            gpu::timingSourceName(run.source), median(frame_ms), stats.batches,
+		            double(manager.gpuMemoryUsageOccupied()) / 1024, double(manager.gpuMemoryUsage()) / 1024,
+		            (unsigned long long)stats.compactions, (unsigned long long)stats.growths);
+		std::printf("  wrote %s\n", out.c_str());
+	}
+}
+
 } // namespace
 
 int runRenderMeshlets(const RenderOptions& o)
@@ -98,23 +207,10 @@ int runRenderMeshlets(const RenderOptions& o)
 	if (!renderer.ok())
 		return fail(renderer.error());
 
-	auto torus = meshlet::buildMeshletBatch(meshlet::makeTorus(64, 24, 0.9f, 0.32f).view());
-	auto sphere = meshlet::buildMeshletBatch(meshlet::makeSphere(24, 40, 0.95f).view());
-	if (!torus.ok() || !sphere.ok())
-		return fail(torus.ok() ? sphere.error() : torus.error());
-	auto torus_id = manager.addBatch(torus.value());
-	auto sphere_id = manager.addBatch(sphere.value());
-	if (!torus_id.ok() || !sphere_id.ok())
-		return fail(torus_id.ok() ? sphere_id.error() : torus_id.error());
+	meshlet::BatchId sources[2];
 	std::vector<meshlet::MeshletObject> objects;
-	for (int column = 0; column < kColumns; ++column)
-		for (int row = 0; row < kRows; ++row)
-		{
-			auto clone = manager.cloneBatchAllocation((column + row) % 2 ? sphere_id.value() : torus_id.value());
-			if (!clone.ok())
-				return fail(clone.error());
-			objects.push_back(placeObject(clone.value(), column, row));
-		}
+	if (auto r = populate(manager, sources, objects); !r.ok())
+		return fail(r.error());
 
 	glm::mat4 proj = glm::perspective(glm::radians(45.0f), float(o.width) / float(o.height), 0.1f, 100.0f);
 	proj[1][1] *= -1.0f;
@@ -128,20 +224,8 @@ int runRenderMeshlets(const RenderOptions& o)
 	for (uint32_t frame = 0; frame < o.frames; ++frame)
 	{
 		if (frame == o.frames / 2)
-		{
-			// Maintenance in the middle of the run: drop the sources, re-clone one object, compact and grow.
-			manager.removeBatch(torus_id.value());
-			manager.removeBatch(sphere_id.value());
-			auto clone = manager.cloneBatchAllocation(objects[0].batch);
-			if (!clone.ok())
-				return fail(clone.error());
-			manager.removeBatch(objects[0].batch);
-			objects[0].batch = clone.value();
-			if (auto r = manager.compact(); !r.ok())
+			if (auto r = maintain(manager, sources, objects); !r.ok())
 				return fail(r.error());
-			if (auto r = manager.grow(1024, 16); !r.ok())
-				return fail(r.error());
-		}
 		const auto t0 = std::chrono::steady_clock::now();
 		auto list = device.beginCommands();
 		if (!list.ok())
@@ -178,53 +262,8 @@ int runRenderMeshlets(const RenderOptions& o)
 		return fail(pixels.error());
 	if (auto written = gpu::writePng(out, pixels.value()); !written.ok())
 		return fail(written.error());
-	const meshlet::MeshletMemoryStats stats = manager.stats();
 	const uint32_t validation_errors = device.validationErrorCount();
-	if (o.json)
-	{
-		nlohmann::ordered_json j;
-		j["scene"] = o.scene;
-		j["width"] = o.width;
-		j["height"] = o.height;
-		j["samples"] = o.samples;
-		j["frames"] = o.frames;
-		j["device"] = device.info().name;
-		j["device_type"] = device.info().is_cpu ? "cpu" : "gpu";
-		j["meshlet_path"] = "vertex-pulling";
-		j["timing_source"] = gpu::timingSourceName(timer.source());
-		j["frame_ms"] = {{"median", median(frame_ms)},
-		                 {"min", *std::min_element(frame_ms.begin(), frame_ms.end())},
-		                 {"max", *std::max_element(frame_ms.begin(), frame_ms.end())}};
-		j["cpu_encode_ms"] = {{"median", median(encode_ms)}};
-		j["draw_calls"] = draw_stats.draw_calls;
-		j["objects"] = draw_stats.objects;
-		j["meshlets"] = draw_stats.meshlets;
-		j["triangles"] = draw_stats.triangles;
-		j["batches"] = stats.batches;
-		j["gpu_memory_usage"] = manager.gpuMemoryUsage();
-		j["gpu_memory_usage_occupied"] = manager.gpuMemoryUsageOccupied();
-		j["compactions"] = stats.compactions;
-		j["growths"] = stats.growths;
-		j["batches_moved"] = batches_moved;
-		j["validation"] = device.validationEnabled();
-		j["validation_errors"] = validation_errors;
-		j["out"] = out;
-		std::printf("%s\n", j.dump(2).c_str());
-	}
-	else
-	{
-		std::printf("quokka render: scene meshlets, %ux%u, %ux MSAA, %u frame(s) on %s (%s)\n", o.width, o.height,
-		            o.samples, o.frames, device.info().name.c_str(), device.info().type.c_str());
-		std::printf("  %u objects, %llu meshlets, %llu triangles in %u draw call(s) (vertex pulling)\n",
-		            draw_stats.objects, (unsigned long long)draw_stats.meshlets,
-		            (unsigned long long)draw_stats.triangles, draw_stats.draw_calls);
-		std::printf("  frame ms (%s clock): median %.3f; manager %u batches, %.1f of %.1f KiB, %llu compaction(s), "
-		            "%llu growth(s)\n",
-		            gpu::timingSourceName(timer.source()), median(frame_ms), stats.batches,
-		            double(manager.gpuMemoryUsageOccupied()) / 1024, double(manager.gpuMemoryUsage()) / 1024,
-		            (unsigned long long)stats.compactions, (unsigned long long)stats.growths);
-		std::printf("  wrote %s\n", out.c_str());
-	}
+	report(o, device, manager, {frame_ms, encode_ms, draw_stats, batches_moved, timer.source()}, out);
 	if (validation_errors > 0)
 		return fail(std::to_string(validation_errors) +
 		            " Vulkan validation error(s); first: " + device.validationMessages().front());

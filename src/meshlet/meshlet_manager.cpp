@@ -492,12 +492,36 @@ Result<void> MeshletManager::recordComputeCopy(gpu::CommandList& list, const gpu
 
 // ---- update ---------------------------------------------------------------------------------------------------------
 
+// What one update() records: copy regions per (source, destination) buffer pair and the address patches.
+struct MeshletManager::UpdateWork
+{
+	std::map<std::pair<uint64_t, uint64_t>, CopyGroup> groups; // by (src id, dst id)
+	std::vector<uint32_t> patches;                             // (record index, address delta) pairs
+};
+
 Result<void> MeshletManager::update(gpu::CommandList& list)
 {
 	drainRetired();
 	last_update_ = {};
-	std::map<std::pair<uint64_t, uint64_t>, CopyGroup> groups; // by (src id, dst id)
-	std::vector<uint32_t> patches;                             // (record index, address delta) pairs
+	UpdateWork work;
+	QUOKKA_TRY(gatherWork(work));
+	QUOKKA_TRY(recordWork(list, work));
+	if (!frees_.empty())
+	{
+		// Removed ranges become reusable once this list (recorded after every use the caller made of them, and
+		// holding the copies of any clone that reads them) completed.
+		retiring_ += uint32_t(frees_.size());
+		list.onRetire([retired = retired_, frees = std::move(frees_)]
+		              { retired->insert(retired->end(), frees.begin(), frees.end()); });
+		frees_.clear();
+	}
+	return {};
+}
+
+Result<void> MeshletManager::gatherWork(UpdateWork& work)
+{
+	auto& groups = work.groups;
+	auto& patches = work.patches;
 	auto copy = [&](const gpu::BufferHandle& src, uint64_t src_offset, const gpu::BufferHandle& dst,
 	                uint64_t dst_offset, uint64_t bytes)
 	{
@@ -574,67 +598,62 @@ Result<void> MeshletManager::update(gpu::CommandList& list)
 		}
 	}
 
-	const bool work = !groups.empty() || staging_->pendingBytes() > 0 || !patches.empty();
-	if (work)
+	return {};
+}
+
+Result<void> MeshletManager::recordWork(gpu::CommandList& list, UpdateWork& work)
+{
+	auto& groups = work.groups;
+	auto& patches = work.patches;
+	if (groups.empty() && staging_->pendingBytes() == 0 && patches.empty())
+		return {};
+	// Earlier submissions may still write (clones, uploads, patches) or read (draws) what these copies touch.
+	list.memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT,
+	                   VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                   VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT |
+	                       VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+	const bool compute = copyPath() == CopyPath::Compute;
+	for (auto& [key, group] : groups)
 	{
-		// Earlier submissions may still write (clones, uploads, patches) or read (draws) what these copies touch.
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
-		                   VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-		                   VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT |
-		                       VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-		const bool compute = copyPath() == CopyPath::Compute;
-		for (auto& [key, group] : groups)
-		{
-			last_update_.copy_regions += mergeRegions(group.regions);
-			if (compute)
-				QUOKKA_TRY(recordComputeCopy(list, *group.src, *group.dst, group.regions));
-			else
-				vkCmdCopyBuffer(list.vk(), group.src->vk(), group.dst->vk(), uint32_t(group.regions.size()),
-				                group.regions.data());
-			list.keepAlive(group.src);
-			list.keepAlive(group.dst);
-		}
-		staging_->flush(list, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-		                VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-		if (!patches.empty())
-		{
-			const uint32_t count = uint32_t(patches.size() / 2);
-			auto buffer = device_->createBuffer({uint64_t(patches.size()) * 4, gpu::BufferUsage::Storage,
-			                                     gpu::MemoryDomain::Upload, desc_.name + ".patches"});
-			if (!buffer.ok())
-				return buffer.error();
-			std::memcpy(buffer.value()->mapped(), patches.data(), patches.size() * 4);
-			buffer.value()->flush();
-			patch_pipeline_->bind(list);
-			patch_pipeline_->pushBuffer(list, 0, *record_buffer_);
-			patch_pipeline_->pushBuffer(list, 1, *buffer.value());
-			const PatchPush push{count};
-			patch_pipeline_->pushConstants(list, &push, sizeof(push));
-			gpu::dispatch1d(list, *patch_pipeline_, count);
-			list.keepAlive(buffer.value());
-			last_update_.patches = count;
-		}
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
-		                   VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
-		list.keepAlive(data_buffer_);
-		list.keepAlive(record_buffer_);
+		last_update_.copy_regions += mergeRegions(group.regions);
+		if (compute)
+			QUOKKA_TRY(recordComputeCopy(list, *group.src, *group.dst, group.regions));
+		else
+			vkCmdCopyBuffer(list.vk(), group.src->vk(), group.dst->vk(), uint32_t(group.regions.size()),
+			                group.regions.data());
+		list.keepAlive(group.src);
+		list.keepAlive(group.dst);
 	}
-	if (!frees_.empty())
+	staging_->flush(list, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+	list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+	                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+	if (!patches.empty())
 	{
-		// Removed ranges become reusable once this list (recorded after every use the caller made of them, and
-		// holding the copies of any clone that reads them) completed.
-		retiring_ += uint32_t(frees_.size());
-		list.onRetire([retired = retired_, frees = std::move(frees_)]
-		              { retired->insert(retired->end(), frees.begin(), frees.end()); });
-		frees_.clear();
+		const uint32_t count = uint32_t(patches.size() / 2);
+		auto buffer = device_->createBuffer({uint64_t(patches.size()) * 4, gpu::BufferUsage::Storage,
+		                                     gpu::MemoryDomain::Upload, desc_.name + ".patches"});
+		if (!buffer.ok())
+			return buffer.error();
+		std::memcpy(buffer.value()->mapped(), patches.data(), patches.size() * 4);
+		buffer.value()->flush();
+		patch_pipeline_->bind(list);
+		patch_pipeline_->pushBuffer(list, 0, *record_buffer_);
+		patch_pipeline_->pushBuffer(list, 1, *buffer.value());
+		const PatchPush push{count};
+		patch_pipeline_->pushConstants(list, &push, sizeof(push));
+		gpu::dispatch1d(list, *patch_pipeline_, count);
+		list.keepAlive(buffer.value());
+		last_update_.patches = count;
 	}
+	list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+	                   VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+	                   VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
+	list.keepAlive(data_buffer_);
+	list.keepAlive(record_buffer_);
 	return {};
 }
 

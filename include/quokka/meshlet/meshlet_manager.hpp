@@ -237,6 +237,9 @@ private:
 
 	MeshletManager(gpu::Device& device, const MeshletManagerDesc& desc);
 	Result<void> init();
+	struct UpdateWork;
+	Result<void> gatherWork(UpdateWork& work);
+	Result<void> recordWork(gpu::CommandList& list, UpdateWork& work);
 	Result<void> recordComputeCopy(gpu::CommandList& list, const gpu::Buffer& src, const gpu::Buffer& dst,
 	                               std::span<const VkBufferCopy> regions);
 	Result<gpu::BufferHandle> createStorage(uint64_t bytes, const char* what);
