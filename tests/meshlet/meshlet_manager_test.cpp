@@ -380,6 +380,36 @@ TEST_F(MeshletManagerTest, FailedAllocationCompactsWhenSpaceWasReleasedAndGrowsO
 	EXPECT_TRUE(manager->validate().ok());
 }
 
+TEST_F(MeshletManagerTest, NonClassSizedRequestOnAFullBufferNeedsExactlyOneGrowth)
+{
+	// The reference's bin rounding made a full buffer grown by a non-class size (513, 1000, 1025 …) fail again and
+	// grow a second time (notes §1.7).
+	for (uint32_t words : {513u, 1000u, 1025u})
+	{
+		SCOPED_TRACE(words);
+		auto manager = make(1000, 8);
+		Model model;
+		add(*manager, model, sizedBatch(1000, 8, words));
+		add(*manager, model, sizedBatch(words, 1, words + 1));
+		EXPECT_EQ(manager->stats().growths, 1u);
+		EXPECT_EQ(manager->stats().compactions, 0u);
+		flush(*manager);
+		EXPECT_EQ(compare(*manager, model), "");
+	}
+}
+
+TEST_F(MeshletManagerTest, UpdateWithNothingPendingRecordsNothing)
+{
+	auto manager = make(1000, 8);
+	Model model;
+	add(*manager, model, sizedBatch(10, 1, 5));
+	flush(*manager);
+	flush(*manager);
+	EXPECT_EQ(manager->lastUpdate().copied_bytes + manager->lastUpdate().uploaded_bytes, 0u);
+	EXPECT_EQ(manager->lastUpdate().patches, 0u);
+	EXPECT_EQ(compare(*manager, model), "");
+}
+
 TEST_F(MeshletManagerTest, ChangedFiresOncePerMovedBatchWithOldAndNewPlacement)
 {
 	auto manager = make(300, 16);
