@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <random>
 #include <set>
@@ -667,6 +668,7 @@ bool runListCase(uint32_t seed)
 
 TEST(AListDifferential, RandomGraphsMatchRecomputedReference)
 {
+	std::printf("alist differential: seeds 1..600\n");
 	for (uint32_t seed = 1; seed <= 600; ++seed)
 	{
 		if (!runListCase(seed))

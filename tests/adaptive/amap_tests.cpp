@@ -1,6 +1,7 @@
 // notes/adaptive.md §4.7 (M), D5 and C6 for amap, plus randomised differential tests against a recomputed std::map.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <random>
@@ -355,6 +356,7 @@ bool runMapCase(uint32_t seed)
 
 TEST(AMapDifferential, RandomGraphsMatchRecomputedReference)
 {
+	std::printf("amap differential: seeds 1..600\n");
 	for (uint32_t seed = 1; seed <= 600; ++seed)
 	{
 		if (!runMapCase(seed))
