@@ -14,19 +14,19 @@ void ChangeQueue::submit(std::function<void()> change)
 
 size_t ChangeQueue::apply()
 {
+	std::vector<std::function<void()>> run;
 	{
 		std::lock_guard<std::mutex> lock(mutex_);
-		draining_.swap(queue_);
+		run.swap(queue_);
 	}
-	size_t n = draining_.size();
-	if (n > 0)
-	{
-		Transaction tx;
-		for (auto& f : draining_)
-			f();
-	}
-	draining_.clear();
-	return n;
+	if (run.empty())
+		return 0;
+	// One transaction for the batch; it commits even if a change throws (the exception then propagates and the
+	// changes queued after the throwing one are dropped).
+	Transaction tx;
+	for (auto& f : run)
+		f();
+	return run.size();
 }
 
 size_t ChangeQueue::pending() const

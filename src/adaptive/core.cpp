@@ -492,14 +492,14 @@ void Transaction::commit() noexcept
 
 namespace
 {
-uint64_t g_next_callback_id = 1; // owner-thread only, like every graph operation
+std::atomic<uint64_t> g_next_callback_id{1}; // shared by the graphs of all threads
 } // namespace
 
 uint64_t addCallbackEntry(AdaptiveObject& o, std::function<void()> fn, bool once)
 {
 	if (!o.callbacks_)
 		o.callbacks_ = new detail::CallbackList();
-	uint64_t id = g_next_callback_id++;
+	uint64_t id = g_next_callback_id.fetch_add(1, std::memory_order_relaxed);
 	o.callbacks_->entries.push_back(detail::CallbackEntry{id, std::move(fn), once, false});
 	return id;
 }

@@ -23,8 +23,10 @@ namespace
 constexpr uint64_t kTagEnd = std::numeric_limits<uint64_t>::max();
 constexpr uint64_t kAppendStep = uint64_t(1) << 32;
 
-IndexNode g_zero{0, nullptr, nullptr, 1}; // never released
-size_t g_live = 0;
+// One order list per thread: a graph (and its lists) belongs to one thread, so graphs on different threads never
+// share, and never race on, index nodes. Indices of different threads must not be compared.
+thread_local IndexNode g_zero{0, nullptr, nullptr, 1}; // never released
+thread_local size_t g_live = 0;
 
 void relabelAll()
 {

@@ -22,7 +22,8 @@ public:
 	/// Queues `change` for the owner thread. Any thread; never blocks for long (one mutex, no graph work).
 	void submit(std::function<void()> change);
 	/// Runs every queued change in submission order inside one Transaction (their marks commit together) and returns
-	/// how many ran. Owner thread only. Changes submitted while apply() runs wait for the next call.
+	/// how many ran. Owner thread only. Changes submitted while apply() runs wait for the next call. If a change
+	/// throws, the transaction still commits, the exception propagates and the rest of that batch is dropped.
 	size_t apply();
 	/// Number of queued changes (a snapshot; any thread).
 	size_t pending() const;
@@ -30,7 +31,6 @@ public:
 private:
 	mutable std::mutex mutex_;
 	std::vector<std::function<void()>> queue_;
-	std::vector<std::function<void()>> draining_;
 };
 
 } // namespace quokka::adaptive

@@ -4,7 +4,8 @@
 // their relative order forever; they are ordering keys, never positions. Nodes of one global doubly linked list carry
 // 64-bit tags; comparison is a tag comparison (O(1)); an insertion into an exhausted gap relabels a window whose span
 // exceeds the square of its node count (amortised O(log n)). Nodes are refcounted (non-atomic) and unlinked when the
-// last Index referring to them dies. Threading: all indices belong to one thread (the graph owner thread).
+// last Index referring to them dies. Threading: each thread has its own order list; an Index belongs to the thread that
+// created it (the graph owner thread) and must be compared, copied and destroyed there.
 #pragma once
 
 #include <compare>
