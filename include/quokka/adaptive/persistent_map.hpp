@@ -49,8 +49,43 @@ class PMap
 		Node* operator->() const { return p; }
 		explicit operator bool() const { return p != nullptr; }
 	};
+	/// Per-thread free list of nodes: every update allocates O(log n) nodes and frees as many, so recycling them
+	/// saves a malloc/free pair per node. Bounded, so that a dropped big map gives its memory back.
+	struct NodePool
+	{
+		std::vector<void*> free;
+		~NodePool()
+		{
+			for (void* p : free)
+				::operator delete(p);
+		}
+	};
+	static NodePool& pool()
+	{
+		thread_local NodePool p;
+		return p;
+	}
 	struct Node
 	{
+		static void* operator new(std::size_t n)
+		{
+			NodePool& p = pool();
+			if (n != sizeof(Node) || p.free.empty())
+				return ::operator new(n);
+			void* r = p.free.back();
+			p.free.pop_back();
+			return r;
+		}
+		static void operator delete(void* ptr, std::size_t n)
+		{
+			NodePool& p = pool();
+			if (n == sizeof(Node) && p.free.size() < kMaxPooled)
+				p.free.push_back(ptr);
+			else
+				::operator delete(ptr);
+		}
+		static constexpr size_t kMaxPooled = 1 << 14;
+
 		uint32_t rc = 0;
 		int32_t height = 1;
 		size_t size = 1;
