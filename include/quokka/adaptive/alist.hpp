@@ -127,8 +127,11 @@ public:
 	alist() = default;
 	explicit alist(Ref<History<Trace>> history) : history_(std::move(history)) {}
 
+	/// A new independent reader: its first pull returns the whole content, later pulls the changes since.
 	ListReader<T> getReader() const { return makeRef<HistoryReader<Trace>>(history_); }
+	/// The content as an adaptive value (O(1) snapshots).
 	aval<IndexList<T>> content() const { return aval<IndexList<T>>(Ref<AValNode<IndexList<T>>>(history_)); }
+	/// Top-level read of the content (O(1) snapshot after bringing the list up to date).
 	IndexList<T> force() const { return history_->getValue(Token{}); }
 	const Ref<History<Trace>>& history() const { return history_; }
 	friend bool operator==(const alist& a, const alist& b) { return a.history_ == b.history_; }
@@ -688,21 +691,25 @@ alist<T> subA(const alist<T>& l, const aval<int64_t>& offset, const aval<int64_t
 {
 	return detail::derivedList<T>(makeRef<detail::ListSubReader<T>>(l.getReader(), offset, count));
 }
+/// The elements at positions [offset, offset + count) (count < 0: to the end).
 template <typename T>
 alist<T> sub(const alist<T>& l, int64_t offset, int64_t count)
 {
 	return subA(l, constant(offset), constant(count));
 }
+/// All but the first n elements, with adaptive n.
 template <typename T>
 alist<T> skipA(const alist<T>& l, const aval<int64_t>& n)
 {
 	return subA(l, n, constant(int64_t(-1)));
 }
+/// All but the first n elements.
 template <typename T>
 alist<T> skip(const alist<T>& l, int64_t n)
 {
 	return sub(l, n, -1);
 }
+/// The first n elements.
 template <typename T>
 alist<T> take(const alist<T>& l, int64_t n)
 {

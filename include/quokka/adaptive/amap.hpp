@@ -77,8 +77,11 @@ public:
 	amap() = default;
 	explicit amap(Ref<History<Trace>> history) : history_(std::move(history)) {}
 
+	/// A new independent reader: its first pull returns the whole content, later pulls the changes since.
 	MapReader<K, V> getReader() const { return makeRef<HistoryReader<Trace>>(history_); }
+	/// The content as an adaptive value (O(1) snapshots).
 	aval<PMap<K, V>> content() const { return aval<PMap<K, V>>(Ref<AValNode<PMap<K, V>>>(history_)); }
+	/// Top-level read of the content (O(1) snapshot after bringing the map up to date).
 	PMap<K, V> force() const { return history_->getValue(Token{}); }
 	const Ref<History<Trace>>& history() const { return history_; }
 	friend bool operator==(const amap& a, const amap& b) { return a.history_ == b.history_; }
@@ -105,8 +108,10 @@ public:
 	bool set(const K& key, V value) const { return this->history_->perform(MapDelta<K, V>{{key, std::move(value)}}); }
 	/// Removes `key`; returns whether it was present.
 	bool remove(const K& key) const { return this->history_->perform(MapDelta<K, V>{{key, std::nullopt}}); }
+	/// Current value of `key` (no evaluation), or nullptr.
 	const V* tryFind(const K& key) const { return this->history_->state().find(key); }
 	size_t count() const { return this->history_->state().size(); }
+	/// Removes every key, as one delta.
 	void clear() const
 	{
 		MapDelta<K, V> d;
