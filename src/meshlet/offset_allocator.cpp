@@ -3,6 +3,12 @@
 // systems" (2004). Written from the description in notes/meshlets.md §4; the reference's open defects (its issue #3
 // "maxAllocs − 2", PR #11 "false NO_SPACE") do not apply here: the node pool grows, and allocate() falls back to the
 // request's own bin before giving up.
+//
+// Hot-path layout (issue #6 bench: 10 k live ranges, ~15 k nodes): 24-B nodes whose bin_prev doubles as the state tag
+// (the 32-B nodes with separate generation/used fields overflowed a 512 KiB L2), bin list heads and the address-space
+// boundary as sentinel nodes (list unlinks and neighbour merges without "is there one" branches), a pool threaded
+// through the nodes instead of a side vector, one allocation counter as the generation, a branch-free size class,
+// and an allocation split that leaves the free remainder in place when its bin does not change.
 #include <quokka/meshlet/offset_allocator.hpp>
 
 #include <algorithm>
@@ -18,38 +24,43 @@ namespace
 // 3 mantissa bits ⇒ 8 bins per octave ⇒ a class size is at most 12.5 % above the request (average 6.25 %).
 constexpr uint32_t kMantissaBits = 3;
 constexpr uint32_t kMantissaValue = 1u << kMantissaBits;
-constexpr uint32_t kMantissaMask = kMantissaValue - 1;
-constexpr uint32_t kTopBins = 32;
-constexpr uint32_t kLeafBins = 8;
 
-uint32_t sizeClass(uint32_t size, bool round_up)
+// With shift = max(bit_width(size) − 4, 0), size >> shift is the mantissa with its hidden bit (8…15) for normal
+// sizes and the size itself below 8, so the bin is (shift << 3) + (size >> shift): no branch on the denormal range.
+inline uint32_t classShift(uint32_t size)
 {
-	if (size < kMantissaValue)
-		return size; // denormal range: exact
-	const uint32_t highest = 31u - uint32_t(std::countl_zero(size));
-	const uint32_t shift = highest - kMantissaBits;
-	uint32_t mantissa = (size >> shift) & kMantissaMask;
-	const uint32_t exponent = shift + 1;
-	if (round_up && (size & ((1u << shift) - 1u)) != 0)
-		++mantissa; // may carry into the exponent, which the addition below handles
-	return (exponent << kMantissaBits) + mantissa;
+	const uint32_t width = uint32_t(std::bit_width(size));
+	return width > kMantissaBits + 1 ? width - (kMantissaBits + 1) : 0u;
+}
+
+inline uint32_t roundDown(uint32_t size)
+{
+	const uint32_t shift = classShift(size);
+	return (shift << kMantissaBits) + (size >> shift);
+}
+
+inline uint32_t roundUp(uint32_t size)
+{
+	// A mantissa that rounds up to 16 carries into the exponent: (shift << 3) + 16 = ((shift + 1) << 3) + 8.
+	const uint32_t shift = classShift(size);
+	return (shift << kMantissaBits) + uint32_t((uint64_t(size) + (1u << shift) - 1u) >> shift);
 }
 } // namespace
 
 uint32_t sizeClassRoundUp(uint32_t size)
 {
-	return sizeClass(size, true);
+	return roundUp(size);
 }
 
 uint32_t sizeClassRoundDown(uint32_t size)
 {
-	return sizeClass(size, false);
+	return roundDown(size);
 }
 
 uint32_t sizeClassValue(uint32_t bin)
 {
 	const uint32_t exponent = bin >> kMantissaBits;
-	const uint32_t mantissa = bin & kMantissaMask;
+	const uint32_t mantissa = bin & (kMantissaValue - 1);
 	if (exponent == 0)
 		return mantissa;
 	return (mantissa | kMantissaValue) << (exponent - 1);
@@ -58,7 +69,7 @@ uint32_t sizeClassValue(uint32_t bin)
 OffsetAllocator::OffsetAllocator(uint32_t size, uint32_t expected_allocations) : size_(size)
 {
 	QUOKKA_ASSERT(size > 0, "OffsetAllocator needs at least one unit");
-	nodes_.reserve(size_t(expected_allocations) * 2 + 1);
+	nodes_.reserve(size_t(kFirstNode) + size_t(expected_allocations) * 2 + 1);
 	reset();
 }
 
@@ -81,175 +92,202 @@ OffsetAllocator& OffsetAllocator::operator=(OffsetAllocator&& other) noexcept
 	live_count_ = std::exchange(other.live_count_, 0);
 	total_free_ = std::exchange(other.total_free_, 0);
 	bad_frees_ = std::exchange(other.bad_frees_, 0);
-	head_ = std::exchange(other.head_, kNone);
-	used_bins_top_ = std::exchange(other.used_bins_top_, 0);
-	for (uint32_t i = 0; i < kTopBins; ++i)
+	pool_head_ = std::exchange(other.pool_head_, kNone);
+	pooled_ = std::exchange(other.pooled_, 0);
+	generation_ = std::exchange(other.generation_, 0);
+	used_words_ = std::exchange(other.used_words_, 0);
+	for (uint32_t i = 0; i < kBinCount / 64; ++i)
 		used_bins_[i] = std::exchange(other.used_bins_[i], 0);
-	for (uint32_t i = 0; i < kBinCount; ++i)
-		bin_heads_[i] = std::exchange(other.bin_heads_[i], kNone);
 	nodes_ = std::move(other.nodes_);
-	free_nodes_ = std::move(other.free_nodes_);
 	other.nodes_.clear();
-	other.free_nodes_.clear();
 	return *this;
 }
 
 void OffsetAllocator::reset()
 {
-	// Generations survive a reset so that handles from before it stay recognisably stale.
-	for (Node& node : nodes_)
+	if (nodes_.size() < kFirstNode)
+		nodes_.resize(kFirstNode);
+	for (uint32_t i = 0; i < kFirstNode; ++i)
 	{
-		++node.generation;
-		node.used = 2;
+		// Empty circular lists: every sentinel links to itself.
+		Node& sentinel = nodes_[i];
+		sentinel = Node{};
+		sentinel.bin_prev = sentinel.bin_next = i;
+		sentinel.phys_prev = sentinel.phys_next = i;
 	}
-	free_nodes_.clear();
-	for (uint32_t i = uint32_t(nodes_.size()); i-- > 0;)
-		free_nodes_.push_back(i);
+	nodes_[kBoundary].bin_prev = kTagBoundary;
+	// Every node goes back to the pool, which makes every handle stale (the generation counter is not reset). The
+	// pool pops the lowest index first.
+	pool_head_ = kNone;
+	pooled_ = 0;
+	for (uint32_t i = uint32_t(nodes_.size()); i-- > kFirstNode;)
+	{
+		Node& node = nodes_[i];
+		node.bin_prev = kTagPooled;
+		node.bin_next = pool_head_;
+		pool_head_ = i;
+		++pooled_;
+	}
 	live_count_ = 0;
 	total_free_ = 0;
-	used_bins_top_ = 0;
-	for (uint8_t& bins : used_bins_)
-		bins = 0;
-	for (uint32_t& head : bin_heads_)
-		head = kNone;
-	head_ = acquireNode();
-	Node& all = nodes_[head_];
-	all.offset = 0;
-	all.size = size_;
-	all.phys_prev = kNone;
-	all.phys_next = kNone;
-	insertFree(head_);
+	used_words_ = 0;
+	for (uint64_t& word : used_bins_)
+		word = 0;
+	if (size_ == 0)
+		return; // a moved-from allocator: nothing to manage
+	if (pool_head_ == kNone)
+		growPool();
+	const uint32_t all = pool_head_;
+	Node* const nodes = nodes_.data();
+	pool_head_ = nodes[all].bin_next;
+	--pooled_;
+	nodes[all].offset = 0;
+	nodes[all].size = size_;
+	nodes[all].phys_prev = nodes[all].phys_next = kBoundary;
+	nodes[kBoundary].phys_prev = nodes[kBoundary].phys_next = all;
+	insertFree(nodes, all, roundDown(size_));
+	total_free_ = size_;
 }
 
-uint32_t OffsetAllocator::acquireNode()
+// Refills the empty node pool (amortised: the vector grows geometrically). Out of line: the hot paths only test
+// pool_head_.
+[[gnu::noinline]] uint32_t OffsetAllocator::growPool()
 {
-	if (free_nodes_.empty())
+	const uint32_t first = uint32_t(nodes_.size());
+	const uint32_t count = std::max<uint32_t>(first - kFirstNode, 16u);
+	nodes_.resize(size_t(first) + count);
+	for (uint32_t i = first + count; i-- > first;)
 	{
-		nodes_.emplace_back();
-		return uint32_t(nodes_.size() - 1);
+		nodes_[i].bin_next = pool_head_;
+		pool_head_ = i;
 	}
-	const uint32_t index = free_nodes_.back();
-	free_nodes_.pop_back();
-	return index;
+	pooled_ += count;
+	return pool_head_;
 }
 
-void OffsetAllocator::releaseNode(uint32_t index)
+// Files node `index` (size set, in no list) at the head of `bin`, its round-down bin. Leaves total_free_ alone.
+inline void OffsetAllocator::insertFree(Node* nodes, uint32_t index, uint32_t bin)
 {
-	Node& node = nodes_[index];
-	node.used = 2;
-	++node.generation;
-	free_nodes_.push_back(index);
+	Node& node = nodes[index];
+	Node& sentinel = nodes[bin];
+	const uint32_t head = sentinel.bin_next;
+	node.bin_prev = bin;
+	node.bin_next = head;
+	nodes[head].bin_prev = index; // the sentinel's own bin_prev when the bin was empty
+	sentinel.bin_next = index;
+	used_bins_[bin >> 6] |= uint64_t(1) << (bin & 63);
+	used_words_ |= 1u << (bin >> 6);
 }
 
-void OffsetAllocator::insertFree(uint32_t index)
+// Unlinks a free node from `bin`, its bin. Leaves total_free_ alone; the caller retags the node.
+inline void OffsetAllocator::removeFree(Node* nodes, uint32_t index, uint32_t bin)
 {
-	Node& node = nodes_[index];
-	const uint32_t bin = sizeClassRoundDown(node.size);
-	node.used = 0;
-	node.bin_prev = kNone;
-	node.bin_next = bin_heads_[bin];
-	if (node.bin_next != kNone)
-		nodes_[node.bin_next].bin_prev = index;
-	bin_heads_[bin] = index;
-	used_bins_[bin >> 3] |= uint8_t(1u << (bin & 7));
-	used_bins_top_ |= 1u << (bin >> 3);
-	total_free_ += node.size;
+	const Node& node = nodes[index];
+	const uint32_t prev = node.bin_prev;
+	const uint32_t next = node.bin_next;
+	nodes[prev].bin_next = next;
+	nodes[next].bin_prev = prev;
+	// prev == next only when both are the bin's sentinel, i.e. the bin is now empty. Branch-free: whether a random
+	// neighbour was alone in its bin is unpredictable.
+	const uint32_t word = bin >> 6;
+	const uint64_t bits = used_bins_[word] & ~(uint64_t(prev == next) << (bin & 63));
+	used_bins_[word] = bits;
+	used_words_ &= ~(uint32_t(bits == 0) << word);
 }
 
-void OffsetAllocator::removeFree(uint32_t index)
+inline uint32_t OffsetAllocator::findFreeBin(uint32_t min_bin) const
 {
-	Node& node = nodes_[index];
-	if (node.bin_prev != kNone)
-		nodes_[node.bin_prev].bin_next = node.bin_next;
-	else
-	{
-		const uint32_t bin = sizeClassRoundDown(node.size);
-		bin_heads_[bin] = node.bin_next;
-		if (node.bin_next == kNone)
-		{
-			used_bins_[bin >> 3] &= uint8_t(~(1u << (bin & 7)));
-			if (used_bins_[bin >> 3] == 0)
-				used_bins_top_ &= ~(1u << (bin >> 3));
-		}
-	}
-	if (node.bin_next != kNone)
-		nodes_[node.bin_next].bin_prev = node.bin_prev;
-	node.bin_prev = node.bin_next = kNone;
-	total_free_ -= node.size;
-}
-
-uint32_t OffsetAllocator::findFreeBin(uint32_t min_bin) const
-{
-	if (min_bin >= kBinCount)
+	// min_bin ≤ 240 (the round-up class of 2^32 − 1).
+	const uint32_t word = min_bin >> 6;
+	const uint64_t bits = used_bins_[word] & (~uint64_t(0) << (min_bin & 63));
+	if (bits != 0) [[likely]]
+		return (word << 6) | uint32_t(std::countr_zero(bits));
+	// The rest of this word is empty: the next non-empty word's lowest bin. (The reference once returned "no space"
+	// here instead of moving on; notes §4.2.)
+	const uint32_t words = used_words_ & (~0u << (word + 1));
+	if (words == 0)
 		return kNone;
-	const uint32_t top = min_bin >> 3;
-	const uint32_t leaf = min_bin & 7;
-	const uint32_t leaves = used_bins_[top] & (0xffu << leaf);
-	if (leaves != 0)
-		return (top << 3) | uint32_t(std::countr_zero(leaves));
-	// The rest of this top bin is empty: the next non-empty top bin's lowest leaf. (The reference once returned
-	// "no space" here instead of moving on; notes §4.2.)
-	const uint32_t tops = top + 1 < kTopBins ? used_bins_top_ & (~0u << (top + 1)) : 0u;
-	if (tops == 0)
-		return kNone;
-	const uint32_t t = uint32_t(std::countr_zero(tops));
-	return (t << 3) | uint32_t(std::countr_zero(uint32_t(used_bins_[t])));
+	const uint32_t w = uint32_t(std::countr_zero(words));
+	return (w << 6) | uint32_t(std::countr_zero(used_bins_[w]));
+}
+
+// Exact-fit fallback: nodes in the request's round-down bin have sizes in [class, next class) and may still hold
+// `size` units. Only reached when every bin ≥ the round-up class is empty, i.e. on the way to a failure.
+[[gnu::noinline]] uint32_t OffsetAllocator::findExactFit(uint32_t size) const
+{
+	const uint32_t down = roundDown(size);
+	if (down == roundUp(size))
+		return kNone; // a class size: the round-up search already covered this bin
+	for (uint32_t i = nodes_[down].bin_next; i != down; i = nodes_[i].bin_next)
+		if (nodes_[i].size >= size)
+			return i;
+	return kNone;
 }
 
 Allocation OffsetAllocator::allocate(uint32_t size)
 {
-	if (size == 0 || size > size_ || size > total_free_)
+	if (size == 0 || size > total_free_) // total_free_ ≤ size_
 		return {};
-	uint32_t index = kNone;
-	const uint32_t min_bin = sizeClassRoundUp(size);
-	const uint32_t bin = findFreeBin(min_bin);
-	if (bin != kNone)
-		index = bin_heads_[bin]; // every node of a bin ≥ the round-up class fits
-	else
-	{
-		// Exact-fit fallback: nodes in the request's round-down bin have sizes in [class, next class) and may still
-		// hold `size` units. Only reached when every larger bin is empty.
-		const uint32_t down = sizeClassRoundDown(size);
-		if (down != min_bin)
-			for (uint32_t i = bin_heads_[down]; i != kNone; i = nodes_[i].bin_next)
-				if (nodes_[i].size >= size)
-				{
-					index = i;
-					break;
-				}
-	}
+	const uint32_t found = findFreeBin(roundUp(size));
+	// Every node of a bin ≥ the round-up class fits.
+	const uint32_t index = found != kNone ? nodes_[found].bin_next : findExactFit(size);
 	if (index == kNone)
 		return {};
 
-	removeFree(index);
-	const uint32_t remainder = nodes_[index].size - size;
-	if (remainder > 0)
-	{
-		const uint32_t rest = acquireNode(); // may reallocate nodes_: index the vector afterwards
-		Node& node = nodes_[index];
-		Node& tail = nodes_[rest];
-		tail.offset = node.offset + size;
-		tail.size = remainder;
-		tail.phys_prev = index;
-		tail.phys_next = node.phys_next;
-		if (node.phys_next != kNone)
-			nodes_[node.phys_next].phys_prev = rest;
-		node.phys_next = rest;
-		node.size = size;
-		insertFree(rest);
-	}
-	Node& node = nodes_[index];
-	node.used = 1;
+	total_free_ -= size;
 	++live_count_;
-	return {node.offset, index, node.generation};
+	Node* nodes = nodes_.data();
+	const uint32_t remainder = nodes[index].size - size;
+	const uint32_t generation = ++generation_;
+	if (remainder == 0)
+	{
+		Node& node = nodes[index];
+		removeFree(nodes, index, roundDown(size));
+		node.bin_prev = kTagUsed;
+		node.bin_next = generation;
+		return {node.offset, index, generation};
+	}
+	// Split: the allocation gets a new node in front of the free node, which keeps the rest. The free node stays
+	// where it is when the rest files in the same bin and the node heads it (its list position is then the one a
+	// newly filed remainder would get), which spares two random node accesses.
+	uint32_t live = pool_head_;
+	if (live == kNone) [[unlikely]]
+	{
+		live = growPool();
+		nodes = nodes_.data();
+	}
+	Node& rest = nodes[index];
+	Node& node = nodes[live];
+	pool_head_ = node.bin_next;
+	--pooled_;
+	const uint32_t prev = rest.phys_prev;
+	const uint32_t offset = rest.offset;
+	node.offset = offset;
+	node.size = size;
+	node.phys_prev = prev;
+	node.phys_next = index;
+	node.bin_prev = kTagUsed;
+	node.bin_next = generation;
+	nodes[prev].phys_next = live;
+	rest.phys_prev = live;
+	const uint32_t old_bin = roundDown(rest.size);
+	rest.offset = offset + size;
+	rest.size = remainder;
+	const uint32_t bin = roundDown(remainder);
+	if (bin != old_bin || rest.bin_prev != bin)
+	{
+		removeFree(nodes, index, old_bin);
+		insertFree(nodes, index, bin);
+	}
+	return {offset, live, generation};
 }
 
-bool OffsetAllocator::handleLive(const Allocation& allocation) const
+inline bool OffsetAllocator::handleLive(const Allocation& allocation) const
 {
 	if (allocation.node >= nodes_.size())
 		return false;
 	const Node& node = nodes_[allocation.node];
-	return node.used == 1 && node.generation == allocation.generation && node.offset == allocation.offset;
+	return node.bin_prev == kTagUsed && node.bin_next == allocation.generation && node.offset == allocation.offset;
 }
 
 uint32_t OffsetAllocator::allocationSize(const Allocation& allocation) const
@@ -259,47 +297,51 @@ uint32_t OffsetAllocator::allocationSize(const Allocation& allocation) const
 
 bool OffsetAllocator::free(const Allocation& allocation)
 {
-	if (!handleLive(allocation))
+	if (!handleLive(allocation)) [[unlikely]]
 	{
 		++bad_frees_;
 		return false;
 	}
+	Node* const nodes = nodes_.data();
 	const uint32_t index = allocation.node;
+	Node& node = nodes[index];
 	--live_count_;
-	++nodes_[index].generation; // the handle is now stale, whatever this node becomes
-	uint32_t offset = nodes_[index].offset;
-	uint32_t size = nodes_[index].size;
-	uint32_t prev = nodes_[index].phys_prev;
-	uint32_t next = nodes_[index].phys_next;
-	if (prev != kNone && nodes_[prev].used == 0)
+	total_free_ += node.size;
+	// The boundary sentinel is never free: no "has a neighbour" tests. An absorbed neighbour goes to the pool.
+	uint32_t prev = node.phys_prev;
+	uint32_t next = node.phys_next;
+	uint32_t pool = pool_head_;
+	uint32_t pooled = pooled_;
+	if (nodes[prev].bin_prev < kTagBoundary)
 	{
-		removeFree(prev);
-		offset = nodes_[prev].offset;
-		size += nodes_[prev].size;
-		const uint32_t before = nodes_[prev].phys_prev;
-		releaseNode(prev);
-		prev = before;
+		Node& before = nodes[prev];
+		removeFree(nodes, prev, roundDown(before.size));
+		node.offset = before.offset;
+		node.size += before.size;
+		before.bin_prev = kTagPooled;
+		before.bin_next = pool;
+		pool = prev;
+		++pooled;
+		prev = before.phys_prev;
 	}
-	if (next != kNone && nodes_[next].used == 0)
+	if (nodes[next].bin_prev < kTagBoundary)
 	{
-		removeFree(next);
-		size += nodes_[next].size;
-		const uint32_t after = nodes_[next].phys_next;
-		releaseNode(next);
-		next = after;
+		Node& after = nodes[next];
+		removeFree(nodes, next, roundDown(after.size));
+		node.size += after.size;
+		after.bin_prev = kTagPooled;
+		after.bin_next = pool;
+		pool = next;
+		++pooled;
+		next = after.phys_next;
 	}
-	Node& node = nodes_[index];
-	node.offset = offset;
-	node.size = size;
+	pool_head_ = pool;
+	pooled_ = pooled;
 	node.phys_prev = prev;
 	node.phys_next = next;
-	if (prev != kNone)
-		nodes_[prev].phys_next = index;
-	else
-		head_ = index;
-	if (next != kNone)
-		nodes_[next].phys_prev = index;
-	insertFree(index);
+	nodes[prev].phys_next = index;
+	nodes[next].phys_prev = index;
+	insertFree(nodes, index, roundDown(node.size));
 	return true;
 }
 
@@ -308,22 +350,25 @@ StorageReport OffsetAllocator::storageReport() const
 	StorageReport report;
 	report.total_free = total_free_;
 	report.live_allocations = live_count_;
-	if (used_bins_top_ != 0)
+	if (used_words_ != 0)
 	{
-		const uint32_t top = 31u - uint32_t(std::countl_zero(used_bins_top_));
-		const uint32_t leaf = 31u - uint32_t(std::countl_zero(uint32_t(used_bins_[top])));
-		for (uint32_t i = bin_heads_[(top << 3) | leaf]; i != kNone; i = nodes_[i].bin_next)
+		const uint32_t word = 31u - uint32_t(std::countl_zero(used_words_));
+		const uint32_t bin = (word << 6) | (63u - uint32_t(std::countl_zero(used_bins_[word])));
+		for (uint32_t i = nodes_[bin].bin_next; i != bin; i = nodes_[i].bin_next)
 			report.largest_free = std::max(report.largest_free, nodes_[i].size);
 	}
-	report.free_regions = uint32_t(nodes_.size() - free_nodes_.size()) - live_count_;
+	if (nodes_.size() >= kFirstNode)
+		report.free_regions = uint32_t(nodes_.size() - kFirstNode) - pooled_ - live_count_;
 	return report;
 }
 
 std::vector<FreeRegion> OffsetAllocator::freeRegions() const
 {
 	std::vector<FreeRegion> regions;
-	for (uint32_t i = head_; i != kNone; i = nodes_[i].phys_next)
-		if (nodes_[i].used == 0)
+	if (nodes_.size() < kFirstNode)
+		return regions;
+	for (uint32_t i = nodes_[kBoundary].phys_next; i != kBoundary; i = nodes_[i].phys_next)
+		if (nodes_[i].bin_prev < kTagBoundary)
 			regions.push_back({nodes_[i].offset, nodes_[i].size});
 	return regions;
 }
@@ -339,16 +384,22 @@ std::string OffsetAllocator::leakReport() const
 Result<void> OffsetAllocator::validate() const
 {
 	auto fail = [](std::string what) { return makeError(ErrorCode::InvalidArgument, "OffsetAllocator: " + what); };
+	if (nodes_.size() < kFirstNode)
+		return size_ == 0 && live_count_ == 0 && total_free_ == 0 ? Result<void>{} : fail("sentinels missing");
+	if (nodes_[kBoundary].bin_prev != kTagBoundary)
+		return fail("the boundary sentinel is not tagged as one");
 	uint64_t covered = 0;
 	uint64_t free_units = 0;
 	uint32_t used = 0;
 	uint32_t free_nodes = 0;
-	uint32_t prev = kNone;
+	uint32_t prev = kBoundary;
 	uint32_t steps = 0;
-	for (uint32_t i = head_; i != kNone; prev = i, i = nodes_[i].phys_next)
+	for (uint32_t i = nodes_[kBoundary].phys_next; i != kBoundary; prev = i, i = nodes_[i].phys_next)
 	{
 		if (++steps > nodes_.size())
 			return fail("neighbour list has a cycle");
+		if (i < kFirstNode || i >= nodes_.size())
+			return fail("neighbour list links to node " + std::to_string(i));
 		const Node& node = nodes_[i];
 		if (node.phys_prev != prev)
 			return fail("node " + std::to_string(i) + " has a wrong previous-neighbour link");
@@ -356,19 +407,21 @@ Result<void> OffsetAllocator::validate() const
 			return fail("gap or overlap at offset " + std::to_string(covered));
 		if (node.size == 0)
 			return fail("zero-sized node at offset " + std::to_string(node.offset));
-		if (node.used == 1)
+		if (node.bin_prev == kTagUsed)
 			++used;
-		else if (node.used == 0)
+		else if (node.bin_prev < kTagBoundary)
 		{
 			++free_nodes;
 			free_units += node.size;
-			if (prev != kNone && nodes_[prev].used == 0)
+			if (prev != kBoundary && nodes_[prev].bin_prev < kTagBoundary)
 				return fail("two adjacent free nodes at offset " + std::to_string(node.offset));
 		}
 		else
 			return fail("pooled node " + std::to_string(i) + " is linked into the neighbour list");
 		covered += node.size;
 	}
+	if (nodes_[kBoundary].phys_prev != prev)
+		return fail("boundary's previous-neighbour link is not the last node");
 	if (covered != size_)
 		return fail("nodes cover " + std::to_string(covered) + " of " + std::to_string(size_) + " units");
 	if (used != live_count_)
@@ -378,25 +431,37 @@ Result<void> OffsetAllocator::validate() const
 	uint32_t binned = 0;
 	for (uint32_t bin = 0; bin < kBinCount; ++bin)
 	{
-		const bool bit = (used_bins_[bin >> 3] >> (bin & 7)) & 1u;
-		if (bit != (bin_heads_[bin] != kNone))
+		const bool bit = (used_bins_[bin >> 6] >> (bin & 63)) & 1u;
+		if (bit != (nodes_[bin].bin_next != bin))
 			return fail("bitmask disagrees with bin " + std::to_string(bin));
-		uint32_t bprev = kNone;
-		for (uint32_t i = bin_heads_[bin]; i != kNone; bprev = i, i = nodes_[i].bin_next)
+		uint32_t bprev = bin;
+		for (uint32_t i = nodes_[bin].bin_next; i != bin; bprev = i, i = nodes_[i].bin_next)
 		{
 			if (++binned > free_nodes)
 				return fail("bin lists hold more nodes than there are free nodes");
+			if (i < kFirstNode || i >= nodes_.size())
+				return fail("bin " + std::to_string(bin) + " links to node " + std::to_string(i));
 			const Node& node = nodes_[i];
-			if (node.used != 0 || sizeClassRoundDown(node.size) != bin || node.bin_prev != bprev)
+			if (node.bin_prev != bprev || sizeClassRoundDown(node.size) != bin)
 				return fail("node " + std::to_string(i) + " misfiled in bin " + std::to_string(bin));
 		}
+		if (nodes_[bin].bin_prev != bprev)
+			return fail("bin " + std::to_string(bin) + " list tail link is wrong");
 	}
-	for (uint32_t top = 0; top < kTopBins; ++top)
-		if (((used_bins_top_ >> top) & 1u) != (used_bins_[top] != 0))
-			return fail("top bitmask disagrees with top bin " + std::to_string(top));
+	for (uint32_t word = 0; word < kBinCount / 64; ++word)
+		if (((used_words_ >> word) & 1u) != (used_bins_[word] != 0))
+			return fail("word bitmask disagrees with bin word " + std::to_string(word));
+	if ((used_words_ >> (kBinCount / 64)) != 0)
+		return fail("word bitmask has bits beyond the bins");
 	if (binned != free_nodes)
 		return fail("free nodes missing from the bins");
-	if (free_nodes_.size() + used + free_nodes != nodes_.size())
+	uint32_t pooled = 0;
+	for (uint32_t i = pool_head_; i != kNone; i = nodes_[i].bin_next)
+	{
+		if (i < kFirstNode || i >= nodes_.size() || nodes_[i].bin_prev != kTagPooled || ++pooled > pooled_)
+			return fail("node pool list is corrupt at node " + std::to_string(i));
+	}
+	if (pooled != pooled_ || size_t(pooled_) + used + free_nodes + kFirstNode != nodes_.size())
 		return fail("node pool accounting is off");
 	return {};
 }

@@ -26,7 +26,7 @@ struct Allocation
 {
 	uint32_t offset = kNoSpace; ///< first unit of the range; kNoSpace when the allocation failed
 	uint32_t node = kNoSpace;   ///< node index inside the allocator
-	uint32_t generation = 0;    ///< node generation when the range was handed out
+	uint32_t generation = 0;    ///< allocator-wide allocation serial when the range was handed out
 
 	bool valid() const { return offset != kNoSpace; }
 };
@@ -106,38 +106,48 @@ public:
 private:
 	static constexpr uint32_t kNone = 0xffffffffu;
 	static constexpr uint32_t kBinCount = 256;
+	/// nodes_[0, 256) are the bins' list heads (circular doubly linked lists, so unlinking never branches on "am I
+	/// the head"); nodes_[256] is the boundary: the neighbour before the first and after the last region, never free,
+	/// so merging never branches on "is there a neighbour". Ranges live in nodes_[257, …).
+	static constexpr uint32_t kBoundary = kBinCount;
+	static constexpr uint32_t kFirstNode = kBinCount + 1;
 
-	// 32 B and 32-B aligned: a node never straddles two cache lines (each free + allocate touches ~10 nodes; the
-	// alignment measured ~10-20 % faster on the bench stream).
-	struct alignas(32) Node
+	/// A node's bin_prev doubles as its state: a node index while the node is free (filed in a bin list), else one of
+	/// these tags. A live node's bin_next holds its generation, a pooled node's bin_next links the pool.
+	static constexpr uint32_t kTagBoundary = 0xfffffffcu;
+	static constexpr uint32_t kTagPooled = 0xfffffffdu;
+	static constexpr uint32_t kTagUsed = 0xfffffffeu;
+
+	// 24 B: the bench's working set (~15 k nodes) then stays within a 512 KiB L2, which 32-B nodes overflowed.
+	struct Node
 	{
 		uint32_t offset = 0;
 		uint32_t size = 0;
-		uint32_t bin_prev = kNone;
-		uint32_t bin_next = kNone;
+		uint32_t bin_prev = kTagPooled; ///< free: previous in the bin list; else the state tag
+		uint32_t bin_next = kNone;      ///< free: next in the bin list; used: generation; pooled: next pooled node
 		uint32_t phys_prev = kNone;
 		uint32_t phys_next = kNone;
-		uint32_t generation = 0;
-		uint32_t used = 0; ///< 1 when the node is a live allocation, 0 when free, 2 when in the node pool
 	};
 
-	uint32_t acquireNode();
-	void releaseNode(uint32_t index);
-	void insertFree(uint32_t index);
-	void removeFree(uint32_t index);
+	uint32_t growPool();
+	void insertFree(Node* nodes, uint32_t index, uint32_t bin);
+	void removeFree(Node* nodes, uint32_t index, uint32_t bin);
 	uint32_t findFreeBin(uint32_t min_bin) const;
+	uint32_t findExactFit(uint32_t size) const;
 	bool handleLive(const Allocation& allocation) const;
 
 	uint32_t size_ = 0;
 	uint32_t live_count_ = 0;
 	uint64_t total_free_ = 0;
 	uint64_t bad_frees_ = 0;
-	uint32_t head_ = kNone; ///< node at offset 0
-	uint32_t used_bins_top_ = 0;
-	uint8_t used_bins_[32] = {};
-	uint32_t bin_heads_[kBinCount] = {};
+	uint32_t pool_head_ = kNone; ///< node pool: a stack linked through bin_next
+	uint32_t pooled_ = 0;        ///< nodes in the pool
+	uint32_t generation_ = 0;    ///< generation of the latest allocation (one counter for all nodes)
+	/// Two-level bitmask of non-empty bins: bit b of used_bins_[b / 64], and bit w of used_words_ when
+	/// used_bins_[w] != 0.
+	uint32_t used_words_ = 0;
+	uint64_t used_bins_[kBinCount / 64] = {};
 	std::vector<Node> nodes_;
-	std::vector<uint32_t> free_nodes_;
 };
 
 } // namespace quokka::meshlet
