@@ -43,6 +43,7 @@ struct RenderOptions
 	uint32_t samples = 4;
 	std::string out = "";
 	bool json = false;
+	std::string meshlet_path = "auto"; ///< `--scene meshlets`: auto | vertex | mesh
 };
 int runRender(const RenderOptions& options);
 

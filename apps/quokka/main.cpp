@@ -26,6 +26,10 @@ int main(int argc, char** argv)
 	render_cmd->add_option("--samples", render.samples, "MSAA samples: 1, 2, 4 or 8")
 	    ->check(CLI::IsMember({1, 2, 4, 8}));
 	render_cmd->add_option("--out", render.out, "output PNG path");
+	render_cmd
+	    ->add_option("--meshlet-path", render.meshlet_path,
+	                 "meshlets scene: auto (mesh shaders where available), vertex or mesh")
+	    ->check(CLI::IsMember({"auto", "vertex", "mesh"}));
 	render_cmd->add_flag("--json", render.json, "one JSON object on stdout");
 
 	BenchOptions bench;

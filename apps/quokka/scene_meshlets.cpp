@@ -1,5 +1,6 @@
 // `quokka render --scene meshlets` (issue #6): a grid of tori and spheres built into meshlets with meshoptimizer,
-// held by a MeshletManager and drawn by vertex pulling with one indirect draw. Every object draws its own clone of its
+// held by a MeshletManager and drawn with one mesh-task draw (VK_EXT_mesh_shader) or one indirect vertex-pulling
+// draw (`--meshlet-path`; auto = mesh shaders where the device has them). Every object draws its own clone of its
 // mesh's batch (as skinned instances would), and halfway through the frames the manager removes the source batches,
 // compacts and grows in the same frame as a new clone: the written PNG shows the scene after those moves.
 #include "commands.hpp"
@@ -103,6 +104,7 @@ struct RunStats
 	const meshlet::MeshletDrawStats& draw_stats;
 	uint32_t batches_moved;
 	gpu::TimingSource source;
+	meshlet::MeshletPath path;
 };
 
 void report(const RenderOptions& o, gpu::Device& device, const meshlet::MeshletManager& manager, const RunStats& run,
@@ -124,7 +126,7 @@ void report(const RenderOptions& o, gpu::Device& device, const meshlet::MeshletM
 		j["frames"] = o.frames;
 		j["device"] = device.info().name;
 		j["device_type"] = device.info().is_cpu ? "cpu" : "gpu";
-		j["meshlet_path"] = "vertex-pulling";
+		j["meshlet_path"] = meshlet::meshletPathName(run.path);
 		j["timing_source"] = gpu::timingSourceName(run.source);
 		j["frame_ms"] = {{"median", median(frame_ms)},
 		                 {"min", *std::min_element(frame_ms.begin(), frame_ms.end())},
@@ -149,9 +151,9 @@ void report(const RenderOptions& o, gpu::Device& device, const meshlet::MeshletM
 	{
 		std::printf("quokka render: scene meshlets, %ux%u, %ux MSAA, %u frame(s) on %s (%s)\n", o.width, o.height,
 		            o.samples, o.frames, device.info().name.c_str(), device.info().type.c_str());
-		std::printf("  %u objects, %llu meshlets, %llu triangles in %u draw call(s) (vertex pulling)\n",
-		            draw_stats.objects, (unsigned long long)draw_stats.meshlets,
-		            (unsigned long long)draw_stats.triangles, draw_stats.draw_calls);
+		std::printf("  %u objects, %llu meshlets, %llu triangles in %u draw call(s) (%s)\n", draw_stats.objects,
+		            (unsigned long long)draw_stats.meshlets, (unsigned long long)draw_stats.triangles,
+		            draw_stats.draw_calls, meshlet::meshletPathName(run.path));
 		std::printf("  frame ms (%s clock): median %.3f; manager %u batches, %.1f of %.1f KiB, %llu compaction(s), "
 		            "%llu growth(s)\n",
 		            gpu::timingSourceName(run.source), median(frame_ms), stats.batches,
@@ -203,7 +205,10 @@ int runRenderMeshlets(const RenderOptions& o)
 	if (!made.ok())
 		return fail(made.error());
 	meshlet::MeshletManager& manager = *made.value();
-	auto renderer = meshlet::MeshletRenderer::create(device, {.samples = samples});
+	auto path = meshlet::parseMeshletPath(o.meshlet_path);
+	if (!path.ok())
+		return fail(path.error());
+	auto renderer = meshlet::MeshletRenderer::create(device, {.samples = samples, .path = path.value()});
 	if (!renderer.ok())
 		return fail(renderer.error());
 
@@ -263,7 +268,8 @@ int runRenderMeshlets(const RenderOptions& o)
 	if (auto written = gpu::writePng(out, pixels.value()); !written.ok())
 		return fail(written.error());
 	const uint32_t validation_errors = device.validationErrorCount();
-	report(o, device, manager, {frame_ms, encode_ms, draw_stats, batches_moved, timer.source()}, out);
+	report(o, device, manager,
+	       {frame_ms, encode_ms, draw_stats, batches_moved, timer.source(), renderer.value()->path()}, out);
 	if (validation_errors > 0)
 		return fail(std::to_string(validation_errors) +
 		            " Vulkan validation error(s); first: " + device.validationMessages().front());

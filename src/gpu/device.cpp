@@ -529,6 +529,13 @@ Result<void> Device::createLogicalDevice()
 	    reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
 	if (!cmdPushDescriptorSet)
 		return makeError(ErrorCode::MissingFeature, "vkCmdPushDescriptorSetKHR is not available");
+	if (features_.mesh_shader)
+	{
+		cmdDrawMeshTasks =
+		    reinterpret_cast<PFN_vkCmdDrawMeshTasksEXT>(vkGetDeviceProcAddr(device_, "vkCmdDrawMeshTasksEXT"));
+		if (!cmdDrawMeshTasks)
+			features_.mesh_shader = false; // advertised but not loadable: fall back rather than fail
+	}
 
 	VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
 	pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;

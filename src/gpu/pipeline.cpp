@@ -231,13 +231,31 @@ Result<PipelineHandle> Device::createComputePipeline(const ComputePipelineDesc& 
 
 Result<PipelineHandle> Device::createGraphicsPipeline(const GraphicsPipelineDesc& desc)
 {
-	if (desc.vertex.empty())
+	const bool mesh = !desc.mesh.empty();
+	if (!mesh && desc.vertex.empty())
 		return makeError(ErrorCode::InvalidArgument, "graphics pipeline '" + desc.name + "' has no vertex shader");
+	if (mesh && !desc.vertex.empty())
+		return makeError(ErrorCode::InvalidArgument,
+		                 "graphics pipeline '" + desc.name + "' has both a vertex and a mesh shader");
+	if (!mesh && !desc.task.empty())
+		return makeError(ErrorCode::InvalidArgument,
+		                 "graphics pipeline '" + desc.name + "' has a task shader but no mesh shader");
+	if (mesh && !features_.mesh_shader)
+	{
+		const std::string what = "graphics pipeline '" + desc.name + "' needs VK_EXT_mesh_shader";
+		return makeError(ErrorCode::MissingFeature, what + ", which " + info_.name + " lacks");
+	}
 	std::shared_ptr<Pipeline> pipeline(new Pipeline());
 	pipeline->device_ = this;
 	pipeline->name_ = desc.name;
 	pipeline->bind_point_ = VK_PIPELINE_BIND_POINT_GRAPHICS;
-	std::vector<StageCode> stages = {{desc.vertex, VK_SHADER_STAGE_VERTEX_BIT}};
+	std::vector<StageCode> stages;
+	if (!desc.task.empty())
+		stages.push_back({desc.task, VK_SHADER_STAGE_TASK_BIT_EXT});
+	if (mesh)
+		stages.push_back({desc.mesh, VK_SHADER_STAGE_MESH_BIT_EXT});
+	else
+		stages.push_back({desc.vertex, VK_SHADER_STAGE_VERTEX_BIT});
 	if (!desc.fragment.empty())
 		stages.push_back({desc.fragment, VK_SHADER_STAGE_FRAGMENT_BIT});
 	QUOKKA_TRY(buildLayout(*this, *pipeline, stages, pipeline->bindings_, pipeline->set_layouts_, pipeline->layout_,
@@ -326,8 +344,8 @@ Result<PipelineHandle> Device::createGraphicsPipeline(const GraphicsPipelineDesc
 	info.pNext = &rendering;
 	info.stageCount = uint32_t(stage_infos.size());
 	info.pStages = stage_infos.data();
-	info.pVertexInputState = &vertex_input;
-	info.pInputAssemblyState = &assembly;
+	info.pVertexInputState = mesh ? nullptr : &vertex_input;
+	info.pInputAssemblyState = mesh ? nullptr : &assembly;
 	info.pViewportState = &viewport;
 	info.pRasterizationState = &raster;
 	info.pMultisampleState = &multisample;

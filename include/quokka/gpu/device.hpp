@@ -224,6 +224,8 @@ public:
 
 	// Extension entry points resolved at creation.
 	PFN_vkCmdPushDescriptorSetKHR cmdPushDescriptorSet = nullptr;
+	/// vkCmdDrawMeshTasksEXT; null unless features().mesh_shader.
+	PFN_vkCmdDrawMeshTasksEXT cmdDrawMeshTasks = nullptr;
 
 	/// Internal bookkeeping used by Buffer/Image; not for applications.
 	void account(bool buffer, int64_t count, int64_t bytes);

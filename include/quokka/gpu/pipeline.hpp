@@ -41,10 +41,14 @@ struct ComputePipelineDesc
 	std::string name;
 };
 
+/// A graphics pipeline: either vertex + fragment, or (VK_EXT_mesh_shader) optional task + mesh + fragment. Mesh
+/// pipelines have no vertex input or input assembly state (`vertex_*`, `topology`, `primitive_restart` are ignored).
 struct GraphicsPipelineDesc
 {
-	std::span<const uint32_t> vertex;
+	std::span<const uint32_t> vertex;   ///< required unless `mesh` is set; must be empty when it is
 	std::span<const uint32_t> fragment; ///< may be empty (depth-only)
+	std::span<const uint32_t> task;     ///< optional task stage of a mesh pipeline
+	std::span<const uint32_t> mesh;     ///< mesh stage; needs Device::features().mesh_shader
 	std::vector<VkVertexInputBindingDescription> vertex_bindings;
 	std::vector<VkVertexInputAttributeDescription> vertex_attributes;
 	VkPrimitiveTopology topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST;

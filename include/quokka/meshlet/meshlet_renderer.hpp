@@ -1,15 +1,20 @@
-// quokka/meshlet/meshlet_renderer.hpp — draws batches of a MeshletManager by vertex pulling and indirect draws.
+// quokka/meshlet/meshlet_renderer.hpp — draws batches of a MeshletManager, by mesh shaders or by vertex pulling.
 //
-// The path every Vulkan 1.3 device has (lavapipe included): one vkCmdDrawIndirect with one command per object,
-// {vertexCount = 3 × 128, instanceCount = meshlets, firstInstance = the batch's record offset}; the vertex shader
-// reads the meshlet record by gl_InstanceIndex, the local index byte by gl_VertexIndex and the position/normal from
-// the data buffer, and collapses corners past 3 × primitive_count into degenerate triangles. Objects (model matrix,
-// colour) are indexed by gl_DrawID. A VK_EXT_mesh_shader path is not implemented (see docs/architecture.md).
+// Two paths read the same record and data buffers and shade with the same fragment shader:
+// - mesh shaders (VK_EXT_mesh_shader): one vkCmdDrawMeshTasksEXT over every drawn meshlet, one workgroup per meshlet;
+//   a per-draw list of (record, object) pairs maps workgroups to meshlets (meshlet_draw.mesh). No task shader.
+// - vertex pulling, the path every Vulkan 1.3 device has (lavapipe included): one vkCmdDrawIndirect with one command
+//   per object, {vertexCount = 3 × 128, instanceCount = meshlets, firstInstance = the batch's record offset}; the
+//   vertex shader reads the meshlet record by gl_InstanceIndex, the local index byte by gl_VertexIndex and the
+//   position/normal from the data buffer, and collapses corners past 3 × primitive_count into degenerate triangles.
+//   Objects (model matrix, colour) are indexed by gl_DrawID.
+// Both emit the same triangles in the same order, so they render identical pixels (tests/meshlet/meshlet_path_test).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include <quokka/gpu/device.hpp>
 #include <quokka/meshlet/meshlet_manager.hpp>
@@ -25,19 +30,35 @@ struct MeshletObject
 	float color[4] = {1, 1, 1, 1};
 };
 
-/// Attachment formats of the pass the renderer draws into.
+/// Which draw path a MeshletRenderer uses.
+enum class MeshletPath
+{
+	Auto,          ///< MeshShader where Device::features().mesh_shader, VertexPulling elsewhere
+	VertexPulling, ///< one indirect draw, every device
+	MeshShader,    ///< one mesh-task draw; creation fails with MissingFeature without VK_EXT_mesh_shader
+};
+
+/// "auto" | "vertex-pulling" | "mesh-shader" (the `meshlet_path` of the render JSON).
+const char* meshletPathName(MeshletPath path);
+
+/// Parses the CLI's "auto" | "vertex" | "mesh" (the long names of meshletPathName() are accepted too). Anything else
+/// is an InvalidArgument error naming the choices.
+Result<MeshletPath> parseMeshletPath(std::string_view text);
+
+/// Attachment formats of the pass the renderer draws into, and the draw path.
 struct MeshletRendererDesc
 {
 	VkFormat color_format = VK_FORMAT_R8G8B8A8_UNORM;
 	VkFormat depth_format = VK_FORMAT_D32_SFLOAT;
 	VkSampleCountFlagBits samples = VK_SAMPLE_COUNT_1_BIT;
+	MeshletPath path = MeshletPath::Auto;
 };
 
 /// Draw statistics of the last draw().
 struct MeshletDrawStats
 {
-	uint32_t draw_calls = 0; ///< vkCmdDraw* calls
-	uint32_t objects = 0;    ///< indirect commands
+	uint32_t draw_calls = 0; ///< vkCmdDraw* calls (1 unless a mesh-shader draw exceeds 4,194,240 meshlets)
+	uint32_t objects = 0;    ///< drawn objects (indirect commands of the vertex-pulling path)
 	uint64_t meshlets = 0;   ///< instances
 	uint64_t triangles = 0;  ///< Σ primitive_count of the drawn meshlets
 };
@@ -45,8 +66,12 @@ struct MeshletDrawStats
 class MeshletRenderer
 {
 public:
-	/// Builds the vertex-pulling pipeline. Errors: as Device::createGraphicsPipeline.
+	/// Builds the pipeline of the path `desc.path` resolves to. Errors: MissingFeature for MeshletPath::MeshShader on a
+	/// device without VK_EXT_mesh_shader; otherwise as Device::createGraphicsPipeline.
 	static Result<std::unique_ptr<MeshletRenderer>> create(gpu::Device& device, const MeshletRendererDesc& desc = {});
+
+	/// The path in use: VertexPulling or MeshShader, never Auto.
+	MeshletPath path() const { return path_; }
 
 	/// Records the draws of `objects` into an active dynamic-rendering pass of `list`. Call after
 	/// manager.update(list) (the bytes of every object's batch must be on the GPU in the current buffers). Objects
@@ -59,6 +84,7 @@ private:
 	MeshletRenderer() = default;
 	gpu::Device* device_ = nullptr;
 	gpu::PipelineHandle pipeline_;
+	MeshletPath path_ = MeshletPath::VertexPulling;
 };
 
 } // namespace quokka::meshlet
