@@ -162,7 +162,8 @@ TEST(CliRender, MeshletSceneWritesAPngAndReportsTheManager)
 	const auto j = nlohmann::json::parse(run.out);
 	EXPECT_EQ(j["validation_errors"], 0);
 	EXPECT_EQ(j["draw_calls"], 1);
-	EXPECT_EQ(j["meshlet_path"], "vertex-pulling");
+	// Auto: mesh shaders where the device has them, vertex pulling elsewhere (lavapipe).
+	EXPECT_TRUE(j["meshlet_path"] == "vertex-pulling" || j["meshlet_path"] == "mesh-shader") << j["meshlet_path"];
 	EXPECT_GT(j["meshlets"].get<uint64_t>(), 100u);
 	EXPECT_GE(j["compactions"].get<uint64_t>(), 1u);
 	EXPECT_LE(j["gpu_memory_usage_occupied"].get<uint64_t>(), j["gpu_memory_usage"].get<uint64_t>());
