@@ -9,6 +9,7 @@
 //   clone       bytes copied per second by update() flushing clones of ~25 % of the batches.
 // GPU phases are timed with timestamps on real GPUs and the wall clock on lavapipe (the output says which).
 #include "commands.hpp"
+#include "render_common.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -32,12 +33,6 @@ namespace quokka::app
 
 namespace
 {
-
-double median(std::vector<double> v)
-{
-	std::sort(v.begin(), v.end());
-	return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 // Thread CPU time: the allocator figures are "per core" and must not count time the scheduler gave to other
 // processes (a shared 2-core CI machine is often loaded 2-3x).

@@ -4,6 +4,7 @@
 // mesh's batch (as skinned instances would), and halfway through the frames the manager removes the source batches,
 // compacts and grows in the same frame as a new clone: the written PNG shows the scene after those moves.
 #include "commands.hpp"
+#include "render_common.hpp"
 
 #define GLM_FORCE_DEPTH_ZERO_TO_ONE
 #include <glm/gtc/matrix_transform.hpp>
@@ -32,12 +33,6 @@ namespace
 {
 constexpr int kColumns = 5;
 constexpr int kRows = 4;
-
-double median(std::vector<double> v)
-{
-	std::sort(v.begin(), v.end());
-	return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 meshlet::MeshletObject placeObject(meshlet::BatchId batch, int column, int row)
 {
@@ -99,39 +94,21 @@ Result<void> maintain(meshlet::MeshletManager& manager, const meshlet::BatchId (
 }
 struct RunStats
 {
-	const std::vector<double>& frame_ms;
-	const std::vector<double>& encode_ms;
+	const FrameSeries& frames;
 	const meshlet::MeshletDrawStats& draw_stats;
 	uint32_t batches_moved;
-	gpu::TimingSource source;
 	meshlet::MeshletPath path;
 };
 
 void report(const RenderOptions& o, gpu::Device& device, const meshlet::MeshletManager& manager, const RunStats& run,
             const std::string& out)
 {
-	const std::vector<double>& frame_ms = run.frame_ms;
-	const std::vector<double>& encode_ms = run.encode_ms;
 	const meshlet::MeshletDrawStats& draw_stats = run.draw_stats;
-	const uint32_t batches_moved = run.batches_moved;
 	const meshlet::MeshletMemoryStats stats = manager.stats();
-	const uint32_t validation_errors = device.validationErrorCount();
 	if (o.json)
 	{
-		nlohmann::ordered_json j;
-		j["scene"] = o.scene;
-		j["width"] = o.width;
-		j["height"] = o.height;
-		j["samples"] = o.samples;
-		j["frames"] = o.frames;
-		j["device"] = device.info().name;
-		j["device_type"] = device.info().is_cpu ? "cpu" : "gpu";
+		nlohmann::ordered_json j = renderJson(o, device, run.frames);
 		j["meshlet_path"] = meshlet::meshletPathName(run.path);
-		j["timing_source"] = gpu::timingSourceName(run.source);
-		j["frame_ms"] = {{"median", median(frame_ms)},
-		                 {"min", *std::min_element(frame_ms.begin(), frame_ms.end())},
-		                 {"max", *std::max_element(frame_ms.begin(), frame_ms.end())}};
-		j["cpu_encode_ms"] = {{"median", median(encode_ms)}};
 		j["draw_calls"] = draw_stats.draw_calls;
 		j["objects"] = draw_stats.objects;
 		j["meshlets"] = draw_stats.meshlets;
@@ -141,60 +118,32 @@ void report(const RenderOptions& o, gpu::Device& device, const meshlet::MeshletM
 		j["gpu_memory_usage_occupied"] = manager.gpuMemoryUsageOccupied();
 		j["compactions"] = stats.compactions;
 		j["growths"] = stats.growths;
-		j["batches_moved"] = batches_moved;
-		j["validation"] = device.validationEnabled();
-		j["validation_errors"] = validation_errors;
-		j["out"] = out;
-		std::printf("%s\n", j.dump(2).c_str());
+		j["batches_moved"] = run.batches_moved;
+		printRenderJson(j, device, out);
+		return;
 	}
-	else
-	{
-		std::printf("quokka render: scene meshlets, %ux%u, %ux MSAA, %u frame(s) on %s (%s)\n", o.width, o.height,
-		            o.samples, o.frames, device.info().name.c_str(), device.info().type.c_str());
-		std::printf("  %u objects, %llu meshlets, %llu triangles in %u draw call(s) (%s)\n", draw_stats.objects,
-		            (unsigned long long)draw_stats.meshlets, (unsigned long long)draw_stats.triangles,
-		            draw_stats.draw_calls, meshlet::meshletPathName(run.path));
-		std::printf("  frame ms (%s clock): median %.3f; manager %u batches, %.1f of %.1f KiB, %llu compaction(s), "
-		            "%llu growth(s)\n",
-		            gpu::timingSourceName(run.source), median(frame_ms), stats.batches,
-		            double(manager.gpuMemoryUsageOccupied()) / 1024, double(manager.gpuMemoryUsage()) / 1024,
-		            (unsigned long long)stats.compactions, (unsigned long long)stats.growths);
-		std::printf("  wrote %s\n", out.c_str());
-	}
+	printRenderHeader(o, device, run.frames);
+	std::printf("  %u objects, %llu meshlets, %llu triangles in %u draw call(s) (%s)\n", draw_stats.objects,
+	            (unsigned long long)draw_stats.meshlets, (unsigned long long)draw_stats.triangles,
+	            draw_stats.draw_calls, meshlet::meshletPathName(run.path));
+	std::printf("  manager %u batches, %.1f of %.1f KiB, %llu compaction(s), %llu growth(s)\n", stats.batches,
+	            double(manager.gpuMemoryUsageOccupied()) / 1024, double(manager.gpuMemoryUsage()) / 1024,
+	            (unsigned long long)stats.compactions, (unsigned long long)stats.growths);
+	std::printf("  wrote %s\n", out.c_str());
 }
 
 } // namespace
 
 int runRenderMeshlets(const RenderOptions& o)
 {
-	auto desc = o.device.desc();
-	if (!desc.ok())
-		return fail(desc.error());
-	auto created = gpu::Device::create(desc.value());
+	auto created = createRenderDevice(o);
 	if (!created.ok())
 		return fail(created.error());
 	gpu::Device& device = *created.value();
-	if (o.width > device.info().max_image_dimension_2d || o.height > device.info().max_image_dimension_2d)
-		return fail("framebuffer " + std::to_string(o.width) + "x" + std::to_string(o.height) +
-		            " exceeds the device limit " + std::to_string(device.info().max_image_dimension_2d));
 	const VkSampleCountFlagBits samples = VkSampleCountFlagBits(o.samples);
-	auto color = device.createImage({o.width, o.height, VK_FORMAT_R8G8B8A8_UNORM, VK_SAMPLE_COUNT_1_BIT,
-	                                 gpu::ImageUsage::ColorAttachment | gpu::ImageUsage::TransferSrc, "render.color"});
-	if (!color.ok())
-		return fail(color.error());
-	gpu::ImageHandle msaa;
-	if (o.samples > 1)
-	{
-		auto m = device.createImage(
-		    {o.width, o.height, VK_FORMAT_R8G8B8A8_UNORM, samples, gpu::ImageUsage::ColorAttachment, "render.msaa"});
-		if (!m.ok())
-			return fail(m.error());
-		msaa = std::move(m.value());
-	}
-	auto depth = device.createImage(
-	    {o.width, o.height, VK_FORMAT_D32_SFLOAT, samples, gpu::ImageUsage::DepthAttachment, "render.depth"});
-	if (!depth.ok())
-		return fail(depth.error());
+	auto targets = createRenderTargets(device, o, /*with_depth*/ true);
+	if (!targets.ok())
+		return fail(targets.error());
 
 	// Small initial capacities so that the scene exercises growth on its own.
 	meshlet::MeshletManagerDesc mdesc;
@@ -222,7 +171,8 @@ int runRenderMeshlets(const RenderOptions& o)
 	const glm::mat4 view_proj = proj * glm::lookAt(glm::vec3(0, 9.0f, 11.0f), glm::vec3(0), glm::vec3(0, 1, 0));
 
 	gpu::FrameTimer timer(device);
-	std::vector<double> frame_ms, encode_ms;
+	FrameSeries frames;
+	frames.source = timer.source();
 	meshlet::MeshletDrawStats draw_stats;
 	uint32_t batches_moved = 0;
 	manager.setChangedListener([&](const meshlet::BatchMove&) { ++batches_moved; });
@@ -238,13 +188,7 @@ int runRenderMeshlets(const RenderOptions& o)
 		timer.begin(list.value());
 		if (auto r = manager.update(list.value()); !r.ok())
 			return fail(r.error());
-		gpu::RenderingDesc pass;
-		pass.color = msaa ? msaa.get() : color.value().get();
-		pass.resolve = msaa ? color.value().get() : nullptr;
-		pass.depth = depth.value().get();
-		const float background[4] = {0.08f, 0.09f, 0.11f, 1.0f};
-		std::copy(background, background + 4, pass.clear_rgba);
-		gpu::beginRendering(list.value(), pass);
+		gpu::beginRendering(list.value(), targets->pass());
 		gpu::DynamicState{}.apply(list->vk());
 		auto drawn = renderer.value()->draw(list.value(), manager, objects, glm::value_ptr(view_proj));
 		if (!drawn.ok())
@@ -252,28 +196,21 @@ int runRenderMeshlets(const RenderOptions& o)
 		draw_stats = drawn.value();
 		gpu::endRendering(list.value());
 		timer.end(list.value());
-		encode_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+		frames.encode_ms.push_back(
+		    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 		if (auto r = device.submitAndWait(std::move(list.value())); !r.ok())
 			return fail(r.error());
 		auto timing = timer.resolve();
 		if (!timing.ok())
 			return fail(timing.error());
-		frame_ms.push_back(timing->ms);
+		frames.frame_ms.push_back(timing->ms);
 	}
 
-	const std::string out = o.out.empty() ? std::string("quokka-meshlets.png") : o.out;
-	auto pixels = gpu::readImageRgba8(device, *color.value());
-	if (!pixels.ok())
-		return fail(pixels.error());
-	if (auto written = gpu::writePng(out, pixels.value()); !written.ok())
-		return fail(written.error());
-	const uint32_t validation_errors = device.validationErrorCount();
-	report(o, device, manager,
-	       {frame_ms, encode_ms, draw_stats, batches_moved, timer.source(), renderer.value()->path()}, out);
-	if (validation_errors > 0)
-		return fail(std::to_string(validation_errors) +
-		            " Vulkan validation error(s); first: " + device.validationMessages().front());
-	return 0;
+	auto out = writeRenderOutput(device, targets.value(), o);
+	if (!out.ok())
+		return fail(out.error());
+	report(o, device, manager, {frames, draw_stats, batches_moved, renderer.value()->path()}, out.value());
+	return validationExit(device);
 }
 
 } // namespace quokka::app

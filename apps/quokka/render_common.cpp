@@ -1,0 +1,127 @@
+#include "render_common.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <quokka/gpu/image_io.hpp>
+
+namespace quokka::app
+{
+
+double median(std::vector<double> values)
+{
+	std::sort(values.begin(), values.end());
+	return values.empty() ? 0.0 : values[values.size() / 2];
+}
+
+Result<std::unique_ptr<gpu::Device>> createRenderDevice(const RenderOptions& o)
+{
+	auto desc = o.device.desc();
+	if (!desc.ok())
+		return desc.error();
+	auto created = gpu::Device::create(desc.value());
+	if (!created.ok())
+		return created.error();
+	const uint32_t limit = created.value()->info().max_image_dimension_2d;
+	if (o.width > limit || o.height > limit)
+		return makeError(ErrorCode::InvalidArgument, "framebuffer " + std::to_string(o.width) + "x" +
+		                                                 std::to_string(o.height) + " exceeds the device limit " +
+		                                                 std::to_string(limit));
+	return std::move(created.value());
+}
+
+gpu::RenderingDesc RenderTargets::pass() const
+{
+	gpu::RenderingDesc pass;
+	pass.color = msaa ? msaa.get() : color.get();
+	pass.resolve = msaa ? color.get() : nullptr;
+	pass.depth = depth.get();
+	std::copy(kBackground, kBackground + 4, pass.clear_rgba);
+	return pass;
+}
+
+Result<RenderTargets> createRenderTargets(gpu::Device& device, const RenderOptions& o, bool with_depth)
+{
+	const VkSampleCountFlagBits samples = VkSampleCountFlagBits(o.samples);
+	RenderTargets t;
+	auto color = device.createImage({o.width, o.height, VK_FORMAT_R8G8B8A8_UNORM, VK_SAMPLE_COUNT_1_BIT,
+	                                 gpu::ImageUsage::ColorAttachment | gpu::ImageUsage::TransferSrc, "render.color"});
+	if (!color.ok())
+		return color.error();
+	t.color = std::move(color.value());
+	if (o.samples > 1)
+	{
+		auto msaa = device.createImage(
+		    {o.width, o.height, VK_FORMAT_R8G8B8A8_UNORM, samples, gpu::ImageUsage::ColorAttachment, "render.msaa"});
+		if (!msaa.ok())
+			return msaa.error();
+		t.msaa = std::move(msaa.value());
+	}
+	if (with_depth)
+	{
+		auto depth = device.createImage(
+		    {o.width, o.height, VK_FORMAT_D32_SFLOAT, samples, gpu::ImageUsage::DepthAttachment, "render.depth"});
+		if (!depth.ok())
+			return depth.error();
+		t.depth = std::move(depth.value());
+	}
+	return t;
+}
+
+Result<std::string> writeRenderOutput(gpu::Device& device, const RenderTargets& targets, const RenderOptions& o)
+{
+	const std::string out = o.out.empty() ? "quokka-" + o.scene + ".png" : o.out;
+	auto pixels = gpu::readImageRgba8(device, *targets.color);
+	if (!pixels.ok())
+		return pixels.error();
+	QUOKKA_TRY(gpu::writePng(out, pixels.value()));
+	return out;
+}
+
+nlohmann::ordered_json renderJson(const RenderOptions& o, const gpu::Device& device, const FrameSeries& frames)
+{
+	nlohmann::ordered_json j;
+	j["scene"] = o.scene;
+	j["width"] = o.width;
+	j["height"] = o.height;
+	j["samples"] = o.samples;
+	j["frames"] = o.frames;
+	j["device"] = device.info().name;
+	j["device_type"] = device.info().is_cpu ? "cpu" : "gpu";
+	j["timing_source"] = gpu::timingSourceName(frames.source);
+	const auto [min_it, max_it] = std::minmax_element(frames.frame_ms.begin(), frames.frame_ms.end());
+	j["frame_ms"] = {{"median", median(frames.frame_ms)},
+	                 {"min", frames.frame_ms.empty() ? 0.0 : *min_it},
+	                 {"max", frames.frame_ms.empty() ? 0.0 : *max_it}};
+	j["cpu_encode_ms"] = {{"median", median(frames.encode_ms)}};
+	return j;
+}
+
+void printRenderJson(nlohmann::ordered_json& j, const gpu::Device& device, const std::string& out)
+{
+	j["validation"] = device.validationEnabled();
+	j["validation_errors"] = device.validationErrorCount();
+	j["out"] = out;
+	std::printf("%s\n", j.dump(2).c_str());
+}
+
+void printRenderHeader(const RenderOptions& o, const gpu::Device& device, const FrameSeries& frames)
+{
+	const auto [min_it, max_it] = std::minmax_element(frames.frame_ms.begin(), frames.frame_ms.end());
+	std::printf("quokka render: scene %s, %ux%u, %ux MSAA, %u frame(s) on %s (%s)\n", o.scene.c_str(), o.width,
+	            o.height, o.samples, o.frames, device.info().name.c_str(), device.info().type.c_str());
+	if (!frames.frame_ms.empty())
+		std::printf("  frame ms (%s clock): median %.3f, min %.3f, max %.3f; CPU encode median %.3f ms\n",
+		            gpu::timingSourceName(frames.source), median(frames.frame_ms), *min_it, *max_it,
+		            median(frames.encode_ms));
+}
+
+int validationExit(const gpu::Device& device)
+{
+	const uint32_t errors = device.validationErrorCount();
+	if (errors == 0)
+		return 0;
+	return fail(std::to_string(errors) + " Vulkan validation error(s); first: " + device.validationMessages().front());
+}
+
+} // namespace quokka::app

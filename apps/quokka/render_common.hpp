@@ -1,0 +1,63 @@
+// What every `quokka render` scene shares: the device, the render targets, the PNG output, the frame statistics
+// and the common part of the report (text and --json).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <quokka/gpu/device.hpp>
+#include <quokka/gpu/image.hpp>
+#include <quokka/gpu/timing.hpp>
+
+#include "commands.hpp"
+
+namespace quokka::app
+{
+
+/// Median of `values` (the upper one for even counts); 0 for none.
+double median(std::vector<double> values);
+
+/// The background every scene clears to (linear RGBA).
+inline constexpr float kBackground[4] = {0.08f, 0.09f, 0.11f, 1.0f};
+
+/// A device chosen by `o.device` whose limits admit the requested framebuffer size.
+Result<std::unique_ptr<gpu::Device>> createRenderDevice(const RenderOptions& o);
+
+/// The targets of a render: single-sample RGBA8 colour (read back at the end), a multisampled colour target when
+/// o.samples > 1 (resolved into `color`), and optionally a D32 depth target at o.samples.
+struct RenderTargets
+{
+	gpu::ImageHandle color;
+	gpu::ImageHandle msaa;
+	gpu::ImageHandle depth;
+
+	/// A pass over these targets that clears colour to kBackground and depth to 1.
+	gpu::RenderingDesc pass() const;
+};
+Result<RenderTargets> createRenderTargets(gpu::Device& device, const RenderOptions& o, bool with_depth);
+
+/// Per-frame timings of a run, in the timer's source.
+struct FrameSeries
+{
+	std::vector<double> frame_ms;
+	std::vector<double> encode_ms;
+	gpu::TimingSource source = gpu::TimingSource::Wall;
+};
+
+/// Reads `targets.color` back and writes it to o.out (default quokka-<scene>.png); returns the path written.
+Result<std::string> writeRenderOutput(gpu::Device& device, const RenderTargets& targets, const RenderOptions& o);
+
+/// The keys every render reports first: scene, width, height, samples, frames, device, device_type, timing_source,
+/// frame_ms {median, min, max}, cpu_encode_ms {median}.
+nlohmann::ordered_json renderJson(const RenderOptions& o, const gpu::Device& device, const FrameSeries& frames);
+/// Adds validation, validation_errors and out to `j` and prints it as the one JSON object on stdout.
+void printRenderJson(nlohmann::ordered_json& j, const gpu::Device& device, const std::string& out);
+/// The first two text lines: what was rendered where, and the frame timings.
+void printRenderHeader(const RenderOptions& o, const gpu::Device& device, const FrameSeries& frames);
+/// 0 when the run produced no validation error, else the one-line failure naming the first one.
+int validationExit(const gpu::Device& device);
+
+} // namespace quokka::app
