@@ -227,6 +227,22 @@ nlohmann::ordered_json allocatorFigures(const BenchOptions& o)
 	        {"target_pairs_per_s", 20e6}};
 }
 
+// GB/s of `bytes` moved by `record`, median of `reps` timed runs after one warm-up run.
+template <typename Record>
+Result<double> medianRate(gpu::Device& device, gpu::FrameTimer& timer, uint64_t bytes, uint32_t reps, Record&& record)
+{
+	std::vector<double> gbs;
+	for (uint32_t rep = 0; rep < reps + 1; ++rep)
+	{
+		auto ms = timed(device, timer, record);
+		if (!ms.ok())
+			return ms.error();
+		if (rep > 0)
+			gbs.push_back(double(bytes) / (ms.value() * 1e6));
+	}
+	return median(gbs);
+}
+
 // Bytes per second of one vkCmdCopyBuffer of `bytes` between two device-local buffers (median; first run warms up).
 Result<double> copyBandwidth(gpu::Device& device, gpu::FrameTimer& timer, uint64_t bytes, uint32_t reps)
 {
@@ -238,21 +254,12 @@ Result<double> copyBandwidth(gpu::Device& device, gpu::FrameTimer& timer, uint64
 	                              gpu::MemoryDomain::DeviceLocal, "bench.copy.b"});
 	if (!b.ok())
 		return b.error();
-	std::vector<double> gbs;
-	for (uint32_t rep = 0; rep < reps + 1; ++rep)
-	{
-		auto ms = timed(device, timer,
-		                [&](gpu::CommandList& list) -> Result<void>
-		                {
-			                gpu::copyBuffer(list.vk(), *a.value(), 0, *b.value(), 0, bytes);
-			                return {};
-		                });
-		if (!ms.ok())
-			return ms.error();
-		if (rep > 0)
-			gbs.push_back(double(bytes) / (ms.value() * 1e6));
-	}
-	return median(gbs);
+	return medianRate(device, timer, bytes, reps,
+	                  [&](gpu::CommandList& list) -> Result<void>
+	                  {
+		                  gpu::copyBuffer(list.vk(), *a.value(), 0, *b.value(), 0, bytes);
+		                  return {};
+	                  });
 }
 
 // Bytes per second of a grid-stride compute copy (uvec4 per invocation and iteration) of `bytes` between two
@@ -286,25 +293,16 @@ void main()
 	const uint32_t count = uint32_t(bytes / 16);
 	// Enough groups to fill any current GPU (a few waves of 256-wide groups), few enough to keep the loop useful.
 	const uint32_t groups = std::min<uint32_t>(std::max<uint32_t>(count / 256, 1), 4096);
-	std::vector<double> gbs;
-	for (uint32_t rep = 0; rep < reps + 1; ++rep)
-	{
-		auto ms = timed(device, timer,
-		                [&](gpu::CommandList& list) -> Result<void>
-		                {
-			                pipeline.value()->bind(list);
-			                pipeline.value()->pushBuffer(list, 0, *a.value());
-			                pipeline.value()->pushBuffer(list, 1, *b.value());
-			                pipeline.value()->pushConstants(list, &count, sizeof(count));
-			                vkCmdDispatch(list.vk(), groups, 1, 1);
-			                return {};
-		                });
-		if (!ms.ok())
-			return ms.error();
-		if (rep > 0)
-			gbs.push_back(double(bytes) / (ms.value() * 1e6));
-	}
-	return median(gbs);
+	return medianRate(device, timer, bytes, reps,
+	                  [&](gpu::CommandList& list) -> Result<void>
+	                  {
+		                  pipeline.value()->bind(list);
+		                  pipeline.value()->pushBuffer(list, 0, *a.value());
+		                  pipeline.value()->pushBuffer(list, 1, *b.value());
+		                  pipeline.value()->pushConstants(list, &count, sizeof(count));
+		                  vkCmdDispatch(list.vk(), groups, 1, 1);
+		                  return {};
+	                  });
 }
 
 struct PathFigures

@@ -4,6 +4,7 @@
 #include "internal.hpp"
 
 #include <atomic>
+#include <cstring>
 
 namespace quokka::gpu
 {
@@ -164,6 +165,17 @@ void Buffer::invalidate(uint64_t offset, uint64_t size) const
 	range.offset = 0;
 	range.size = VK_WHOLE_SIZE;
 	vkInvalidateMappedMemoryRanges(device_->vk(), 1, &range);
+}
+
+Result<BufferHandle> createUploadBuffer(Device& device, const void* data, uint64_t size, BufferUsage usage,
+                                        std::string name)
+{
+	auto buffer = device.createBuffer({size, usage, MemoryDomain::Upload, std::move(name)});
+	if (!buffer.ok())
+		return buffer.error();
+	std::memcpy(buffer.value()->mapped(), data, size);
+	buffer.value()->flush();
+	return buffer;
 }
 
 void copyBuffer(VkCommandBuffer cmd, const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,

@@ -469,12 +469,10 @@ Result<void> MeshletManager::recordComputeCopy(gpu::CommandList& list, const gpu
 			                             uint32_t(bytes / 4), 0u});
 		}
 	const uint32_t count = uint32_t(chunks.size() / 4);
-	auto buffer = device_->createBuffer({uint64_t(chunks.size()) * 4, gpu::BufferUsage::Storage,
-	                                     gpu::MemoryDomain::Upload, desc_.name + ".copy_chunks"});
+	auto buffer = gpu::createUploadBuffer(*device_, chunks.data(), uint64_t(chunks.size()) * 4,
+	                                      gpu::BufferUsage::Storage, desc_.name + ".copy_chunks");
 	if (!buffer.ok())
 		return buffer.error();
-	std::memcpy(buffer.value()->mapped(), chunks.data(), chunks.size() * 4);
-	buffer.value()->flush();
 	copy_pipeline_->bind(list);
 	copy_pipeline_->pushBuffer(list, 0, src);
 	copy_pipeline_->pushBuffer(list, 1, dst);
@@ -633,12 +631,10 @@ Result<void> MeshletManager::recordWork(gpu::CommandList& list, UpdateWork& work
 	if (!patches.empty())
 	{
 		const uint32_t count = uint32_t(patches.size() / 2);
-		auto buffer = device_->createBuffer({uint64_t(patches.size()) * 4, gpu::BufferUsage::Storage,
-		                                     gpu::MemoryDomain::Upload, desc_.name + ".patches"});
+		auto buffer = gpu::createUploadBuffer(*device_, patches.data(), uint64_t(patches.size()) * 4,
+		                                      gpu::BufferUsage::Storage, desc_.name + ".patches");
 		if (!buffer.ok())
 			return buffer.error();
-		std::memcpy(buffer.value()->mapped(), patches.data(), patches.size() * 4);
-		buffer.value()->flush();
 		patch_pipeline_->bind(list);
 		patch_pipeline_->pushBuffer(list, 0, *record_buffer_);
 		patch_pipeline_->pushBuffer(list, 1, *buffer.value());

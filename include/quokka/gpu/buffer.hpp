@@ -99,6 +99,11 @@ private:
 
 using BufferHandle = std::shared_ptr<Buffer>;
 
+/// Creates a host-visible (Upload) buffer holding a copy of `size` bytes of `data`: for small per-frame tables a
+/// kernel reads straight from host memory (work lists, patch lists). Errors as Device::createBuffer.
+Result<BufferHandle> createUploadBuffer(Device& device, const void* data, uint64_t size, BufferUsage usage,
+                                        std::string name);
+
 /// Records a copy of `size` bytes between two buffers (one region).
 void copyBuffer(VkCommandBuffer cmd, const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
                 uint64_t size);
