@@ -1,3 +1,4 @@
+#include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
 #include <quokka/gpu/image.hpp>
@@ -142,6 +143,65 @@ Image::~Image()
 		    if (memory)
 			    vkFreeMemory(dev, memory, nullptr);
 	    });
+}
+
+Result<SamplerHandle> Device::createSampler(const SamplerDesc& desc)
+{
+	std::shared_ptr<Sampler> sampler(new Sampler());
+	sampler->device_ = this;
+	VkSamplerCreateInfo info{VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO};
+	info.magFilter = desc.filter;
+	info.minFilter = desc.filter;
+	info.mipmapMode = VK_SAMPLER_MIPMAP_MODE_NEAREST;
+	info.addressModeU = desc.address;
+	info.addressModeV = desc.address;
+	info.addressModeW = desc.address;
+	info.maxLod = 0.0f;
+	QUOKKA_VK_TRY(vkCreateSampler(device_, &info, nullptr, &sampler->sampler_));
+	setDebugName(VK_OBJECT_TYPE_SAMPLER, uint64_t(sampler->sampler_), desc.name.c_str());
+	return SamplerHandle(std::move(sampler));
+}
+
+Sampler::~Sampler()
+{
+	if (!device_ || !sampler_)
+		return;
+	VkDevice dev = device_->vk();
+	VkSampler sampler = sampler_;
+	device_->destroyLater([dev, sampler] { vkDestroySampler(dev, sampler, nullptr); });
+}
+
+Result<void> uploadImage(Device& device, Image& image, const void* texels, uint64_t size)
+{
+	if (image.samples() != VK_SAMPLE_COUNT_1_BIT || image.isDepth())
+		return makeError(ErrorCode::InvalidArgument, "uploadImage: '" + image.name() + "' is multisampled or depth");
+	const VkFormat f = image.format();
+	const bool rgba8 = f == VK_FORMAT_R8G8B8A8_UNORM || f == VK_FORMAT_R8G8B8A8_SRGB || f == VK_FORMAT_B8G8R8A8_UNORM ||
+	                   f == VK_FORMAT_B8G8R8A8_SRGB;
+	if (!rgba8)
+		return makeError(ErrorCode::Unsupported, "uploadImage: only 8-bit RGBA/BGRA formats are supported");
+	if (size != uint64_t(image.width()) * image.height() * 4)
+		return makeError(ErrorCode::InvalidArgument, "uploadImage: " + std::to_string(size) + " bytes for a " +
+		                                                 std::to_string(image.width()) + "x" +
+		                                                 std::to_string(image.height()) + " RGBA8 image");
+	auto staging = createUploadBuffer(device, texels, size, BufferUsage::TransferSrc, "quokka.upload.image");
+	if (!staging.ok())
+		return staging.error();
+	auto list = device.beginCommands();
+	if (!list.ok())
+		return list.error();
+	transitionImage(list.value(), image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_PIPELINE_STAGE_2_COPY_BIT,
+	                VK_ACCESS_2_TRANSFER_WRITE_BIT, true);
+	VkBufferImageCopy region{};
+	region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+	region.imageExtent = {image.width(), image.height(), 1};
+	vkCmdCopyBufferToImage(list->vk(), staging.value()->vk(), image.vk(), VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1,
+	                       &region);
+	transitionImage(list.value(), image, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+	                VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                VK_ACCESS_2_SHADER_SAMPLED_READ_BIT);
+	list->keepAlive(staging.value());
+	return device.submitAndWait(std::move(list.value()));
 }
 
 VkImageMemoryBarrier2 imageBarrier(const Image& image, VkImageLayout new_layout, VkPipelineStageFlags2 src_stages,

@@ -195,9 +195,16 @@ namespace
 // Renders a full-screen quad (two triangles, positions in object space) with `compiled`, binding attributes from
 // `attributes` (name → tightly packed float data, one binding each) and uniforms from `uniforms` (name → floats,
 // column-major), and returns the pixels.
+struct BoundTexture
+{
+	gpu::ImageHandle image;
+	gpu::SamplerHandle sampler;
+};
+
 gpu::Rgba8Image renderQuad(gpu::Device& device, const CompiledEffect& compiled,
                            const std::map<std::string, std::vector<float>>& attributes,
-                           const std::map<std::string, std::vector<float>>& uniforms)
+                           const std::map<std::string, std::vector<float>>& uniforms,
+                           const std::map<std::string, BoundTexture>& textures = {})
 {
 	const EffectInterface& iface = compiled.iface;
 	gpu::GraphicsPipelineDesc desc;
@@ -247,6 +254,17 @@ gpu::Rgba8Image renderQuad(gpu::Device& device, const CompiledEffect& compiled,
 	gpu::DynamicState{.depth_test = false, .depth_write = false}.apply(list->vk());
 	if (ubo)
 		pipeline.value()->pushBuffer(list.value(), 0, *ubo);
+	for (const TextureBinding& t : iface.textures)
+	{
+		const BoundTexture& bound = textures.at(t.name);
+		VkDescriptorImageInfo info{bound.sampler->vk(), bound.image->view(), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
+		VkWriteDescriptorSet write{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+		write.dstBinding = t.binding;
+		write.descriptorCount = 1;
+		write.descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+		write.pImageInfo = &info;
+		pipeline.value()->pushDescriptors(list.value(), std::span<const VkWriteDescriptorSet>(&write, 1));
+	}
 	for (uint32_t b = 0; b < buffers.size(); ++b)
 	{
 		VkBuffer vb = buffers[b]->vk();
@@ -313,6 +331,40 @@ TEST_F(EffectCompile, VertexColoursPassThroughAsAnImplicitAttribute)
 	const auto pixels = renderQuad(device(), *compiled.value(), {{"Positions", kQuad}, {"Colors", colors}},
 	                               {{"ModelTrafo", kIdentity}, {"ViewProjTrafo", kIdentity}});
 	EXPECT_EQ(pixels.at(3, 28), (std::array<uint8_t, 4>{0, 0, 255, 255}));
+}
+
+TEST_F(EffectCompile, DiffuseTextureIsSampledThroughItsReflectedBinding)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect = compose("textured", stock::trafo(), stock::vertexColors(), stock::diffuseTexture());
+	ASSERT_TRUE(effect.ok());
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+	// 2×2 texture: red, green / blue, white (top row first); nearest filtering, clamped.
+	const uint8_t texels[16] = {255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 255};
+	auto image = device().createImage({2, 2, VK_FORMAT_R8G8B8A8_UNORM, VK_SAMPLE_COUNT_1_BIT,
+	                                   gpu::ImageUsage::Sampled | gpu::ImageUsage::TransferDst, "texture"});
+	ASSERT_TRUE(image.ok());
+	ASSERT_TRUE(gpu::uploadImage(device(), *image.value(), texels, sizeof(texels)).ok());
+	EXPECT_FALSE(gpu::uploadImage(device(), *image.value(), texels, 12).ok()) << "size mismatch is an error";
+	auto sampler = device().createSampler({VK_FILTER_NEAREST, VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE, "nearest"});
+	ASSERT_TRUE(sampler.ok());
+	// Texture coordinates follow NDC: (-1,-1) top-left → (0,0).
+	std::vector<float> uv, colors;
+	for (size_t v = 0; v < kQuad.size(); v += 4)
+	{
+		uv.push_back((kQuad[v] + 1.0f) * 0.5f);
+		uv.push_back((kQuad[v + 1] + 1.0f) * 0.5f);
+		colors.insert(colors.end(), {1.0f, 1.0f, 1.0f, 1.0f});
+	}
+	const auto pixels = renderQuad(device(), *compiled.value(),
+	                               {{"Positions", kQuad}, {"Colors", colors}, {"DiffuseColorCoordinates", uv}},
+	                               {{"ModelTrafo", kIdentity}, {"ViewProjTrafo", kIdentity}},
+	                               {{"DiffuseColorTexture", {image.value(), sampler.value()}}});
+	EXPECT_EQ(pixels.at(8, 8), (std::array<uint8_t, 4>{255, 0, 0, 255}));
+	EXPECT_EQ(pixels.at(24, 8), (std::array<uint8_t, 4>{0, 255, 0, 255}));
+	EXPECT_EQ(pixels.at(8, 24), (std::array<uint8_t, 4>{0, 0, 255, 255}));
+	EXPECT_EQ(pixels.at(24, 24), (std::array<uint8_t, 4>{255, 255, 255, 255}));
 }
 
 } // namespace quokka::fx::test

@@ -21,6 +21,8 @@ namespace quokka::gpu
 
 class Buffer;
 class Image;
+class Sampler;
+struct SamplerDesc;
 class Pipeline;
 class ShaderCompiler;
 class CommandList;
@@ -30,6 +32,7 @@ struct ComputePipelineDesc;
 struct GraphicsPipelineDesc;
 using BufferHandle = std::shared_ptr<Buffer>;
 using ImageHandle = std::shared_ptr<Image>;
+using SamplerHandle = std::shared_ptr<Sampler>;
 using PipelineHandle = std::shared_ptr<Pipeline>;
 
 /// Which physical device to pick. `Auto` prefers a discrete GPU, then an integrated or virtual GPU, then a CPU
@@ -165,6 +168,8 @@ public:
 	Result<BufferHandle> createBuffer(const BufferDesc& desc);
 	/// Creates a 2D image with one view. Errors as createBuffer.
 	Result<ImageHandle> createImage(const ImageDesc& desc);
+	/// Creates a sampler (filtering and addressing, no mipmaps beyond level 0 yet).
+	Result<SamplerHandle> createSampler(const SamplerDesc& desc);
 	/// Builds a compute pipeline; descriptor and push-constant layouts come from SPIR-V reflection.
 	Result<PipelineHandle> createComputePipeline(const ComputePipelineDesc& desc);
 	/// Builds a graphics pipeline for dynamic rendering; layouts come from reflection of both stages.

@@ -90,6 +90,38 @@ private:
 
 using ImageHandle = std::shared_ptr<Image>;
 
+/// Texture sampling state.
+struct SamplerDesc
+{
+	VkFilter filter = VK_FILTER_LINEAR;
+	VkSamplerAddressMode address = VK_SAMPLER_ADDRESS_MODE_REPEAT;
+	std::string name;
+};
+
+/// A VkSampler, destroyed deferred like every Device object.
+class Sampler
+{
+public:
+	~Sampler();
+	Sampler(const Sampler&) = delete;
+	Sampler& operator=(const Sampler&) = delete;
+	VkSampler vk() const { return sampler_; }
+
+private:
+	friend class Device;
+	Sampler() = default;
+	Device* device_ = nullptr;
+	VkSampler sampler_ = VK_NULL_HANDLE;
+};
+
+using SamplerHandle = std::shared_ptr<Sampler>;
+
+/// Uploads tightly packed RGBA8/BGRA8 texels (`size` = width × height × 4 bytes, top row first) into level 0 of a
+/// single-sample `image` (TransferDst + Sampled usage) and leaves it in SHADER_READ_ONLY_OPTIMAL. Submits and waits:
+/// for set-up and tests; per-frame texture streaming belongs to the modules above. Errors: InvalidArgument (size or
+/// sample-count mismatch), Unsupported (other formats), OutOfMemory.
+Result<void> uploadImage(Device& device, Image& image, const void* texels, uint64_t size);
+
 /// True for depth(/stencil) formats.
 bool isDepthFormat(VkFormat format);
 
