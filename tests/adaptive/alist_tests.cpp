@@ -1,6 +1,8 @@
 // notes/adaptive.md §4.8 (L), D7, C7, M3 for alist, plus randomised differential tests against recomputed vectors.
 #include <gtest/gtest.h>
 
+#include "differential.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -653,11 +655,8 @@ bool runListCase(uint32_t seed)
 		}
 		if (!ok)
 		{
-			std::ostringstream o;
-			o << "seed " << seed << "\nexpr " << e.desc << "\nhistory:\n";
-			for (auto& h : env.history)
-				o << "  " << h << "\n";
-			ADD_FAILURE() << "mismatch after transaction " << tx << "\n" << o.str();
+			ADD_FAILURE() << "mismatch after transaction " << tx << "\n"
+			              << quokka::adaptive::test::failureDump(seed, e.desc, env.history);
 			return false;
 		}
 	}

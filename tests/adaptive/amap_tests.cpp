@@ -1,6 +1,8 @@
 // notes/adaptive.md §4.7 (M), D5 and C6 for amap, plus randomised differential tests against a recomputed std::map.
 #include <gtest/gtest.h>
 
+#include "differential.hpp"
+
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -341,11 +343,8 @@ bool runMapCase(uint32_t seed)
 		    std::set<int>(got_keys.begin(), got_keys.end()) != want_keys ||
 		    std::set<std::pair<int, int>>(got_entries.begin(), got_entries.end()) != want_entries)
 		{
-			std::ostringstream o;
-			o << "seed " << seed << "\nexpr " << e.desc << "\nhistory:\n";
-			for (auto& h : env.history)
-				o << "  " << h << "\n";
-			ADD_FAILURE() << "mismatch after transaction " << tx << "\n" << o.str();
+			ADD_FAILURE() << "mismatch after transaction " << tx << "\n"
+			              << quokka::adaptive::test::failureDump(seed, e.desc, env.history);
 			return false;
 		}
 	}

@@ -3,6 +3,8 @@
 // recompute-everything reference. On failure the seed, the expression and the whole operation history are printed.
 #include <gtest/gtest.h>
 
+#include "differential.hpp"
+
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -273,11 +275,7 @@ void randomChange(Env& env)
 
 std::string dump(const Env& env, uint32_t seed, const std::string& desc)
 {
-	std::ostringstream o;
-	o << "seed " << seed << "\nexpr " << desc << "\nhistory:\n";
-	for (auto& h : env.history)
-		o << "  " << h << "\n";
-	return o.str();
+	return quokka::adaptive::test::failureDump(seed, desc, env.history);
 }
 
 std::set<int> toSet(const CountingSet<int>& s)
