@@ -26,7 +26,7 @@
 #include <quokka/gpu/shader.hpp>
 #include <quokka/gpu/timing.hpp>
 #include <quokka/meshlet/meshlet_manager.hpp>
-#include <quokka/meshlet/offset_allocator.hpp>
+#include <quokka/base/offset_allocator.hpp>
 
 namespace quokka::app
 {
@@ -56,7 +56,7 @@ public:
 			if (free_[i].size >= size && (best == free_.size() || free_[i].size < free_[best].size))
 				best = i;
 		if (best == free_.size())
-			return meshlet::kNoSpace;
+			return kNoSpace;
 		const uint32_t offset = free_[best].offset;
 		free_[best].offset += size;
 		free_[best].size -= size;
@@ -67,7 +67,7 @@ public:
 	void free(uint32_t offset, uint32_t size)
 	{
 		auto it = std::lower_bound(free_.begin(), free_.end(), offset,
-		                           [](const meshlet::FreeRegion& r, uint32_t o) { return r.offset < o; });
+		                           [](const FreeRegion& r, uint32_t o) { return r.offset < o; });
 		it = free_.insert(it, {offset, size});
 		if (it + 1 != free_.end() && it->offset + it->size == (it + 1)->offset)
 		{
@@ -82,7 +82,7 @@ public:
 	}
 
 private:
-	std::vector<meshlet::FreeRegion> free_;
+	std::vector<FreeRegion> free_;
 };
 
 struct Stream
@@ -111,14 +111,14 @@ Stream makeStream(uint64_t pairs, uint32_t seed)
 // Pairs per second of free(victim) + allocate(size) in steady state.
 double offsetAllocatorRate(const Stream& s, uint64_t& failures)
 {
-	meshlet::OffsetAllocator allocator(kSpace, kLive);
-	std::vector<meshlet::Allocation> live(kLive);
+	OffsetAllocator allocator(kSpace, kLive);
+	std::vector<Allocation> live(kLive);
 	for (uint32_t i = 0; i < kLive; ++i)
 		live[i] = allocator.allocate(s.sizes[i]);
 	const double t0 = threadSeconds();
 	for (size_t i = 0; i < s.victims.size(); ++i)
 	{
-		meshlet::Allocation& slot = live[s.victims[i]];
+		Allocation& slot = live[s.victims[i]];
 		allocator.free(slot);
 		slot = allocator.allocate(s.sizes[i]);
 		failures += !slot.valid();
@@ -138,7 +138,7 @@ double naiveRate(const Stream& s, uint64_t pairs)
 	for (size_t i = 0; i < pairs; ++i)
 	{
 		auto& slot = live[s.victims[i]];
-		if (slot.first != meshlet::kNoSpace)
+		if (slot.first != kNoSpace)
 			allocator.free(slot.first, slot.second);
 		slot = {allocator.allocate(s.sizes[i]), s.sizes[i]};
 	}

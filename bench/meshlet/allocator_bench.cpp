@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include <quokka/meshlet/offset_allocator.hpp>
+#include <quokka/base/offset_allocator.hpp>
 
 namespace
 {
@@ -42,15 +42,15 @@ const Stream& stream()
 void BM_OffsetAllocatorFreeAllocatePair(benchmark::State& state)
 {
 	const Stream& s = stream();
-	quokka::meshlet::OffsetAllocator allocator(kSpace, kLive);
-	std::vector<quokka::meshlet::Allocation> live(kLive);
+	quokka::OffsetAllocator allocator(kSpace, kLive);
+	std::vector<quokka::Allocation> live(kLive);
 	for (uint32_t i = 0; i < kLive; ++i)
 		live[i] = allocator.allocate(s.sizes[i]);
 	size_t i = 0;
 	uint64_t failures = 0;
 	for (auto _ : state)
 	{
-		quokka::meshlet::Allocation& slot = live[s.victims[i]];
+		quokka::Allocation& slot = live[s.victims[i]];
 		allocator.free(slot);
 		slot = allocator.allocate(s.sizes[i]);
 		failures += !slot.valid();
@@ -58,7 +58,7 @@ void BM_OffsetAllocatorFreeAllocatePair(benchmark::State& state)
 	}
 	state.SetItemsProcessed(int64_t(state.iterations()));
 	state.counters["failures"] = double(failures);
-	for (quokka::meshlet::Allocation& a : live)
+	for (quokka::Allocation& a : live)
 		allocator.free(a);
 }
 BENCHMARK(BM_OffsetAllocatorFreeAllocatePair);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <quokka/meshlet/offset_allocator.hpp>
+#include <quokka/base/offset_allocator.hpp>
 
 namespace quokka::meshlet
 {

@@ -19,7 +19,7 @@
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/device.hpp>
 #include <quokka/meshlet/meshlet_record.hpp>
-#include <quokka/meshlet/offset_allocator.hpp>
+#include <quokka/base/offset_allocator.hpp>
 
 namespace quokka::gpu
 {

@@ -9,14 +9,14 @@
 // boundary as sentinel nodes (list unlinks and neighbour merges without "is there one" branches), a pool threaded
 // through the nodes instead of a side vector, one allocation counter as the generation, a branch-free size class,
 // and an allocation split that leaves the free remainder in place when its bin does not change.
-#include <quokka/meshlet/offset_allocator.hpp>
+#include <quokka/base/offset_allocator.hpp>
 
 #include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <utility>
 
-namespace quokka::meshlet
+namespace quokka
 {
 
 namespace
@@ -469,4 +469,4 @@ Result<void> OffsetAllocator::validate() const
 	return {};
 }
 
-} // namespace quokka::meshlet
+} // namespace quokka

@@ -1,4 +1,4 @@
-// quokka/meshlet/offset_allocator.hpp — an O(1) range allocator over an abstract integer space (units, not bytes).
+// quokka/base/offset_allocator.hpp — an O(1) range allocator over an abstract integer space (units, not bytes).
 //
 // A TLSF-style good-fit allocator after Sebastian Aaltonen's OffsetAllocator (MIT): 256 size-class bins shaped like an
 // 8-bit float (5-bit exponent, 3-bit mantissa, ≤ 12.5 % rounding), a two-level bitmask to find a non-empty bin with two
@@ -14,7 +14,7 @@
 
 #include <quokka/base/result.hpp>
 
-namespace quokka::meshlet
+namespace quokka
 {
 
 /// Offset of a failed allocation.
@@ -150,4 +150,4 @@ private:
 	std::vector<Node> nodes_;
 };
 
-} // namespace quokka::meshlet
+} // namespace quokka
