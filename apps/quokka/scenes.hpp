@@ -1,0 +1,49 @@
+// scenes.hpp — the CLI's scene sources: seeded built-in generators (grid, city) and glTF 2.0 import.
+//
+// Every source returns plain scene::RenderObjects whose uniforms read the shared camera and light cvals of
+// SceneGlobals (ViewTrafo, ProjTrafo, LightLocation), so orbiting the camera is one cval write per frame. Objects
+// carry ModelTrafo; the classic renderer derives ModelViewProjTrafo, NormalMatrix, … from ModelTrafo/ViewTrafo/
+// ProjTrafo on demand. Bounds are world-space and frame the default camera.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <quokka/adaptive/aval.hpp>
+#include <quokka/base/result.hpp>
+#include <quokka/math/math.hpp>
+#include <quokka/scene/render_object.hpp>
+
+namespace quokka::app
+{
+
+/// The inputs every generated object shares.
+struct SceneGlobals
+{
+	adaptive::cval<math::Trafo3d> view{math::Trafo3d::identity()};
+	adaptive::cval<math::Trafo3d> proj{math::Trafo3d::identity()};
+	adaptive::cval<math::V3f> light_location{math::V3f(0.0f)};
+
+	/// The uniforms every object of a generated scene carries (ViewTrafo, ProjTrafo, LightLocation).
+	std::map<std::string, adaptive::aval<scene::UniformValue>> uniforms() const;
+};
+
+struct GeneratedScene
+{
+	std::vector<scene::RenderObjectPtr> objects;
+	math::Box3d bounds; ///< world space
+	uint64_t triangles = 0;
+};
+
+/// N unique meshes of 10–100 triangles, each with its own trafo and colour, on a square grid.
+Result<GeneratedScene> makeGridScene(const SceneGlobals& globals, uint32_t objects, uint64_t seed);
+/// A city of mixed effects: lit buildings, vertex-coloured props, textured objects, instanced trees (per-instance
+/// trafos), mirrored (negative-determinant) trafos with the front face flipped; ~`objects` render objects.
+Result<GeneratedScene> makeCityScene(const SceneGlobals& globals, uint32_t objects, uint64_t seed);
+/// Imports a .gltf or .glb file. Errors (one line naming the file and the problem): Io (missing or unreadable file),
+/// InvalidArgument (malformed file), Unsupported (valid glTF this importer does not handle).
+Result<GeneratedScene> importGltf(const std::string& path, const SceneGlobals& globals);
+
+} // namespace quokka::app
