@@ -1,3 +1,4 @@
+// GPU readback to RGBA8 and PNG files through stb (image_io.hpp).
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
@@ -25,7 +26,7 @@
 namespace quokka::gpu
 {
 
-Result<Rgba8Image> readImageRgba8(Device& device, Image& image)
+Result<Rgba8Image> readImageRgba8(Device& device, Image& image, uint32_t level)
 {
 	bool swizzle = false;
 	switch (image.format())
@@ -44,8 +45,16 @@ Result<Rgba8Image> readImageRgba8(Device& device, Image& image)
 	if (image.samples() != VK_SAMPLE_COUNT_1_BIT)
 		return makeError(ErrorCode::InvalidArgument,
 		                 "readImageRgba8: '" + image.name() + "' is multisampled; resolve it first");
+	if (level >= image.mipLevels())
+	{
+		std::string message = "readImageRgba8: level ";
+		message.append(std::to_string(level)).append(" of '").append(image.name()).append("', which has ");
+		message.append(std::to_string(image.mipLevels())).append(" mip levels");
+		return makeError(ErrorCode::InvalidArgument, message);
+	}
 
-	const uint64_t bytes = uint64_t(image.width()) * image.height() * 4;
+	const VkExtent2D extent = image.mipExtent(level);
+	const uint64_t bytes = uint64_t(extent.width) * extent.height * 4;
 	auto readback =
 	    device.createBuffer({bytes, BufferUsage::TransferDst, MemoryDomain::Readback, "quokka.readback.image"});
 	if (!readback.ok())
@@ -56,8 +65,8 @@ Result<Rgba8Image> readImageRgba8(Device& device, Image& image)
 	transitionImage(list.value(), image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_PIPELINE_STAGE_2_COPY_BIT,
 	                VK_ACCESS_2_TRANSFER_READ_BIT, true);
 	VkBufferImageCopy region{};
-	region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
-	region.imageExtent = {image.width(), image.height(), 1};
+	region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, level, 0, 1};
+	region.imageExtent = {extent.width, extent.height, 1};
 	vkCmdCopyImageToBuffer(list->vk(), image.vk(), VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback.value()->vk(), 1,
 	                       &region);
 	list->memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_2_HOST_BIT,
@@ -66,8 +75,8 @@ Result<Rgba8Image> readImageRgba8(Device& device, Image& image)
 	readback.value()->invalidate();
 
 	Rgba8Image out;
-	out.width = image.width();
-	out.height = image.height();
+	out.width = extent.width;
+	out.height = extent.height;
 	out.pixels.resize(bytes);
 	std::memcpy(out.pixels.data(), readback.value()->mapped(), bytes);
 	if (swizzle)

@@ -1,8 +1,10 @@
-// quokka/gpu/image.hpp — 2D images (colour, depth, MSAA), layout transitions, clears and dynamic-rendering helpers.
+// quokka/gpu/image.hpp — 2D images (colour, depth, MSAA, mip chains), layout transitions, clears, texture upload
+// with mip generation, samplers and dynamic-rendering helpers.
 //
-// An Image tracks the layout its last helper transition left it in, so helpers can fill barriers; code that records
-// its own barriers updates it with setLayout(). Colour formats RGBA8 (UNORM/SRGB) and depth D32 are the ones the
-// renderer uses; others work where the device supports them. Readback to RGBA8 lives in Device-free helpers below.
+// An Image tracks the layout its last helper transition left it in (one layout for all its mip levels), so helpers
+// can fill barriers; code that records its own barriers updates it with setLayout(). Colour formats RGBA8
+// (UNORM/SRGB) and depth D32 are the ones the renderer uses; others work where the device supports them.
+// Readback to RGBA8 lives in image_io.hpp.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,7 @@ constexpr bool hasFlag(ImageUsage set, ImageUsage flag)
 	return (uint32_t(set) & uint32_t(flag)) != 0;
 }
 
+/// What Device::createImage makes. Fields after `name` were added later: positional initialisers stay valid.
 struct ImageDesc
 {
 	uint32_t width = 0;  ///< pixels, 1 … maxImageDimension2D
@@ -45,7 +48,13 @@ struct ImageDesc
 	VkSampleCountFlagBits samples = VK_SAMPLE_COUNT_1_BIT; ///< must be in framebufferColorSampleCounts
 	ImageUsage usage = ImageUsage::ColorAttachment | ImageUsage::TransferSrc | ImageUsage::TransferDst;
 	std::string name;
+	/// Mip levels, 1 … fullMipChain(width, height); 0 means the full chain. Multisampled images must have 1.
+	/// uploadImage/recordImageUpload build levels 1… from level 0 by blits, which needs TransferSrc usage.
+	uint32_t mip_levels = 1;
 };
+
+/// Levels of a full mip chain down to 1×1: floor(log2(max(width, height))) + 1 (300×20 → 9). 0 for a 0 size.
+uint32_t fullMipChain(uint32_t width, uint32_t height);
 
 class Image
 {
@@ -60,6 +69,14 @@ public:
 	uint32_t width() const { return width_; }
 	uint32_t height() const { return height_; }
 	VkExtent2D extent() const { return {width_, height_}; }
+	/// Number of mip levels (1 unless ImageDesc::mip_levels said otherwise); view() covers all of them.
+	uint32_t mipLevels() const { return mip_levels_; }
+	/// Size of mip level `level` (< mipLevels()): each side halves, rounding down, and stops at 1.
+	VkExtent2D mipExtent(uint32_t level) const
+	{
+		return {width_ >> level ? width_ >> level : 1u, height_ >> level ? height_ >> level : 1u};
+	}
+	ImageUsage usage() const { return usage_; }
 	VkSampleCountFlagBits samples() const { return samples_; }
 	VkImageAspectFlags aspect() const { return aspect_; }
 	bool isDepth() const { return (aspect_ & VK_IMAGE_ASPECT_DEPTH_BIT) != 0; }
@@ -81,6 +98,8 @@ private:
 	VkFormat format_ = VK_FORMAT_UNDEFINED;
 	uint32_t width_ = 0;
 	uint32_t height_ = 0;
+	uint32_t mip_levels_ = 1;
+	ImageUsage usage_ = ImageUsage::None;
 	VkSampleCountFlagBits samples_ = VK_SAMPLE_COUNT_1_BIT;
 	VkImageAspectFlags aspect_ = VK_IMAGE_ASPECT_COLOR_BIT;
 	VkImageLayout layout_ = VK_IMAGE_LAYOUT_UNDEFINED;
@@ -90,12 +109,18 @@ private:
 
 using ImageHandle = std::shared_ptr<Image>;
 
-/// Texture sampling state.
+/// Texture sampling state. Fields after `name` were added later: positional initialisers stay valid.
 struct SamplerDesc
 {
-	VkFilter filter = VK_FILTER_LINEAR;
+	VkFilter filter = VK_FILTER_LINEAR; ///< magnification and minification filter
 	VkSamplerAddressMode address = VK_SAMPLER_ADDRESS_MODE_REPEAT;
 	std::string name;
+	/// True: linear filtering between mip levels over the image's whole chain (maxLod = VK_LOD_CLAMP_NONE).
+	/// False: level 0 only (maxLod = 0), whatever the image's mip count.
+	bool mipmaps = false;
+	/// Anisotropic filtering, 1 = off. Clamped to maxSamplerAnisotropy; stays off on devices without the
+	/// samplerAnisotropy feature (it is a quality hint, so that is not an error).
+	float max_anisotropy = 1.0f;
 };
 
 /// A VkSampler, destroyed deferred like every Device object.
@@ -117,15 +142,27 @@ private:
 using SamplerHandle = std::shared_ptr<Sampler>;
 
 /// Uploads tightly packed RGBA8/BGRA8 texels (`size` = width × height × 4 bytes, top row first) into level 0 of a
-/// single-sample `image` (TransferDst + Sampled usage) and leaves it in SHADER_READ_ONLY_OPTIMAL. Submits and waits:
-/// for set-up and tests; per-frame texture streaming belongs to the modules above. Errors: InvalidArgument (size or
-/// sample-count mismatch), Unsupported (other formats), OutOfMemory.
+/// single-sample `image` (TransferDst + Sampled usage), builds levels 1… by linear 2:1 blits when the image has
+/// more than one mip level (then TransferSrc usage is needed too), and leaves it in SHADER_READ_ONLY_OPTIMAL.
+/// Submits and waits: for set-up and tests; per-frame uploads use recordImageUpload. Errors: InvalidArgument (size,
+/// sample-count or usage mismatch), Unsupported (other formats, or a format the device cannot blit with linear
+/// filtering when levels must be generated), OutOfMemory.
 Result<void> uploadImage(Device& device, Image& image, const void* texels, uint64_t size);
+
+/// As uploadImage, but records into `list` instead of submitting: a host-visible staging buffer is filled now, and
+/// the copy into level 0, the mip blits and the transition of all levels to SHADER_READ_ONLY_OPTIMAL (visible to
+/// fragment and compute shader sampling) are recorded. The staging buffer stays alive, through list.keepAlive(),
+/// until the list's submission completed. Errors as uploadImage; on error nothing was recorded.
+/// - `list`: recording, from the Device that created `image`; the upload is ordered after earlier work on `image` in
+/// the queue.
+/// - `texels`: width × height × 4 bytes (`size`), copied before returning; the caller keeps ownership.
+/// Threading: the thread recording `list`. `image` must outlive the list's submission (keep it alive as usual).
+Result<void> recordImageUpload(CommandList& list, Image& image, const void* texels, uint64_t size);
 
 /// True for depth(/stencil) formats.
 bool isDepthFormat(VkFormat format);
 
-/// A filled VkImageMemoryBarrier2 for the whole image, from its tracked layout to `new_layout`.
+/// A filled VkImageMemoryBarrier2 for the whole image (all mip levels), from its tracked layout to `new_layout`.
 VkImageMemoryBarrier2 imageBarrier(const Image& image, VkImageLayout new_layout, VkPipelineStageFlags2 src_stages,
                                    VkAccessFlags2 src_access, VkPipelineStageFlags2 dst_stages,
                                    VkAccessFlags2 dst_access);
@@ -137,9 +174,9 @@ void transitionImage(CommandList& list, Image& image, VkImageLayout new_layout,
                      VkAccessFlags2 dst_access = VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT,
                      bool force = false);
 
-/// Clears a colour image (any sample count) to `rgba` (linear values; sRGB formats encode on write).
+/// Clears a colour image (any sample count, all mip levels) to `rgba` (linear values; sRGB formats encode on write).
 void clearColorImage(CommandList& list, Image& image, const float rgba[4]);
-/// Clears a depth image to `depth`.
+/// Clears a depth image (all mip levels) to `depth`.
 void clearDepthImage(CommandList& list, Image& image, float depth);
 
 /// The attachments of one dynamic-rendering pass. Null pointers are absent attachments.

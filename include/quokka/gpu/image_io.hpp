@@ -31,8 +31,10 @@ struct Rgba8Image
 	}
 };
 
-/// Copies `image` (single-sample colour, any layout) back to the host as RGBA8. Submits and waits.
-Result<Rgba8Image> readImageRgba8(Device& device, Image& image);
+/// Copies mip level `level` of `image` (single-sample colour, any layout) back to the host as RGBA8; the result has
+/// that level's size (Image::mipExtent). Submits and waits; leaves the whole image in TRANSFER_SRC_OPTIMAL.
+/// Errors: Unsupported (format), InvalidArgument (multisampled, or `level` ≥ mipLevels()), OutOfMemory.
+Result<Rgba8Image> readImageRgba8(Device& device, Image& image, uint32_t level = 0);
 
 /// Writes `image` as an 8-bit RGBA PNG. Errors: Io naming the path.
 Result<void> writePng(const std::string& path, const Rgba8Image& image);
