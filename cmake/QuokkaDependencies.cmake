@@ -10,6 +10,13 @@ find_path(QUOKKA_STB_INCLUDE_DIR stb_image_write.h PATH_SUFFIXES stb REQUIRED)
 add_library(quokka_stb INTERFACE)
 target_include_directories(quokka_stb SYSTEM INTERFACE ${QUOKKA_STB_INCLUDE_DIR})
 
+# tinygltf (glTF 2.0 import): header-only; its implementation is compiled in one TU of ours (apps/quokka/gltf_import.cpp)
+# against the system nlohmann json and stb headers, not Debian's libtinygltf.so (which only Debian ships).
+find_path(QUOKKA_TINYGLTF_INCLUDE_DIR tiny_gltf.h REQUIRED)
+add_library(quokka_tinygltf INTERFACE)
+target_include_directories(quokka_tinygltf SYSTEM INTERFACE ${QUOKKA_TINYGLTF_INCLUDE_DIR})
+target_link_libraries(quokka_tinygltf INTERFACE quokka_stb nlohmann_json::nlohmann_json)
+
 # shaderc: on Debian 12 neither libshaderc.so nor libshaderc_combined.a is self-contained. What links and runs is
 # the static combined archive followed by glslang's and SPIRV-Tools' static archives (ARCHITECTURE §1).
 find_library(QUOKKA_SHADERC_COMBINED libshaderc_combined.a REQUIRED)

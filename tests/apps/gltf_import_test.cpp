@@ -1,0 +1,479 @@
+// gltf_import_test.cpp — importGltf() on small .gltf/.glb files the tests write themselves (JSON by nlohmann, the
+// binary buffer and GLB container by hand, a PNG by stb_image_write): hierarchy trafos, vertex and index data, u8
+// index widening, base colour textures, computed flat normals, bounds, and one-line errors for bad files. CPU only.
+#include "scenes.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <stb_image_write.h>
+#include <unistd.h>
+
+namespace
+{
+
+using namespace quokka;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr int kFloat = 5126;
+constexpr int kU8 = 5121;
+constexpr int kU16 = 5123;
+constexpr int kU32 = 5125;
+
+/// Builds a glTF document and its one binary buffer, then writes it as .gltf (data URI) or .glb.
+struct GltfBuilder
+{
+	json doc = {{"asset", {{"version", "2.0"}}}};
+	std::vector<uint8_t> bin;
+
+	template <typename T>
+	int addView(const std::vector<T>& values, size_t stride = 0)
+	{
+		while (bin.size() % 4 != 0)
+			bin.push_back(0);
+		json view = {{"buffer", 0}, {"byteOffset", bin.size()}, {"byteLength", values.size() * sizeof(T)}};
+		if (stride != 0)
+			view["byteStride"] = stride;
+		const auto* p = reinterpret_cast<const uint8_t*>(values.data());
+		bin.insert(bin.end(), p, p + values.size() * sizeof(T));
+		doc["bufferViews"].push_back(view);
+		return int(doc["bufferViews"].size()) - 1;
+	}
+	int addAccessor(int view, int component_type, size_t count, const char* type, size_t offset = 0)
+	{
+		doc["accessors"].push_back({{"bufferView", view},
+		                            {"byteOffset", offset},
+		                            {"componentType", component_type},
+		                            {"count", count},
+		                            {"type", type}});
+		return int(doc["accessors"].size()) - 1;
+	}
+	int addFloats(const std::vector<float>& values, int components, const char* type)
+	{
+		return addAccessor(addView(values), kFloat, values.size() / size_t(components), type);
+	}
+	/// A mesh of one primitive; returns the mesh index.
+	int addMesh(json attributes, int indices = -1, int material = -1, int mode = -1)
+	{
+		json prim = {{"attributes", std::move(attributes)}};
+		if (indices >= 0)
+			prim["indices"] = indices;
+		if (material >= 0)
+			prim["material"] = material;
+		if (mode >= 0)
+			prim["mode"] = mode;
+		doc["meshes"].push_back({{"primitives", json::array({prim})}});
+		return int(doc["meshes"].size()) - 1;
+	}
+	int addNode(json node)
+	{
+		doc["nodes"].push_back(std::move(node));
+		return int(doc["nodes"].size()) - 1;
+	}
+	void setScene(std::vector<int> roots)
+	{
+		doc["scenes"] = json::array({{{"nodes", roots}}});
+		doc["scene"] = 0;
+	}
+
+	void writeGlb(const std::string& path)
+	{
+		while (bin.size() % 4 != 0)
+			bin.push_back(0);
+		json d = doc;
+		if (!bin.empty())
+			d["buffers"] = json::array({{{"byteLength", bin.size()}}});
+		std::string text = d.dump();
+		while (text.size() % 4 != 0)
+			text.push_back(' ');
+		std::vector<uint8_t> out;
+		auto u32 = [&](uint32_t v)
+		{
+			for (int i = 0; i < 4; ++i)
+				out.push_back(uint8_t(v >> (8 * i)));
+		};
+		const uint32_t total = 12 + 8 + uint32_t(text.size()) + (bin.empty() ? 0 : 8 + uint32_t(bin.size()));
+		out.insert(out.end(), {'g', 'l', 'T', 'F'});
+		u32(2);
+		u32(total);
+		u32(uint32_t(text.size()));
+		u32(0x4E4F534A); // JSON
+		out.insert(out.end(), text.begin(), text.end());
+		if (!bin.empty())
+		{
+			u32(uint32_t(bin.size()));
+			u32(0x004E4942); // BIN
+			out.insert(out.end(), bin.begin(), bin.end());
+		}
+		std::ofstream(path, std::ios::binary)
+		    .write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size()));
+	}
+
+	void writeGltf(const std::string& path)
+	{
+		json d = doc;
+		if (!bin.empty())
+		{
+			std::string uri = "data:application/octet-stream;base64,";
+			uri.append(base64(bin));
+			d["buffers"] = json::array({{{"byteLength", bin.size()}, {"uri", uri}}});
+		}
+		std::ofstream(path) << d.dump(1);
+	}
+
+	static std::string base64(const std::vector<uint8_t>& data)
+	{
+		static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+		std::string out;
+		for (size_t i = 0; i < data.size(); i += 3)
+		{
+			uint32_t v = uint32_t(data[i]) << 16;
+			if (i + 1 < data.size())
+				v |= uint32_t(data[i + 1]) << 8;
+			if (i + 2 < data.size())
+				v |= data[i + 2];
+			out.push_back(kAlphabet[(v >> 18) & 63]);
+			out.push_back(kAlphabet[(v >> 12) & 63]);
+			out.push_back(i + 1 < data.size() ? kAlphabet[(v >> 6) & 63] : '=');
+			out.push_back(i + 2 < data.size() ? kAlphabet[v & 63] : '=');
+		}
+		return out;
+	}
+};
+
+template <typename T>
+std::vector<T> bytesAs(const scene::ArrayBuffer& b)
+{
+	std::vector<T> out(b.size() / sizeof(T));
+	if (!out.empty())
+		std::memcpy(out.data(), b.data(), out.size() * sizeof(T));
+	return out;
+}
+
+template <typename T>
+T uniformAs(const scene::RenderObject& o, const std::string& name)
+{
+	return std::get<T>(o.uniforms.at(name).force());
+}
+
+const std::vector<float> kTrianglePositions = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+const std::vector<float> kTriangleNormals = {0, 0, 1, 0, 0, 1, 0, 0, 1};
+
+class GltfImport : public ::testing::Test
+{
+protected:
+	void SetUp() override
+	{
+		std::string name = "quokka_gltf_test_";
+		name.append(std::to_string(getpid())).append("_");
+		name.append(::testing::UnitTest::GetInstance()->current_test_info()->name());
+		dir_ = fs::temp_directory_path() / name;
+		fs::create_directories(dir_);
+	}
+	void TearDown() override
+	{
+		std::error_code ec;
+		fs::remove_all(dir_, ec);
+	}
+	std::string file(const char* name) const { return (dir_ / name).string(); }
+
+	static void expectOneLineNaming(const Error& e, const std::string& path)
+	{
+		EXPECT_EQ(e.message.find('\n'), std::string::npos) << e.message;
+		EXPECT_NE(e.message.find(path), std::string::npos) << e.message;
+	}
+
+	fs::path dir_;
+	app::SceneGlobals globals_;
+};
+
+TEST_F(GltfImport, HierarchyTrafosVertexDataAndBounds)
+{
+	// Interleaved positions + normals (byteStride 24) and u16 indices; parent translates, child scales.
+	GltfBuilder b;
+	std::vector<float> interleaved;
+	for (size_t v = 0; v < 3; ++v)
+		for (const auto* src : {&kTrianglePositions, &kTriangleNormals})
+			interleaved.insert(interleaved.end(), src->begin() + long(v * 3), src->begin() + long(v * 3 + 3));
+	const int view = b.addView(interleaved, 24);
+	const int pos = b.addAccessor(view, kFloat, 3, "VEC3", 0);
+	const int nrm = b.addAccessor(view, kFloat, 3, "VEC3", 12);
+	const int idx = b.addAccessor(b.addView(std::vector<uint16_t>{0, 1, 2}), kU16, 3, "SCALAR");
+	b.doc["materials"] = json::array({{{"pbrMetallicRoughness", {{"baseColorFactor", {0.5, 0.25, 1.0, 0.75}}}}}});
+	const int mesh = b.addMesh({{"POSITION", pos}, {"NORMAL", nrm}}, idx, 0);
+	const int child = b.addNode({{"mesh", mesh}, {"scale", {2.0, 2.0, 2.0}}});
+	const int parent = b.addNode({{"translation", {1.0, 2.0, 3.0}}, {"children", {child}}});
+	b.setScene({parent});
+	const std::string path = file("hierarchy.gltf");
+	b.writeGltf(path);
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_TRUE(result.ok()) << result.error().message;
+	const app::GeneratedScene& s = result.value();
+	ASSERT_EQ(s.objects.size(), 1u);
+	EXPECT_EQ(s.triangles, 1u);
+	const scene::RenderObject& o = *s.objects[0];
+
+	const math::Trafo3d model = uniformAs<math::Trafo3d>(o, "ModelTrafo");
+	const math::Trafo3d expected = math::Trafo3d::translation({1, 2, 3}) * math::Trafo3d::scale(2.0);
+	for (int c = 0; c < 4; ++c)
+		for (int r = 0; r < 4; ++r)
+		{
+			EXPECT_DOUBLE_EQ(model.forward[c][r], expected.forward[c][r]) << c << "," << r;
+			EXPECT_DOUBLE_EQ(model.backward[c][r], expected.backward[c][r]) << c << "," << r;
+		}
+	EXPECT_EQ(uniformAs<math::V4f>(o, "ConstantColor"), math::V4f(0.5f, 0.25f, 1.0f, 0.75f));
+	for (const char* name : {"ViewTrafo", "ProjTrafo", "LightLocation"})
+		EXPECT_TRUE(o.uniforms.count(name)) << name;
+
+	const scene::BufferView& positions = o.attributes.at("Positions");
+	EXPECT_EQ(positions.format, VK_FORMAT_R32G32B32_SFLOAT);
+	EXPECT_EQ(bytesAs<float>(positions.buffer.force()), kTrianglePositions);
+	EXPECT_EQ(bytesAs<float>(o.attributes.at("Normals").buffer.force()), kTriangleNormals);
+	EXPECT_FALSE(o.attributes.count("DiffuseColorCoordinates"));
+	EXPECT_TRUE(o.textures.empty());
+	ASSERT_TRUE(o.indices.has_value());
+	EXPECT_EQ(o.indices->format, VK_FORMAT_R16_UINT);
+	EXPECT_EQ(bytesAs<uint16_t>(o.indices->buffer.force()), (std::vector<uint16_t>{0, 1, 2}));
+	const scene::DrawCall dc = o.draw_call.force();
+	EXPECT_TRUE(dc.indexed);
+	EXPECT_EQ(dc.count, 3u);
+
+	// World space: (0..2, 0..2, 0) scaled, then moved by (1, 2, 3).
+	EXPECT_EQ(s.bounds.min, math::V3d(1, 2, 3));
+	EXPECT_EQ(s.bounds.max, math::V3d(3, 4, 3));
+}
+
+TEST_F(GltfImport, GlobalsUniformsFollowTheCvals)
+{
+	auto u = globals_.uniforms();
+	ASSERT_EQ(u.size(), 3u);
+	globals_.light_location.setValue(math::V3f(1, 2, 3));
+	EXPECT_EQ(std::get<math::V3f>(u.at("LightLocation").force()), math::V3f(1, 2, 3));
+	globals_.view.setValue(math::Trafo3d::translation({0, 0, -5}));
+	EXPECT_EQ(std::get<math::Trafo3d>(u.at("ViewTrafo").force()), math::Trafo3d::translation({0, 0, -5}));
+}
+
+TEST_F(GltfImport, U8IndicesWidenToU16AndU32StayU32)
+{
+	GltfBuilder b;
+	const int pos = b.addFloats({0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0}, 3, "VEC3");
+	const int nrm = b.addFloats({0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1}, 3, "VEC3");
+	const int i8 = b.addAccessor(b.addView(std::vector<uint8_t>{0, 1, 2, 2, 1, 3}), kU8, 6, "SCALAR");
+	const int i32 = b.addAccessor(b.addView(std::vector<uint32_t>{3, 2, 1}), kU32, 3, "SCALAR");
+	const int m8 = b.addMesh({{"POSITION", pos}, {"NORMAL", nrm}}, i8);
+	const int m32 = b.addMesh({{"POSITION", pos}, {"NORMAL", nrm}}, i32);
+	b.setScene({b.addNode({{"mesh", m8}}), b.addNode({{"mesh", m32}})});
+	const std::string path = file("indices.glb");
+	b.writeGlb(path);
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_TRUE(result.ok()) << result.error().message;
+	ASSERT_EQ(result->objects.size(), 2u);
+	EXPECT_EQ(result->triangles, 3u);
+	const scene::RenderObject& o8 = *result->objects[0];
+	ASSERT_TRUE(o8.indices.has_value());
+	EXPECT_EQ(o8.indices->format, VK_FORMAT_R16_UINT);
+	EXPECT_EQ(bytesAs<uint16_t>(o8.indices->buffer.force()), (std::vector<uint16_t>{0, 1, 2, 2, 1, 3}));
+	EXPECT_EQ(o8.draw_call.force().count, 6u);
+	const scene::RenderObject& o32 = *result->objects[1];
+	ASSERT_TRUE(o32.indices.has_value());
+	EXPECT_EQ(o32.indices->format, VK_FORMAT_R32_UINT);
+	EXPECT_EQ(bytesAs<uint32_t>(o32.indices->buffer.force()), (std::vector<uint32_t>{3, 2, 1}));
+	EXPECT_EQ(result->bounds.min, math::V3d(0, 0, 0));
+	EXPECT_EQ(result->bounds.max, math::V3d(1, 1, 0));
+}
+
+TEST_F(GltfImport, BaseColorTextureIsDecodedToRgba8)
+{
+	// A 2×2 RGB PNG inside a bufferView; tinygltf decodes it and the importer expands it to RGBA8.
+	const std::vector<uint8_t> rgb = {255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255};
+	std::vector<uint8_t> png;
+	stbi_write_png_to_func(
+	    [](void* ctx, void* data, int size)
+	    {
+		    auto* out = static_cast<std::vector<uint8_t>*>(ctx);
+		    out->insert(out->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
+	    },
+	    &png, 2, 2, 3, rgb.data(), 6);
+	ASSERT_FALSE(png.empty());
+
+	GltfBuilder b;
+	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
+	const int nrm = b.addFloats(kTriangleNormals, 3, "VEC3");
+	const int uv = b.addFloats({0, 0, 1, 0, 0, 1}, 2, "VEC2");
+	const int png_view = b.addView(png);
+	b.doc["images"] = json::array({{{"bufferView", png_view}, {"mimeType", "image/png"}}});
+	b.doc["samplers"] = json::array({{{"magFilter", 9728}, {"wrapS", 33071}}});
+	b.doc["textures"] = json::array({{{"source", 0}, {"sampler", 0}}});
+	b.doc["materials"] = json::array({{{"pbrMetallicRoughness", {{"baseColorTexture", {{"index", 0}}}}}}});
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}, {"NORMAL", nrm}, {"TEXCOORD_0", uv}}, -1, 0)}})});
+	const std::string path = file("textured.glb");
+	b.writeGlb(path);
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_TRUE(result.ok()) << result.error().message;
+	ASSERT_EQ(result->objects.size(), 1u);
+	const scene::RenderObject& o = *result->objects[0];
+	ASSERT_TRUE(o.textures.count("DiffuseColorTexture"));
+	const scene::TextureData tex = o.textures.at("DiffuseColorTexture").force();
+	EXPECT_EQ(tex.width, 2u);
+	EXPECT_EQ(tex.height, 2u);
+	EXPECT_TRUE(tex.srgb);
+	ASSERT_TRUE(tex.rgba8);
+	const std::vector<uint8_t> expected = {255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 255};
+	EXPECT_EQ(*tex.rgba8, expected);
+	EXPECT_EQ(o.samplers.at("DiffuseColorTexture").filter, scene::Filter::Nearest);
+	EXPECT_EQ(o.samplers.at("DiffuseColorTexture").address, scene::AddressMode::ClampToEdge);
+	const scene::BufferView& coords = o.attributes.at("DiffuseColorCoordinates");
+	EXPECT_EQ(coords.format, VK_FORMAT_R32G32_SFLOAT);
+	EXPECT_EQ(bytesAs<float>(coords.buffer.force()), (std::vector<float>{0, 0, 1, 0, 0, 1}));
+	EXPECT_EQ(uniformAs<math::V4f>(o, "ConstantColor"), math::V4f(1.0f));
+	EXPECT_EQ(o.effect.stages().size(), 4u); // trafo, constantColor, diffuseTexture, simpleLighting
+	EXPECT_FALSE(o.draw_call.force().indexed);
+}
+
+TEST_F(GltfImport, MissingNormalsBecomeFlatNormals)
+{
+	// Two triangles sharing an edge, folded 90° (one in z = 0, one in x = 0); indexed input is un-indexed.
+	GltfBuilder b;
+	const int pos = b.addFloats({0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1}, 3, "VEC3");
+	const int idx = b.addAccessor(b.addView(std::vector<uint16_t>{0, 1, 2, 0, 2, 3}), kU16, 6, "SCALAR");
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}}, idx)}})});
+	const std::string path = file("flat.glb");
+	b.writeGlb(path);
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_TRUE(result.ok()) << result.error().message;
+	const scene::RenderObject& o = *result->objects[0];
+	EXPECT_FALSE(o.indices.has_value());
+	EXPECT_FALSE(o.draw_call.force().indexed);
+	EXPECT_EQ(o.draw_call.force().count, 6u);
+	EXPECT_EQ(bytesAs<float>(o.attributes.at("Positions").buffer.force()),
+	          (std::vector<float>{0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1}));
+	EXPECT_EQ(bytesAs<float>(o.attributes.at("Normals").buffer.force()),
+	          (std::vector<float>{0, 0, 1, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 0, 1, 0, 0}));
+	EXPECT_EQ(result->triangles, 2u);
+}
+
+TEST_F(GltfImport, MissingFileIsIo)
+{
+	const std::string path = file("does_not_exist.glb");
+	auto result = app::importGltf(path, globals_);
+	ASSERT_FALSE(result.ok());
+	EXPECT_EQ(result.error().code, ErrorCode::Io);
+	expectOneLineNaming(result.error(), path);
+}
+
+TEST_F(GltfImport, TruncatedGlbIsInvalidArgument)
+{
+	GltfBuilder b;
+	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}})}})});
+	const std::string path = file("truncated.glb");
+	b.writeGlb(path);
+	ASSERT_TRUE(app::importGltf(path, globals_).ok());
+	fs::resize_file(path, fs::file_size(path) / 2);
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_FALSE(result.ok());
+	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
+	expectOneLineNaming(result.error(), path);
+	EXPECT_NE(result.error().message.find("truncated"), std::string::npos) << result.error().message;
+}
+
+TEST_F(GltfImport, MissingExternalBufferIsIo)
+{
+	GltfBuilder b;
+	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}})}})});
+	b.doc["buffers"] = json::array({{{"byteLength", b.bin.size()}, {"uri", "missing.bin"}}});
+	const std::string path = file("external.gltf");
+	std::ofstream(path) << b.doc.dump();
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_FALSE(result.ok());
+	EXPECT_EQ(result.error().code, ErrorCode::Io);
+	expectOneLineNaming(result.error(), path);
+}
+
+TEST_F(GltfImport, MalformedJsonIsInvalidArgument)
+{
+	const std::string path = file("broken.gltf");
+	std::ofstream(path) << "{\"asset\": {\"version\": \"2.0\"},\n \"nodes\": [\n";
+	auto result = app::importGltf(path, globals_);
+	ASSERT_FALSE(result.ok());
+	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
+	expectOneLineNaming(result.error(), path);
+}
+
+TEST_F(GltfImport, OutOfRangeIndexIsInvalidArgument)
+{
+	GltfBuilder b;
+	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
+	const int idx = b.addAccessor(b.addView(std::vector<uint16_t>{0, 1, 3}), kU16, 3, "SCALAR");
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}}, idx)}})});
+	const std::string path = file("bad_index.glb");
+	b.writeGlb(path);
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_FALSE(result.ok());
+	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
+	expectOneLineNaming(result.error(), path);
+	EXPECT_NE(result.error().message.find("out of range"), std::string::npos) << result.error().message;
+}
+
+TEST_F(GltfImport, AccessorPastItsBufferViewIsInvalidArgument)
+{
+	GltfBuilder b;
+	const int view = b.addView(kTrianglePositions);
+	const int pos = b.addAccessor(view, kFloat, 4, "VEC3"); // 48 bytes from a 36-byte view
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}})}})});
+	const std::string path = file("overrun.glb");
+	b.writeGlb(path);
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_FALSE(result.ok());
+	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
+	expectOneLineNaming(result.error(), path);
+}
+
+TEST_F(GltfImport, NodeCycleIsInvalidArgument)
+{
+	GltfBuilder b;
+	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
+	const int mesh = b.addMesh({{"POSITION", pos}});
+	b.addNode({{"mesh", mesh}, {"children", {1}}});
+	b.addNode({{"children", {0}}});
+	b.setScene({0});
+	const std::string path = file("cycle.glb");
+	b.writeGlb(path);
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_FALSE(result.ok());
+	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
+	expectOneLineNaming(result.error(), path);
+}
+
+TEST_F(GltfImport, NonTriangleModeIsUnsupported)
+{
+	GltfBuilder b;
+	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}}, -1, -1, 1)}})}); // LINES
+	const std::string path = file("lines.glb");
+	b.writeGlb(path);
+
+	auto result = app::importGltf(path, globals_);
+	ASSERT_FALSE(result.ok());
+	EXPECT_EQ(result.error().code, ErrorCode::Unsupported);
+	expectOneLineNaming(result.error(), path);
+}
+
+} // namespace
