@@ -431,8 +431,8 @@ void DynamicState::apply(VkCommandBuffer cmd) const
 	vkCmdSetStencilTestEnable(cmd, stencil_test);
 	vkCmdSetStencilOp(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, stencil_fail, stencil_pass, stencil_depth_fail,
 	                  stencil_compare);
-	vkCmdSetStencilCompareMask(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, 0xff);
-	vkCmdSetStencilWriteMask(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, 0xff);
+	vkCmdSetStencilCompareMask(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, stencil_compare_mask);
+	vkCmdSetStencilWriteMask(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, stencil_write_mask);
 	vkCmdSetStencilReference(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, stencil_reference);
 }
 

@@ -114,3 +114,14 @@ inline Error makeError(ErrorCode code, std::string message)
 		if (!quokka_try_result_.ok())                                                                                  \
 			return quokka_try_result_.error();                                                                         \
 	} while (0)
+
+#define QUOKKA_CONCAT_INNER_(a, b) a##b
+#define QUOKKA_CONCAT_(a, b) QUOKKA_CONCAT_INNER_(a, b)
+/// Declares `var` from the value of an expression yielding Result<T>, or propagates its error:
+/// `QUOKKA_TRY_ASSIGN(buffer, device.createBuffer(desc));`
+#define QUOKKA_TRY_ASSIGN(var, expr) QUOKKA_TRY_ASSIGN_IMPL_(var, expr, QUOKKA_CONCAT_(quokka_try_, __LINE__))
+#define QUOKKA_TRY_ASSIGN_IMPL_(var, expr, tmp)                                                                        \
+	auto tmp = (expr);                                                                                                 \
+	if (!tmp.ok())                                                                                                     \
+		return tmp.error();                                                                                            \
+	auto var = std::move(tmp).value()

@@ -166,9 +166,9 @@ public:
 	/// Creates a buffer (one dedicated allocation; sub-allocation is the job of the arenas above). Errors:
 	/// InvalidArgument for size 0 or above the device limits, OutOfMemory when the driver refuses.
 	Result<BufferHandle> createBuffer(const BufferDesc& desc);
-	/// Creates a 2D image with one view. Errors as createBuffer.
+	/// Creates a 2D image (optionally with a mip chain) and one view over all levels. Errors as createBuffer.
 	Result<ImageHandle> createImage(const ImageDesc& desc);
-	/// Creates a sampler (filtering and addressing, no mipmaps beyond level 0 yet).
+	/// Creates a sampler (filtering, addressing, optional linear mipmapping and anisotropy).
 	Result<SamplerHandle> createSampler(const SamplerDesc& desc);
 	/// Builds a compute pipeline; descriptor and push-constant layouts come from SPIR-V reflection.
 	Result<PipelineHandle> createComputePipeline(const ComputePipelineDesc& desc);

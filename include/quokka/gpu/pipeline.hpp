@@ -82,6 +82,10 @@ struct DynamicState
 	VkStencilOp stencil_depth_fail = VK_STENCIL_OP_KEEP;
 	VkCompareOp stencil_compare = VK_COMPARE_OP_ALWAYS;
 	uint32_t stencil_reference = 0;
+	uint32_t stencil_compare_mask = 0xff;
+	uint32_t stencil_write_mask = 0xff;
+
+	bool operator==(const DynamicState&) const = default;
 
 	void apply(VkCommandBuffer cmd) const;
 };

@@ -16,6 +16,7 @@ namespace quokka::math
 using V2f = glm::vec2;
 using V3f = glm::vec3;
 using V4f = glm::vec4;
+using V2i = glm::ivec2;
 using V2d = glm::dvec2;
 using V3d = glm::dvec3;
 using V4d = glm::dvec4;

@@ -25,23 +25,28 @@ struct ClearCommand
 	std::map<std::string, adaptive::aval<math::V4f>> colors; ///< by attachment name; absent attachments keep content
 	std::optional<adaptive::aval<float>> depth;
 	std::optional<adaptive::aval<uint32_t>> stencil;
+	bool operator==(const ClearCommand&) const = default;
 };
 
 struct RenderCommand
 {
 	RenderTreePtr tree;
+	bool operator==(const RenderCommand&) const = default;
 };
 
 struct CopyCommand
 {
 	std::string attachment = "Colors";            ///< source colour attachment (resolved when multisampled)
 	adaptive::aval<gpu::ImageHandle> destination; ///< same size and format as the attachment
+	bool operator==(const CopyCommand&) const = default;
 };
 
 /// Records arbitrary commands into the task's command list, outside any render pass.
 struct CustomCommand
 {
 	std::function<void(gpu::CommandList&)> record;
+	/// Functions have no equality: two custom commands are never equal (a replaced one always counts as a change).
+	bool operator==(const CustomCommand&) const { return false; }
 };
 
 using Command = std::variant<ClearCommand, RenderCommand, CopyCommand, CustomCommand>;

@@ -22,6 +22,7 @@
 
 #include <quokka/adaptive/aval.hpp>
 #include <quokka/fx/effect.hpp>
+#include <quokka/gpu/image.hpp>
 #include <quokka/math/math.hpp>
 #include <quokka/scene/pipeline_state.hpp>
 
@@ -87,6 +88,11 @@ adaptive::aval<UniformValue> uniform(const adaptive::aval<T>& value)
 	return adaptive::map(value, [](const T& v) { return UniformValue(v); });
 }
 template <typename T>
+adaptive::aval<UniformValue> uniform(const adaptive::cval<T>& value)
+{
+	return uniform(static_cast<const adaptive::aval<T>&>(value));
+}
+template <typename T>
 adaptive::aval<UniformValue> uniform(const T& constant_value)
 {
 	return adaptive::constant(UniformValue(constant_value));
@@ -112,16 +118,18 @@ struct SamplerState
 	bool operator==(const SamplerState&) const = default;
 };
 
-/// Host RGBA8 pixels of a 2D texture (rows top to bottom). Equality is identity of the pixel storage.
+/// A 2D texture: host RGBA8 pixels (rows top to bottom), or an image already on the GPU (`image`, e.g. the output of
+/// runtime::renderTo; sampled as it is, in SHADER_READ_ONLY_OPTIMAL). Equality is identity of the storage.
 struct TextureData
 {
 	uint32_t width = 0;
 	uint32_t height = 0;
 	std::shared_ptr<const std::vector<uint8_t>> rgba8;
 	bool srgb = true;
+	gpu::ImageHandle image;
 	bool operator==(const TextureData& o) const
 	{
-		return width == o.width && height == o.height && rgba8 == o.rgba8 && srgb == o.srgb;
+		return width == o.width && height == o.height && rgba8 == o.rgba8 && srgb == o.srgb && image == o.image;
 	}
 };
 

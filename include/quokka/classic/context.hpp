@@ -1,0 +1,225 @@
+// quokka/classic/context.hpp — the device-level caches of the classic (per-object) render path.
+//
+// One Context serves every ScenePass of a runtime: compiled effects (fx::EffectCompiler), graphics pipelines keyed by
+// (effect, framebuffer signature, pipeline-state *values* without the dynamic parts, vertex layout), samplers by
+// SamplerState, and the GPU copies of adaptive buffers and textures interned by the identity of their aval — a buffer
+// shared by 1,000 objects is uploaded once, on change, into the same range when the new size fits. Buffer data and
+// uniform blocks are sub-allocated from a few large arenas (one VkDeviceMemory per page, not per object); freed ranges
+// are reused only after the frames that may read them completed. Every upload of a frame goes through one staging
+// ring: one vkCmdCopyBuffer per arena page.
+//
+// Per frame: ScenePass::update() for each pass, then Context::upload(list) (outside a render pass), then
+// ScenePass::encode() inside it. Owner thread only (adaptive values).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <quokka/adaptive/core.hpp>
+#include <quokka/adaptive/resource.hpp>
+#include <quokka/base/offset_allocator.hpp>
+#include <quokka/base/result.hpp>
+#include <quokka/fx/compile.hpp>
+#include <quokka/gpu/buffer.hpp>
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/device.hpp>
+#include <quokka/gpu/image.hpp>
+#include <quokka/gpu/pipeline.hpp>
+#include <quokka/gpu/staging.hpp>
+#include <quokka/scene/render_object.hpp>
+
+namespace quokka::classic
+{
+
+/// A sub-allocator of GPU buffer memory: pages of `page_bytes` (larger requests get a page of their own), each managed
+/// by an OffsetAllocator in units of `unit` bytes (so every range is `unit`-aligned). Frees are deferred until the
+/// work submitted so far completed. validate() checks every page's allocator (debug builds and tests).
+class BufferArena
+{
+public:
+	struct Range
+	{
+		gpu::BufferHandle buffer;
+		uint64_t offset = 0; ///< bytes into buffer
+		uint64_t size = 0;   ///< bytes reserved (≥ the request, a multiple of the unit)
+		uint32_t page = 0;
+		Allocation allocation;
+		bool valid() const { return buffer != nullptr; }
+	};
+
+	BufferArena(gpu::Device& device, gpu::BufferUsage usage, uint32_t unit, uint64_t page_bytes, std::string name);
+	~BufferArena();
+	BufferArena(const BufferArena&) = delete;
+	BufferArena& operator=(const BufferArena&) = delete;
+
+	/// Reserves at least `bytes` (> 0). Errors: OutOfMemory.
+	Result<Range> allocate(uint64_t bytes);
+	/// Returns `range` once the work submitted so far completed; resets `range`. Invalid ranges are ignored.
+	void release(Range& range);
+	/// Checks every page's allocator invariants; returns the first violation.
+	Result<void> validate() const;
+	uint64_t reservedBytes() const; ///< bytes of live ranges
+	uint64_t pageBytes() const;     ///< bytes of GPU buffers held
+	uint32_t pageCount() const;
+
+private:
+	struct Page
+	{
+		gpu::BufferHandle buffer;
+		OffsetAllocator allocator;
+		bool dedicated = false;
+	};
+	struct State
+	{
+		std::vector<std::unique_ptr<Page>> pages;
+		uint64_t reserved = 0;
+	};
+	gpu::Device* device_;
+	gpu::BufferUsage usage_;
+	uint32_t unit_;
+	uint64_t page_bytes_;
+	std::string name_;
+	std::shared_ptr<State> state_; // shared with deferred frees, which skip it once the arena is gone
+};
+
+/// Cumulative counters of a Context (tests and the frame summary take differences).
+struct ContextStats
+{
+	uint64_t pipelines_created = 0;
+	uint64_t pipeline_cache_hits = 0;
+	uint64_t buffer_uploads = 0;  ///< adaptive buffers written (first upload or change)
+	uint64_t texture_uploads = 0; ///< textures written
+	uint64_t upload_bytes = 0;    ///< bytes of buffer and texture uploads
+	uint64_t buffer_reallocations = 0;
+};
+
+class BufferResource;
+class TextureResource;
+
+/// The pipeline-relevant description of one draw; built by ScenePass, interned by Context::pipeline().
+struct PipelineRequest
+{
+	fx::CompiledEffectPtr effect;
+	std::vector<VkVertexInputBindingDescription> bindings;
+	std::vector<VkVertexInputAttributeDescription> attributes;
+	VkPrimitiveTopology topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST;
+	std::vector<VkFormat> color_formats;
+	std::vector<VkPipelineColorBlendAttachmentState> blend;
+	VkFormat depth_format = VK_FORMAT_UNDEFINED;
+	VkSampleCountFlagBits samples = VK_SAMPLE_COUNT_1_BIT;
+	bool alpha_to_coverage = false;
+	bool depth_clamp = false;
+};
+
+/// A cached pipeline and its creation serial (a deterministic sort key).
+struct PipelineEntry
+{
+	gpu::PipelineHandle pipeline;
+	uint64_t serial = 0;
+};
+
+class Context
+{
+public:
+	static Result<std::unique_ptr<Context>> create(gpu::Device& device);
+	~Context();
+	Context(const Context&) = delete;
+	Context& operator=(const Context&) = delete;
+
+	gpu::Device& device() { return *device_; }
+	fx::EffectCompiler& effects() { return effects_; }
+	gpu::StagingRing& staging() { return staging_; }
+	BufferArena& uniformArena() { return uniform_arena_; }
+
+	/// The pipeline for `request`, created on first use. Errors as Device::createGraphicsPipeline.
+	Result<const PipelineEntry*> pipeline(const PipelineRequest& request);
+	/// The sampler for `state`, created on first use.
+	Result<gpu::SamplerHandle> sampler(const scene::SamplerState& state);
+	/// The GPU copy of `buffer` (interned by aval identity; alive while a Ref is held). Uploaded by upload().
+	adaptive::Ref<BufferResource> buffer(const adaptive::aval<scene::ArrayBuffer>& buffer);
+	/// The GPU copy of `texture` (interned by aval identity). Uploaded by upload().
+	adaptive::Ref<TextureResource> texture(const adaptive::aval<scene::TextureData>& texture);
+
+	/// Brings every new or changed buffer and texture up to date: buffer bytes go into the staging ring, texture
+	/// uploads are recorded into `list`; then flushes the staging ring into `list`. Call outside a render pass, after
+	/// the passes' update() and before their encode(). Errors: OutOfMemory, InvalidArgument (a malformed texture).
+	Result<void> upload(gpu::CommandList& list);
+
+	const ContextStats& stats() const { return stats_; }
+	/// Checks the arenas' invariants.
+	Result<void> validate() const;
+
+	// Internal (resources queue themselves when marked).
+	void queueBuffer(BufferResource* resource);
+	void queueTexture(TextureResource* resource);
+	void forgetBuffer(const adaptive::AdaptiveObject* node);
+	void forgetTexture(const adaptive::AdaptiveObject* node);
+	BufferArena& dataArena() { return data_arena_; }
+	ContextStats& mutableStats() { return stats_; }
+
+private:
+	explicit Context(gpu::Device& device);
+
+	gpu::Device* device_;
+	fx::EffectCompiler effects_;
+	gpu::StagingRing staging_;
+	BufferArena data_arena_;
+	BufferArena uniform_arena_;
+	std::unordered_map<std::string, std::unique_ptr<PipelineEntry>> pipelines_;
+	std::map<std::tuple<int, int, bool>, gpu::SamplerHandle> samplers_;
+	std::unordered_map<const adaptive::AdaptiveObject*, BufferResource*> buffers_;
+	std::unordered_map<const adaptive::AdaptiveObject*, TextureResource*> textures_;
+	std::vector<adaptive::Ref<BufferResource>> dirty_buffers_;
+	std::vector<adaptive::Ref<TextureResource>> dirty_textures_;
+	ContextStats stats_;
+};
+
+/// The GPU copy of one adaptive buffer: an arena range re-written in place when a new value fits, reallocated when it
+/// grows. Marked when its aval changes; Context::upload() writes it.
+class BufferResource final : public adaptive::AdaptiveObject
+{
+public:
+	BufferResource(Context& context, adaptive::aval<scene::ArrayBuffer> source);
+	~BufferResource() override;
+	/// Reads the aval and queues the bytes. Called by Context::upload().
+	Result<void> update();
+	const BufferArena::Range& range() const { return range_; }
+	uint64_t bytes() const { return bytes_; } ///< size of the uploaded value
+	bool queued = false;
+
+protected:
+	void inputChanged(adaptive::AdaptiveObject* input) override;
+
+private:
+	Context* context_;
+	adaptive::aval<scene::ArrayBuffer> source_;
+	BufferArena::Range range_;
+	uint64_t bytes_ = 0;
+};
+
+/// The GPU copy of one adaptive texture (RGBA8, full mip chain). A new value creates a new image; the old one is
+/// destroyed once the frames using it completed.
+class TextureResource final : public adaptive::AdaptiveObject
+{
+public:
+	TextureResource(Context& context, adaptive::aval<scene::TextureData> source);
+	~TextureResource() override;
+	Result<void> update(gpu::CommandList& list);
+	const gpu::ImageHandle& image() const { return image_; }
+	bool queued = false;
+
+protected:
+	void inputChanged(adaptive::AdaptiveObject* input) override;
+
+private:
+	Context* context_;
+	adaptive::aval<scene::TextureData> source_;
+	adaptive::detail::ResourceNode<scene::TextureData>* resource_ = nullptr;
+	gpu::ImageHandle image_;
+};
+
+} // namespace quokka::classic

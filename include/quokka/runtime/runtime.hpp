@@ -1,0 +1,161 @@
+// quokka/runtime/runtime.hpp — Runtime, RenderTask, framebuffers and renderTo: how applications drive the renderers.
+//
+// A Runtime owns the device-level caches (classic::Context). compile(signature, commands) gives a RenderTask over an
+// adaptive list of Commands; the concrete framebuffer is supplied at run(), so one task renders into any framebuffer
+// of its signature. run() records one frame into a command list: every Render command's ScenePass pulls its changes,
+// all uploads of the frame go out as one batch, then the commands are encoded in order — a Clear immediately followed
+// by a Render becomes one pass with clearing load ops; a lone Clear is a pass with no draws. renderTo() renders a
+// scene offscreen into an adaptive texture (an AdaptiveResource): allocated when a first GPU user acquires it,
+// re-rendered within the frame that uses it only when its scene changed, freed on the last release.
+// Owner thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <quokka/adaptive/alist.hpp>
+#include <quokka/adaptive/resource.hpp>
+#include <quokka/base/result.hpp>
+#include <quokka/classic/context.hpp>
+#include <quokka/classic/scene_pass.hpp>
+#include <quokka/gpu/device.hpp>
+#include <quokka/gpu/image.hpp>
+#include <quokka/scene/command.hpp>
+#include <quokka/scene/framebuffer_signature.hpp>
+
+namespace quokka::runtime
+{
+
+/// Images matching a FramebufferSignature: colour attachments in location order (multisampled when samples > 1, then
+/// with single-sample resolve targets), and an optional depth attachment.
+struct Framebuffer
+{
+	scene::FramebufferSignature signature;
+	std::vector<gpu::ImageHandle> colors;
+	std::vector<gpu::ImageHandle> resolves; ///< one per colour when multisampled, else empty
+	gpu::ImageHandle depth;
+	uint32_t width = 0;
+	uint32_t height = 0;
+
+	/// The single-sample image holding colour attachment `name` after a pass (the resolve target when multisampled);
+	/// nullptr for an unknown name.
+	gpu::ImageHandle output(const std::string& name = "Colors") const;
+};
+
+/// Creates the images of `signature` at width × height. Colour outputs get Sampled | TransferSrc | TransferDst usage.
+/// Errors: InvalidArgument (zero or too large sizes, unsupported sample counts), OutOfMemory.
+Result<Framebuffer> createFramebuffer(gpu::Device& device, const scene::FramebufferSignature& signature, uint32_t width,
+                                      uint32_t height);
+
+/// Counters of the last RenderTask::run(), summed over its Render commands.
+struct TaskStats
+{
+	classic::PassStats passes; ///< summed; update_ms/encode_ms are the sums of the passes'
+	uint32_t render_passes = 0;
+	uint32_t render_targets = 0; ///< renderTo targets re-rendered this frame
+	double update_ms = 0.0;      ///< CPU: pulling changes and preparing (all passes + uploads)
+	double encode_ms = 0.0;      ///< CPU: recording
+};
+
+class Runtime;
+class RenderTarget;
+
+class RenderTask
+{
+public:
+	~RenderTask();
+	RenderTask(const RenderTask&) = delete;
+	RenderTask& operator=(const RenderTask&) = delete;
+
+	/// Records one frame of the commands into `list`, rendering into `framebuffer` (whose signature must equal the
+	/// task's). Errors: InvalidArgument (signature or size mismatch, a bad object), OutOfMemory.
+	Result<void> run(gpu::CommandList& list, Framebuffer& framebuffer);
+	const TaskStats& stats() const { return stats_; }
+	const scene::FramebufferSignature& signature() const { return signature_; }
+	/// The ScenePasses of the Render commands in command order (tests, diagnostics).
+	std::vector<const classic::ScenePass*> passes() const;
+
+private:
+	friend class Runtime;
+	friend class RenderTarget;
+	RenderTask(Runtime& runtime, scene::FramebufferSignature signature, adaptive::alist<scene::Command> commands);
+	/// Pulls the command list and updates every pass; true when anything changed (renderTo skips unchanged frames).
+	Result<bool> update();
+	Result<void> encode(gpu::CommandList& list, Framebuffer& framebuffer);
+
+	struct Entry
+	{
+		scene::Command command;
+		std::unique_ptr<classic::ScenePass> pass; ///< Render commands
+	};
+	Runtime* runtime_;
+	scene::FramebufferSignature signature_;
+	adaptive::ListReader<scene::Command> reader_;
+	std::map<adaptive::Index, Entry> entries_;
+	TaskStats stats_;
+};
+
+/// An offscreen scene: its framebuffer is an AdaptiveResource and texture(name) an adaptive texture over it.
+class RenderTarget
+{
+public:
+	~RenderTarget();
+	/// The adaptive texture of colour attachment `name`: usable as a RenderObject texture. Acquired by the GPU users
+	/// that sample it; the framebuffer exists only while one does.
+	adaptive::aval<scene::TextureData> texture(const std::string& name = "Colors");
+	/// True while the framebuffer is allocated.
+	bool allocated() const { return framebuffer_ != nullptr; }
+	/// Times the inner scene was rendered.
+	uint64_t renders() const { return renders_; }
+
+private:
+	friend class Runtime;
+	RenderTarget(Runtime& runtime, scene::FramebufferSignature signature, adaptive::alist<scene::Command> commands,
+	             adaptive::aval<math::V2i> size);
+	Result<void> render(gpu::CommandList& list);
+
+	Runtime* runtime_;
+	scene::FramebufferSignature signature_;
+	std::unique_ptr<RenderTask> task_;
+	adaptive::aval<math::V2i> size_;
+	adaptive::AdaptiveResource<std::shared_ptr<Framebuffer>> resource_;
+	std::map<std::string, adaptive::aval<scene::TextureData>> textures_;
+	Framebuffer* framebuffer_ = nullptr;
+	bool fresh_ = true;
+	uint64_t renders_ = 0;
+};
+
+class Runtime
+{
+public:
+	static Result<std::unique_ptr<Runtime>> create(gpu::Device& device);
+	~Runtime();
+	Runtime(const Runtime&) = delete;
+	Runtime& operator=(const Runtime&) = delete;
+
+	gpu::Device& device() { return context_->device(); }
+	classic::Context& context() { return *context_; }
+
+	/// A task over `commands` for framebuffers of `signature`.
+	std::unique_ptr<RenderTask> compile(const scene::FramebufferSignature& signature,
+	                                    adaptive::alist<scene::Command> commands);
+	/// An offscreen scene of `size` pixels (re-allocated when the size changes).
+	std::shared_ptr<RenderTarget> renderTo(const scene::FramebufferSignature& signature,
+	                                       adaptive::alist<scene::Command> commands, adaptive::aval<math::V2i> size);
+
+private:
+	friend class RenderTask;
+	friend class RenderTarget;
+	explicit Runtime(std::unique_ptr<classic::Context> context) : context_(std::move(context)) {}
+	/// Renders every allocated target whose scene changed, before the frame's own passes.
+	Result<uint32_t> renderTargets(gpu::CommandList& list);
+
+	std::unique_ptr<classic::Context> context_;
+	std::set<RenderTarget*> live_targets_;
+};
+
+} // namespace quokka::runtime

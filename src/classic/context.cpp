@@ -1,0 +1,471 @@
+// The classic path's device-level caches: buffer arenas, pipelines, samplers, and the interned GPU copies of adaptive
+// buffers and textures.
+#include <quokka/classic/context.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include <quokka/base/assert.hpp>
+
+namespace quokka::classic
+{
+
+// ---- BufferArena ------------------------------------------------------------------------------------------------
+
+BufferArena::BufferArena(gpu::Device& device, gpu::BufferUsage usage, uint32_t unit, uint64_t page_bytes,
+                         std::string name)
+    : device_(&device), usage_(usage), unit_(unit), page_bytes_(page_bytes), name_(std::move(name)),
+      state_(std::make_shared<State>())
+{
+	QUOKKA_ASSERT(unit > 0 && page_bytes % unit == 0, "BufferArena: the page size must be a multiple of the unit");
+}
+
+BufferArena::~BufferArena()
+{
+	// Deferred frees still pending hold a weak reference and skip the arena; its pages die with it (the buffers'
+	// own destruction is deferred by the Device).
+	for (auto& page : state_->pages)
+		page->allocator.reset();
+}
+
+Result<BufferArena::Range> BufferArena::allocate(uint64_t bytes)
+{
+	if (bytes == 0)
+		return makeError(ErrorCode::InvalidArgument, name_ + ": zero-byte allocation");
+	const uint64_t units = (bytes + unit_ - 1) / unit_;
+	if (units >= kNoSpace)
+		return makeError(ErrorCode::OutOfMemory, name_ + ": allocation too large");
+	State& s = *state_;
+	auto place = [&](uint32_t index) -> std::optional<Range>
+	{
+		Page& page = *s.pages[index];
+		const Allocation a = page.allocator.allocate(uint32_t(units));
+		if (!a.valid())
+			return std::nullopt;
+		Range r;
+		r.buffer = page.buffer;
+		r.offset = uint64_t(a.offset) * unit_;
+		r.size = units * unit_;
+		r.page = index;
+		r.allocation = a;
+		s.reserved += r.size;
+		return r;
+	};
+	if (units * unit_ <= page_bytes_)
+	{
+		for (uint32_t i = 0; i < s.pages.size(); ++i)
+			if (s.pages[i] && !s.pages[i]->dedicated)
+				if (auto r = place(i))
+					return *r;
+	}
+	const bool dedicated = units * unit_ > page_bytes_;
+	const uint64_t size = dedicated ? units * unit_ : page_bytes_;
+	gpu::BufferDesc desc;
+	desc.size = size;
+	desc.usage = usage_;
+	desc.domain = gpu::MemoryDomain::DeviceLocal;
+	desc.name = name_ + " page " + std::to_string(s.pages.size());
+	QUOKKA_TRY_ASSIGN(buffer, device_->createBuffer(desc));
+	auto page = std::make_unique<Page>(Page{std::move(buffer), OffsetAllocator(uint32_t(size / unit_), 64), dedicated});
+	// Reuse a slot of a dropped dedicated page when there is one.
+	uint32_t index = uint32_t(s.pages.size());
+	for (uint32_t i = 0; i < s.pages.size(); ++i)
+		if (!s.pages[i])
+		{
+			index = i;
+			break;
+		}
+	if (index == s.pages.size())
+		s.pages.push_back(std::move(page));
+	else
+		s.pages[index] = std::move(page);
+	auto r = place(index);
+	QUOKKA_ASSERT(r.has_value(), "BufferArena: a fresh page must fit the request");
+	return *r;
+}
+
+void BufferArena::release(Range& range)
+{
+	if (!range.valid())
+		return;
+	std::weak_ptr<State> weak = state_;
+	const uint32_t page = range.page;
+	const Allocation a = range.allocation;
+	const uint64_t size = range.size;
+	range = Range{};
+	device_->destroyLater(
+	    [weak, page, a, size]
+	    {
+		    auto s = weak.lock();
+		    if (!s || page >= s->pages.size() || !s->pages[page])
+			    return;
+		    Page& p = *s->pages[page];
+		    const bool ok = p.allocator.free(a);
+		    QUOKKA_ASSERT(ok, "BufferArena: bad free");
+		    s->reserved -= size;
+		    if (p.dedicated && p.allocator.liveCount() == 0)
+			    s->pages[page].reset(); // large one-off ranges give their memory back
+	    });
+}
+
+Result<void> BufferArena::validate() const
+{
+	uint64_t live = 0;
+	for (const auto& page : state_->pages)
+	{
+		if (!page)
+			continue;
+		QUOKKA_TRY(page->allocator.validate());
+		live += (uint64_t(page->allocator.size()) - page->allocator.totalFree()) * unit_;
+	}
+	if (live != state_->reserved)
+		return makeError(ErrorCode::InvalidArgument, name_ + ": reserved bytes " + std::to_string(state_->reserved) +
+		                                                 " but the allocators hold " + std::to_string(live));
+	return {};
+}
+
+uint64_t BufferArena::reservedBytes() const
+{
+	return state_->reserved;
+}
+
+uint64_t BufferArena::pageBytes() const
+{
+	uint64_t total = 0;
+	for (const auto& page : state_->pages)
+		if (page)
+			total += page->buffer->size();
+	return total;
+}
+
+uint32_t BufferArena::pageCount() const
+{
+	return uint32_t(
+	    std::count_if(state_->pages.begin(), state_->pages.end(), [](const auto& p) { return p != nullptr; }));
+}
+
+// ---- Context ----------------------------------------------------------------------------------------------------
+
+namespace
+{
+constexpr gpu::BufferUsage kDataUsage = gpu::BufferUsage::Vertex | gpu::BufferUsage::Index | gpu::BufferUsage::Storage |
+                                        gpu::BufferUsage::TransferDst | gpu::BufferUsage::TransferSrc;
+constexpr gpu::BufferUsage kUniformUsage = gpu::BufferUsage::Uniform | gpu::BufferUsage::TransferDst;
+
+uint64_t dataPageBytes(const gpu::Device& device)
+{
+	return std::min<uint64_t>(64ull << 20, device.info().max_storage_buffer_range & ~uint64_t(255));
+}
+
+void appendBytes(std::string& key, const void* data, size_t size)
+{
+	key.append(static_cast<const char*>(data), size);
+}
+template <typename T>
+void appendValue(std::string& key, const T& value)
+{
+	static_assert(std::is_trivially_copyable_v<T>);
+	appendBytes(key, &value, sizeof(T));
+}
+} // namespace
+
+Context::Context(gpu::Device& device)
+    : device_(&device), effects_(device.shaderCompiler()), staging_(device),
+      data_arena_(device, kDataUsage, 16, dataPageBytes(device), "classic data arena"),
+      uniform_arena_(device, kUniformUsage, 256, 4ull << 20, "classic uniform arena")
+{
+}
+
+Result<std::unique_ptr<Context>> Context::create(gpu::Device& device)
+{
+	// The uniform arena's 256-byte unit satisfies every device: the spec caps minUniformBufferOffsetAlignment at 256.
+	return std::unique_ptr<Context>(new Context(device));
+}
+
+Context::~Context()
+{
+	// Resources only the upload queues hold (a frame failed before Context::upload) die here.
+	dirty_buffers_.clear();
+	dirty_textures_.clear();
+	QUOKKA_ASSERT(buffers_.empty() && textures_.empty(),
+	              "classic::Context destroyed while buffer or texture resources are alive (destroy passes first)");
+}
+
+Result<const PipelineEntry*> Context::pipeline(const PipelineRequest& r)
+{
+	std::string key;
+	key.reserve(256);
+	appendValue(key, r.effect->key);
+	for (const auto& b : r.bindings)
+		appendValue(key, b);
+	key.push_back('|');
+	for (const auto& a : r.attributes)
+		appendValue(key, a);
+	key.push_back('|');
+	appendValue(key, r.topology);
+	for (VkFormat f : r.color_formats)
+		appendValue(key, f);
+	key.push_back('|');
+	for (const auto& b : r.blend)
+		appendValue(key, b);
+	key.push_back('|');
+	appendValue(key, r.depth_format);
+	appendValue(key, r.samples);
+	appendValue(key, uint8_t(r.alpha_to_coverage));
+	appendValue(key, uint8_t(r.depth_clamp));
+	if (auto it = pipelines_.find(key); it != pipelines_.end())
+	{
+		++stats_.pipeline_cache_hits;
+		return it->second.get();
+	}
+	gpu::GraphicsPipelineDesc desc;
+	desc.vertex = *r.effect->vertex;
+	desc.fragment = *r.effect->fragment;
+	desc.vertex_bindings = r.bindings;
+	desc.vertex_attributes = r.attributes;
+	desc.topology = r.topology;
+	desc.color_formats = r.color_formats;
+	desc.depth_format = r.depth_format;
+	desc.samples = r.samples;
+	desc.alpha_to_coverage = r.alpha_to_coverage;
+	desc.depth_clamp = r.depth_clamp;
+	desc.blend = r.blend;
+	desc.name = "classic " + r.effect->key.hex().substr(0, 8);
+	QUOKKA_TRY_ASSIGN(pipeline, device_->createGraphicsPipeline(desc));
+	auto entry = std::make_unique<PipelineEntry>(PipelineEntry{std::move(pipeline), stats_.pipelines_created});
+	++stats_.pipelines_created;
+	const PipelineEntry* out = entry.get();
+	pipelines_.emplace(std::move(key), std::move(entry));
+	return out;
+}
+
+Result<gpu::SamplerHandle> Context::sampler(const scene::SamplerState& state)
+{
+	const auto key = std::make_tuple(int(state.filter), int(state.address), state.mipmaps);
+	if (auto it = samplers_.find(key); it != samplers_.end())
+		return it->second;
+	gpu::SamplerDesc desc;
+	desc.filter = state.filter == scene::Filter::Linear ? VK_FILTER_LINEAR : VK_FILTER_NEAREST;
+	switch (state.address)
+	{
+	case scene::AddressMode::Repeat:
+		desc.address = VK_SAMPLER_ADDRESS_MODE_REPEAT;
+		break;
+	case scene::AddressMode::ClampToEdge:
+		desc.address = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE;
+		break;
+	case scene::AddressMode::MirroredRepeat:
+		desc.address = VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT;
+		break;
+	}
+	desc.mipmaps = state.mipmaps;
+	desc.name = "classic sampler";
+	QUOKKA_TRY_ASSIGN(sampler, device_->createSampler(desc));
+	samplers_.emplace(key, sampler);
+	return sampler;
+}
+
+adaptive::Ref<BufferResource> Context::buffer(const adaptive::aval<scene::ArrayBuffer>& buffer)
+{
+	const adaptive::AdaptiveObject* node = buffer.node().get();
+	if (auto it = buffers_.find(node); it != buffers_.end())
+		return adaptive::Ref<BufferResource>(it->second);
+	auto r = adaptive::makeRef<BufferResource>(*this, buffer);
+	buffers_.emplace(node, r.get());
+	queueBuffer(r.get());
+	return r;
+}
+
+adaptive::Ref<TextureResource> Context::texture(const adaptive::aval<scene::TextureData>& texture)
+{
+	const adaptive::AdaptiveObject* node = texture.node().get();
+	if (auto it = textures_.find(node); it != textures_.end())
+		return adaptive::Ref<TextureResource>(it->second);
+	auto r = adaptive::makeRef<TextureResource>(*this, texture);
+	textures_.emplace(node, r.get());
+	queueTexture(r.get());
+	return r;
+}
+
+void Context::queueBuffer(BufferResource* resource)
+{
+	if (resource->queued)
+		return;
+	resource->queued = true;
+	dirty_buffers_.emplace_back(resource);
+}
+
+void Context::queueTexture(TextureResource* resource)
+{
+	if (resource->queued)
+		return;
+	resource->queued = true;
+	dirty_textures_.emplace_back(resource);
+}
+
+void Context::forgetBuffer(const adaptive::AdaptiveObject* node)
+{
+	buffers_.erase(node);
+}
+
+void Context::forgetTexture(const adaptive::AdaptiveObject* node)
+{
+	textures_.erase(node);
+}
+
+Result<void> Context::upload(gpu::CommandList& list)
+{
+	// Resources nobody holds any more (only the queue does) are dropped without uploading.
+	std::vector<adaptive::Ref<BufferResource>> buffers;
+	buffers.swap(dirty_buffers_);
+	for (auto& b : buffers)
+	{
+		b->queued = false;
+		if (b->refCount() > 1)
+			QUOKKA_TRY(b->update());
+	}
+	buffers.clear();
+	std::vector<adaptive::Ref<TextureResource>> textures;
+	textures.swap(dirty_textures_);
+	for (auto& t : textures)
+	{
+		t->queued = false;
+		if (t->refCount() > 1)
+			QUOKKA_TRY(t->update(list));
+	}
+	textures.clear();
+	staging_.flush(list,
+	               VK_PIPELINE_STAGE_2_VERTEX_INPUT_BIT | VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT |
+	                   VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT,
+	               VK_ACCESS_2_VERTEX_ATTRIBUTE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT | VK_ACCESS_2_UNIFORM_READ_BIT |
+	                   VK_ACCESS_2_SHADER_READ_BIT);
+	return {};
+}
+
+Result<void> Context::validate() const
+{
+	QUOKKA_TRY(data_arena_.validate());
+	QUOKKA_TRY(uniform_arena_.validate());
+	return {};
+}
+
+// ---- BufferResource ---------------------------------------------------------------------------------------------
+
+BufferResource::BufferResource(Context& context, adaptive::aval<scene::ArrayBuffer> source)
+    : AdaptiveObject(kWantsInputChanged), context_(&context), source_(std::move(source))
+{
+}
+
+BufferResource::~BufferResource()
+{
+	context_->forgetBuffer(source_.node().get());
+	context_->dataArena().release(range_);
+}
+
+void BufferResource::inputChanged(adaptive::AdaptiveObject*)
+{
+	context_->queueBuffer(this);
+}
+
+Result<void> BufferResource::update()
+{
+	beginEvaluation();
+	const scene::ArrayBuffer* value = nullptr;
+	try
+	{
+		value = &source_.getValue(adaptive::Token{this});
+	}
+	catch (const std::exception& e)
+	{
+		endEvaluation(false);
+		return makeError(ErrorCode::InvalidArgument, std::string("buffer value threw: ") + e.what());
+	}
+	endEvaluation(true);
+	const scene::ArrayBuffer data = *value; // keep the bytes alive across the upload
+	bytes_ = data.size();
+	if (bytes_ == 0)
+	{
+		context_->dataArena().release(range_);
+		return {};
+	}
+	if (!range_.valid() || range_.size < bytes_)
+	{
+		if (range_.valid())
+			++context_->mutableStats().buffer_reallocations;
+		context_->dataArena().release(range_);
+		QUOKKA_TRY_ASSIGN(range, context_->dataArena().allocate(bytes_));
+		range_ = std::move(range);
+	}
+	QUOKKA_TRY(context_->staging().write(range_.buffer, range_.offset, data.data(), bytes_));
+	ContextStats& s = context_->mutableStats();
+	++s.buffer_uploads;
+	s.upload_bytes += bytes_;
+	return {};
+}
+
+// ---- TextureResource --------------------------------------------------------------------------------------------
+
+TextureResource::TextureResource(Context& context, adaptive::aval<scene::TextureData> source)
+    : AdaptiveObject(kWantsInputChanged), context_(&context), source_(std::move(source))
+{
+	// A texture that is an AdaptiveResource (renderTo) lives while some GPU user holds it.
+	resource_ = dynamic_cast<adaptive::detail::ResourceNode<scene::TextureData>*>(source_.node().get());
+	if (resource_)
+		resource_->acquireResource();
+}
+
+TextureResource::~TextureResource()
+{
+	if (resource_)
+		resource_->releaseResource();
+	context_->forgetTexture(source_.node().get());
+}
+
+void TextureResource::inputChanged(adaptive::AdaptiveObject*)
+{
+	context_->queueTexture(this);
+}
+
+Result<void> TextureResource::update(gpu::CommandList& list)
+{
+	beginEvaluation();
+	const scene::TextureData* value = nullptr;
+	try
+	{
+		value = &source_.getValue(adaptive::Token{this});
+	}
+	catch (const std::exception& e)
+	{
+		endEvaluation(false);
+		return makeError(ErrorCode::InvalidArgument, std::string("texture value threw: ") + e.what());
+	}
+	endEvaluation(true);
+	const scene::TextureData data = *value;
+	if (data.image)
+	{
+		image_ = data.image; // already on the GPU (renderTo)
+		return {};
+	}
+	const uint64_t bytes = uint64_t(data.width) * data.height * 4;
+	if (data.width == 0 || data.height == 0 || !data.rgba8 || data.rgba8->size() != bytes)
+		return makeError(ErrorCode::InvalidArgument, "texture of " + std::to_string(data.width) + "x" +
+		                                                 std::to_string(data.height) + " needs " +
+		                                                 std::to_string(bytes) + " bytes of RGBA8 texels, has " +
+		                                                 std::to_string(data.rgba8 ? data.rgba8->size() : 0));
+	gpu::ImageDesc desc;
+	desc.width = data.width;
+	desc.height = data.height;
+	desc.format = data.srgb ? VK_FORMAT_R8G8B8A8_SRGB : VK_FORMAT_R8G8B8A8_UNORM;
+	desc.usage = gpu::ImageUsage::Sampled | gpu::ImageUsage::TransferDst | gpu::ImageUsage::TransferSrc;
+	desc.name = "classic texture";
+	desc.mip_levels = 0; // the full chain, generated on the GPU
+	QUOKKA_TRY_ASSIGN(image, context_->device().createImage(desc));
+	QUOKKA_TRY(gpu::recordImageUpload(list, *image, data.rgba8->data(), bytes));
+	image_ = std::move(image);
+	ContextStats& s = context_->mutableStats();
+	++s.texture_uploads;
+	s.upload_bytes += bytes;
+	return {};
+}
+
+} // namespace quokka::classic

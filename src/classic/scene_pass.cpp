@@ -1,0 +1,1199 @@
+// ScenePass: walkers over the render tree, prepared objects driven by the adaptive graph, derived standard uniforms,
+// and the per-draw encoder that skips redundant binds.
+#include <quokka/classic/scene_pass.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include <quokka/base/assert.hpp>
+#include <quokka/fx/types.hpp>
+
+namespace quokka::classic
+{
+
+using adaptive::AdaptiveObject;
+using adaptive::aval;
+using adaptive::Ref;
+using adaptive::Token;
+using scene::RenderObjectPtr;
+using scene::RenderTree;
+using scene::RenderTreePtr;
+using scene::UniformValue;
+
+namespace
+{
+
+double msSince(std::chrono::steady_clock::time_point t0)
+{
+	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string objectName(const scene::RenderObject& o)
+{
+	return "render object #" + std::to_string(o.id);
+}
+
+// ---- uniform values ---------------------------------------------------------------------------------------------
+
+math::Trafo3d asTrafo(const UniformValue& v)
+{
+	if (const auto* t = std::get_if<math::Trafo3d>(&v))
+		return *t;
+	if (const auto* m = std::get_if<math::M44f>(&v))
+		return math::Trafo3d::fromMatrix(math::M44d(*m));
+	return math::Trafo3d::identity();
+}
+
+/// The fx type of a uniform value plus its tightly packed column-major data.
+struct PackedValue
+{
+	fx::Type type;
+	float f[16];
+};
+
+PackedValue pack(const UniformValue& value)
+{
+	PackedValue p{};
+	std::visit(
+	    [&](const auto& v)
+	    {
+		    using T = std::decay_t<decltype(v)>;
+		    if constexpr (std::is_same_v<T, float>)
+		    {
+			    p.type = fx::F32;
+			    std::memcpy(p.f, &v, 4);
+		    }
+		    else if constexpr (std::is_same_v<T, int32_t>)
+		    {
+			    p.type = fx::I32;
+			    std::memcpy(p.f, &v, 4);
+		    }
+		    else if constexpr (std::is_same_v<T, uint32_t>)
+		    {
+			    p.type = fx::U32;
+			    std::memcpy(p.f, &v, 4);
+		    }
+		    else if constexpr (std::is_same_v<T, math::V2f>)
+		    {
+			    p.type = fx::V2f;
+			    std::memcpy(p.f, &v, 8);
+		    }
+		    else if constexpr (std::is_same_v<T, math::V3f>)
+		    {
+			    p.type = fx::V3f;
+			    std::memcpy(p.f, &v, 12);
+		    }
+		    else if constexpr (std::is_same_v<T, math::V4f>)
+		    {
+			    p.type = fx::V4f;
+			    std::memcpy(p.f, &v, 16);
+		    }
+		    else if constexpr (std::is_same_v<T, math::M33f>)
+		    {
+			    p.type = fx::M33f;
+			    std::memcpy(p.f, &v, 36);
+		    }
+		    else if constexpr (std::is_same_v<T, math::M44f>)
+		    {
+			    p.type = fx::M44f;
+			    std::memcpy(p.f, &v, 64);
+		    }
+		    else
+		    {
+			    static_assert(std::is_same_v<T, math::Trafo3d>);
+			    p.type = fx::M44f;
+			    const math::M44f m = math::toFloat(v.forward);
+			    std::memcpy(p.f, &m, 64);
+		    }
+	    },
+	    value);
+	return p;
+}
+
+uint32_t componentClass(VkFormat format)
+{
+	// 0 = float-like (SFLOAT/UNORM/SNORM), 1 = signed int, 2 = unsigned int, 3 = unknown
+	switch (format)
+	{
+	case VK_FORMAT_R32_SFLOAT:
+	case VK_FORMAT_R32G32_SFLOAT:
+	case VK_FORMAT_R32G32B32_SFLOAT:
+	case VK_FORMAT_R32G32B32A32_SFLOAT:
+	case VK_FORMAT_R8_UNORM:
+	case VK_FORMAT_R8G8_UNORM:
+	case VK_FORMAT_R8G8B8A8_UNORM:
+	case VK_FORMAT_R16_UNORM:
+		return 0;
+	case VK_FORMAT_R16_SINT:
+	case VK_FORMAT_R32_SINT:
+	case VK_FORMAT_R32G32_SINT:
+	case VK_FORMAT_R32G32B32_SINT:
+	case VK_FORMAT_R32G32B32A32_SINT:
+		return 1;
+	case VK_FORMAT_R8_UINT:
+	case VK_FORMAT_R8G8B8A8_UINT:
+	case VK_FORMAT_R16_UINT:
+	case VK_FORMAT_R16G16_UINT:
+	case VK_FORMAT_R16G16B16A16_UINT:
+	case VK_FORMAT_R32_UINT:
+	case VK_FORMAT_R32G32_UINT:
+	case VK_FORMAT_R32G32B32_UINT:
+	case VK_FORMAT_R32G32B32A32_UINT:
+		return 2;
+	default:
+		return 3;
+	}
+}
+
+uint32_t typeClass(fx::Type t)
+{
+	switch (t.scalar)
+	{
+	case fx::Scalar::F32:
+		return 0;
+	case fx::Scalar::I32:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+VkPipelineColorBlendAttachmentState toVk(const scene::BlendState& b)
+{
+	VkPipelineColorBlendAttachmentState s{};
+	s.blendEnable = b.enabled;
+	s.srcColorBlendFactor = b.src_color;
+	s.dstColorBlendFactor = b.dst_color;
+	s.colorBlendOp = b.color_op;
+	s.srcAlphaBlendFactor = b.src_alpha;
+	s.dstAlphaBlendFactor = b.dst_alpha;
+	s.alphaBlendOp = b.alpha_op;
+	s.colorWriteMask = b.write_mask;
+	return s;
+}
+
+gpu::DynamicState dynamicState(const scene::PipelineStateValues& v, bool has_depth)
+{
+	gpu::DynamicState d;
+	d.cull_mode = v.cull_mode;
+	d.front_face = v.front_face;
+	d.depth_test = has_depth && v.depth_test;
+	d.depth_write = has_depth && v.depth_write;
+	d.depth_compare = v.depth_compare;
+	d.depth_bias = v.depth_bias.enabled;
+	d.depth_bias_constant = v.depth_bias.constant;
+	d.depth_bias_slope = v.depth_bias.slope;
+	d.stencil_test = v.stencil.enabled;
+	d.stencil_fail = v.stencil.fail;
+	d.stencil_pass = v.stencil.pass;
+	d.stencil_depth_fail = v.stencil.depth_fail;
+	d.stencil_compare = v.stencil.compare;
+	d.stencil_reference = v.stencil.reference;
+	d.stencil_compare_mask = v.stencil.compare_mask;
+	d.stencil_write_mask = v.stencil.write_mask;
+	return d;
+}
+
+} // namespace
+
+// ---- the pass ---------------------------------------------------------------------------------------------------
+
+class PreparedObject;
+class WalkerNode;
+
+struct ScenePass::Impl
+{
+	Context* context;
+	scene::FramebufferSignature signature;
+	fx::FragmentOutputs outputs;
+	RenderTreePtr tree;
+	PassStats* stats;
+
+	std::unique_ptr<struct Walker> root;
+	std::vector<Ref<PreparedObject>> dirty_objects;
+	std::vector<Ref<WalkerNode>> dirty_walkers;
+	std::vector<PreparedObject*> emitted;
+	bool order_dirty = true;
+	size_t live_objects = 0;
+	std::map<std::tuple<int, const void*, const void*>, aval<UniformValue>> derived;
+
+	Result<std::unique_ptr<Walker>> build(const RenderTreePtr& tree);
+	Result<aval<UniformValue>> resolveUniform(const scene::RenderObject& object, const std::string& name);
+	aval<UniformValue> trafoInput(const scene::RenderObject& object, const char* name);
+	void rebuildOrder();
+};
+
+// ---- prepared objects -------------------------------------------------------------------------------------------
+
+/// One leaf ready to draw. Reads exactly the inputs its compiled effect needs; inputChanged() tells it which.
+class PreparedObject final : public AdaptiveObject
+{
+public:
+	PreparedObject(ScenePass::Impl& pass, RenderObjectPtr object)
+	    : AdaptiveObject(kExplicitInputs | kWantsInputChanged), pass_(&pass), object_(std::move(object))
+	{
+		++pass_->live_objects;
+	}
+	~PreparedObject() override
+	{
+		pass_->context->uniformArena().release(ubo);
+		--pass_->live_objects;
+	}
+
+	Result<void> prepare();
+	Result<void> refresh();
+	void detach()
+	{
+		dead = true;
+		++pass_->stats->released;
+	}
+
+	const scene::RenderObject& object() const { return *object_; }
+
+	// What encode() reads.
+	const PipelineEntry* pipeline = nullptr;
+	gpu::DynamicState dyn;
+	std::vector<Ref<BufferResource>> vertex_buffers;
+	std::vector<uint64_t> vertex_offsets; ///< view offsets
+	Ref<BufferResource> index_buffer;
+	uint64_t index_offset = 0;
+	VkIndexType index_type = VK_INDEX_TYPE_UINT32;
+	BufferArena::Range ubo;
+	uint32_t ubo_size = 0;
+	std::vector<Ref<TextureResource>> textures;
+	std::vector<gpu::SamplerHandle> samplers;
+	std::vector<uint32_t> texture_bindings;
+	scene::DrawCall draw;
+	bool active = true;
+	bool queued = false;
+	bool dead = false;
+	bool prepared = false;
+
+	void inputChanged(AdaptiveObject* input) override
+	{
+		dirty_inputs_.push_back(input);
+		if (!queued && !dead)
+		{
+			queued = true;
+			pass_->dirty_objects.emplace_back(this);
+		}
+	}
+
+private:
+	enum Role : uint32_t
+	{
+		kUniform,
+		kState,
+		kDraw,
+		kActive,
+		kBuffer,
+	};
+	struct Input
+	{
+		AdaptiveObject* node;
+		Role role;
+		uint32_t index;
+	};
+
+	template <typename F>
+	Result<void> evaluate(F&& body);
+	Result<void> readUniform(uint32_t i);
+	Result<void> readState();
+	Result<void> readBuffer(uint32_t i);
+	Result<void> validateDraw();
+	Result<void> uploadUniforms();
+	Error fail(const std::string& what) const
+	{
+		return makeError(ErrorCode::InvalidArgument, objectName(*object_) + ": " + what);
+	}
+	void track(AdaptiveObject* node, Role role, uint32_t index)
+	{
+		if (node && !node->isConstant())
+			inputs_.push_back({node, role, index});
+	}
+
+	ScenePass::Impl* pass_;
+	RenderObjectPtr object_;
+	fx::CompiledEffectPtr effect_;
+	std::vector<Input> inputs_;
+	std::vector<AdaptiveObject*> dirty_inputs_;
+	std::vector<aval<UniformValue>> uniform_values_;
+	std::vector<std::byte> ubo_bytes_;
+	bool ubo_dirty_ = false;
+	scene::PipelineStateValues state_;
+	// Buffers in the order: attributes (iface order), then the index buffer.
+	struct BufferInput
+	{
+		const scene::BufferView* view;
+		fx::Type type;
+		std::string name;
+		uint64_t bytes = 0; ///< size of the current host value
+	};
+	std::vector<BufferInput> buffers_;
+};
+
+template <typename F>
+Result<void> PreparedObject::evaluate(F&& body)
+{
+	beginEvaluation();
+	Result<void> r;
+	try
+	{
+		r = body();
+	}
+	catch (const std::exception& e)
+	{
+		r = fail(std::string("an input threw: ") + e.what());
+	}
+	endEvaluation(r.ok());
+	return r;
+}
+
+Result<void> PreparedObject::readUniform(uint32_t i)
+{
+	const fx::UniformMember& m = effect_->iface.uniforms[i];
+	const UniformValue& v = uniform_values_[i].getValue(Token{this});
+	const PackedValue p = pack(v);
+	if (p.type != m.type)
+		return fail("uniform '" + m.name + "' is " + fx::typeName(m.type) + " in the effect but the value is " +
+		            fx::typeName(p.type));
+	fx::writeStd140(m.type, p.f, ubo_bytes_.data() + m.offset, m.matrix_stride ? m.matrix_stride : 16);
+	ubo_dirty_ = true;
+	return {};
+}
+
+Result<void> PreparedObject::readState()
+{
+	state_ = object_->state.snapshot(Token{this});
+	const bool has_depth = pass_->signature.hasDepth();
+	dyn = dynamicState(state_, has_depth);
+	PipelineRequest req;
+	req.effect = effect_;
+	for (uint32_t i = 0; i < effect_->iface.attributes.size(); ++i)
+	{
+		const fx::InterfaceVariable& a = effect_->iface.attributes[i];
+		const scene::BufferView& view = *buffers_[i].view;
+		const uint32_t column = scene::formatSize(view.format);
+		const uint32_t stride = view.stride ? view.stride : column * a.type.cols;
+		req.bindings.push_back(
+		    {i, stride, view.per_instance ? VK_VERTEX_INPUT_RATE_INSTANCE : VK_VERTEX_INPUT_RATE_VERTEX});
+		for (uint32_t c = 0; c < a.type.cols; ++c)
+			req.attributes.push_back({a.location + c, i, view.format, c * column});
+	}
+	req.topology = state_.topology;
+	for (const scene::ColorAttachment& c : pass_->signature.colors)
+	{
+		req.color_formats.push_back(c.format);
+		req.blend.push_back(toVk(state_.blendFor(c.name)));
+	}
+	req.depth_format = pass_->signature.depth_format;
+	req.samples = pass_->signature.samples;
+	req.alpha_to_coverage = state_.alpha_to_coverage;
+	req.depth_clamp = state_.depth_clamp;
+	QUOKKA_TRY_ASSIGN(entry, pass_->context->pipeline(req));
+	if (entry != pipeline)
+	{
+		pipeline = entry;
+		pass_->order_dirty = true;
+	}
+	return {};
+}
+
+Result<void> PreparedObject::readBuffer(uint32_t i)
+{
+	BufferInput& b = buffers_[i];
+	b.bytes = b.view->buffer.getValue(Token{this}).size();
+	return {};
+}
+
+Result<void> PreparedObject::validateDraw()
+{
+	if (!active || draw.count == 0 || draw.instance_count == 0)
+		return {};
+	uint64_t vertices = uint64_t(draw.first) + draw.count;
+	if (draw.indexed)
+	{
+		if (!object_->indices)
+			return fail("the draw call is indexed but the object has no index buffer");
+		const BufferInput& ib = buffers_.back();
+		const uint32_t isize = index_type == VK_INDEX_TYPE_UINT16 ? 2 : 4;
+		const uint64_t end = ib.view->offset + (uint64_t(draw.first) + draw.count) * isize;
+		if (end > ib.bytes)
+			return fail("the draw reads indices up to byte " + std::to_string(end) + " of a " +
+			            std::to_string(ib.bytes) + "-byte index buffer");
+		// The largest index decides how many vertices the draw reads (O(count), only when the draw or buffer
+		// changed).
+		const scene::ArrayBuffer& data = ib.view->buffer.getValue(Token{this});
+		const std::byte* base = data.data() + ib.view->offset + uint64_t(draw.first) * isize;
+		uint32_t max_index = 0;
+		if (isize == 2)
+			for (uint32_t k = 0; k < draw.count; ++k)
+			{
+				uint16_t x;
+				std::memcpy(&x, base + 2ull * k, 2);
+				max_index = std::max<uint32_t>(max_index, x);
+			}
+		else
+			for (uint32_t k = 0; k < draw.count; ++k)
+			{
+				uint32_t x;
+				std::memcpy(&x, base + 4ull * k, 4);
+				max_index = std::max(max_index, x);
+			}
+		const int64_t last = int64_t(max_index) + draw.base_vertex;
+		if (last < 0)
+			return fail("base vertex " + std::to_string(draw.base_vertex) + " makes indices negative");
+		vertices = uint64_t(last) + 1;
+	}
+	const uint64_t instances = uint64_t(draw.first_instance) + draw.instance_count;
+	for (uint32_t i = 0; i < effect_->iface.attributes.size(); ++i)
+	{
+		const BufferInput& b = buffers_[i];
+		const uint32_t column = scene::formatSize(b.view->format);
+		const uint32_t element = column * b.type.cols;
+		const uint32_t stride = b.view->stride ? b.view->stride : element;
+		const uint64_t n = b.view->per_instance ? instances : vertices;
+		const uint64_t need = b.view->offset + (n - 1) * stride + element;
+		if (need > b.bytes)
+			return fail("attribute '" + b.name + "' holds " + std::to_string(b.bytes) + " bytes but the draw reads " +
+			            std::to_string(need) + " (" + std::to_string(n) +
+			            (b.view->per_instance ? " instances)" : " vertices)"));
+	}
+	return {};
+}
+
+Result<void> PreparedObject::uploadUniforms()
+{
+	if (!ubo_dirty_ || ubo_bytes_.empty())
+		return {};
+	ubo_dirty_ = false;
+	if (!ubo.valid())
+	{
+		QUOKKA_TRY_ASSIGN(range, pass_->context->uniformArena().allocate(ubo_bytes_.size()));
+		ubo = std::move(range);
+	}
+	QUOKKA_TRY(pass_->context->staging().write(ubo.buffer, ubo.offset, ubo_bytes_.data(), ubo_bytes_.size()));
+	++pass_->stats->uniform_uploads;
+	return {};
+}
+
+Result<void> PreparedObject::prepare()
+{
+	const scene::RenderObject& o = *object_;
+	QUOKKA_TRY_ASSIGN(effect, pass_->context->effects().compile(o.effect, pass_->outputs));
+	effect_ = std::move(effect);
+	const fx::EffectInterface& iface = effect_->iface;
+	// A retry after a failed preparation starts over.
+	inputs_.clear();
+	buffers_.clear();
+	uniform_values_.clear();
+	vertex_buffers.clear();
+	vertex_offsets.clear();
+	index_buffer = nullptr;
+	textures.clear();
+	samplers.clear();
+	texture_bindings.clear();
+	return evaluate(
+	    [&]() -> Result<void>
+	    {
+		    // Attributes (shader-driven: only the ones the compiled effect reads).
+		    for (const fx::InterfaceVariable& a : iface.attributes)
+		    {
+			    auto it = o.attributes.find(a.name);
+			    if (it == o.attributes.end())
+				    return fail("effect needs the vertex attribute '" + a.name + "' (" + fx::typeName(a.type) +
+				                "), which the object does not have");
+			    const scene::BufferView& view = it->second;
+			    if (scene::formatSize(view.format) == 0 || componentClass(view.format) != typeClass(a.type))
+				    return fail("attribute '" + a.name + "' has a format that cannot feed a " + fx::typeName(a.type) +
+				                " input");
+			    buffers_.push_back({&view, a.type, a.name, 0});
+		    }
+		    if (o.indices)
+		    {
+			    if (o.indices->format != VK_FORMAT_R16_UINT && o.indices->format != VK_FORMAT_R32_UINT)
+				    return fail("indices must be R16_UINT or R32_UINT");
+			    index_type = o.indices->format == VK_FORMAT_R16_UINT ? VK_INDEX_TYPE_UINT16 : VK_INDEX_TYPE_UINT32;
+			    if (o.indices->offset % (index_type == VK_INDEX_TYPE_UINT16 ? 2 : 4) != 0)
+				    return fail("the index offset must be a multiple of the index size");
+			    buffers_.push_back({&*o.indices, fx::U32, "indices", 0});
+		    }
+		    for (uint32_t i = 0; i < buffers_.size(); ++i)
+		    {
+			    track(buffers_[i].view->buffer.node().get(), kBuffer, i);
+			    QUOKKA_TRY(readBuffer(i));
+			    Ref<BufferResource> r = pass_->context->buffer(buffers_[i].view->buffer);
+			    if (i < iface.attributes.size())
+			    {
+				    vertex_buffers.push_back(std::move(r));
+				    vertex_offsets.push_back(buffers_[i].view->offset);
+			    }
+			    else
+			    {
+				    index_buffer = std::move(r);
+				    index_offset = buffers_[i].view->offset;
+			    }
+		    }
+		    // Uniforms: the object's own, else derived standard ones.
+		    ubo_size = iface.uniform_block_size;
+		    ubo_bytes_.assign(ubo_size, std::byte{0});
+		    for (uint32_t i = 0; i < iface.uniforms.size(); ++i)
+		    {
+			    QUOKKA_TRY_ASSIGN(value, pass_->resolveUniform(o, iface.uniforms[i].name));
+			    uniform_values_.push_back(value);
+			    track(value.node().get(), kUniform, i);
+			    QUOKKA_TRY(readUniform(i));
+		    }
+		    // Textures and samplers.
+		    for (const fx::TextureBinding& t : iface.textures)
+		    {
+			    auto it = o.textures.find(t.name);
+			    if (it == o.textures.end())
+				    return fail("effect samples the texture '" + t.name + "', which the object does not have");
+			    textures.push_back(pass_->context->texture(it->second));
+			    auto s = o.samplers.find(t.name);
+			    QUOKKA_TRY_ASSIGN(sampler,
+			                      pass_->context->sampler(s == o.samplers.end() ? scene::SamplerState{} : s->second));
+			    samplers.push_back(std::move(sampler));
+			    texture_bindings.push_back(t.binding);
+		    }
+		    // Pipeline state: every leaf is an input.
+		    const scene::PipelineState& st = o.state;
+		    for (AdaptiveObject* n : {static_cast<AdaptiveObject*>(st.topology.node().get()),
+		                              static_cast<AdaptiveObject*>(st.cull_mode.node().get()),
+		                              static_cast<AdaptiveObject*>(st.front_face.node().get()),
+		                              static_cast<AdaptiveObject*>(st.depth_test.node().get()),
+		                              static_cast<AdaptiveObject*>(st.depth_write.node().get()),
+		                              static_cast<AdaptiveObject*>(st.depth_compare.node().get()),
+		                              static_cast<AdaptiveObject*>(st.depth_clamp.node().get()),
+		                              static_cast<AdaptiveObject*>(st.depth_bias.node().get()),
+		                              static_cast<AdaptiveObject*>(st.stencil.node().get()),
+		                              static_cast<AdaptiveObject*>(st.default_blend.node().get()),
+		                              static_cast<AdaptiveObject*>(st.alpha_to_coverage.node().get())})
+			    track(n, kState, 0);
+		    for (const auto& [name, b] : st.blend)
+			    track(b.node().get(), kState, 0);
+		    QUOKKA_TRY(readState());
+		    track(o.draw_call.node().get(), kDraw, 0);
+		    draw = o.draw_call.getValue(Token{this});
+		    track(o.active.node().get(), kActive, 0);
+		    active = o.active.getValue(Token{this});
+		    QUOKKA_TRY(validateDraw());
+		    QUOKKA_TRY(uploadUniforms());
+		    prepared = true;
+		    dirty_inputs_.clear();
+		    ++pass_->stats->prepared;
+		    return {};
+	    });
+}
+
+Result<void> PreparedObject::refresh()
+{
+	queued = false;
+	if (dead)
+		return {};
+	if (!prepared)
+		return prepare();
+	std::vector<AdaptiveObject*> dirty;
+	dirty.swap(dirty_inputs_);
+	std::sort(dirty.begin(), dirty.end());
+	dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+	++pass_->stats->refreshed;
+	return evaluate(
+	    [&]() -> Result<void>
+	    {
+		    bool state = false, validate = false;
+		    for (const Input& in : inputs_)
+		    {
+			    if (!std::binary_search(dirty.begin(), dirty.end(), in.node))
+				    continue;
+			    switch (in.role)
+			    {
+			    case kUniform:
+				    QUOKKA_TRY(readUniform(in.index));
+				    break;
+			    case kState:
+				    state = true;
+				    break;
+			    case kDraw:
+				    draw = object_->draw_call.getValue(Token{this});
+				    validate = true;
+				    break;
+			    case kActive:
+				    active = object_->active.getValue(Token{this});
+				    validate = true;
+				    break;
+			    case kBuffer:
+				    QUOKKA_TRY(readBuffer(in.index));
+				    validate = true;
+				    break;
+			    }
+		    }
+		    if (state)
+			    QUOKKA_TRY(readState());
+		    if (validate)
+			    QUOKKA_TRY(validateDraw());
+		    return uploadUniforms();
+	    });
+}
+
+// ---- derived uniforms -------------------------------------------------------------------------------------------
+
+aval<UniformValue> ScenePass::Impl::trafoInput(const scene::RenderObject& object, const char* name)
+{
+	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
+		return it->second;
+	return adaptive::constant(UniformValue(math::Trafo3d::identity()));
+}
+
+Result<aval<UniformValue>> ScenePass::Impl::resolveUniform(const scene::RenderObject& object, const std::string& name)
+{
+	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
+		return it->second;
+	// Standard derived trafos, shared by every object with the same input nodes.
+	enum Recipe
+	{
+		ViewProj,
+		ModelView,
+		ModelViewProj,
+		Normal,
+		Camera,
+		Inverse,
+	};
+	auto intern = [&](Recipe r, const aval<UniformValue>& a, const aval<UniformValue>& b, auto make)
+	{
+		const auto key = std::make_tuple(int(r), static_cast<const void*>(a.node().get()),
+		                                 static_cast<const void*>(b ? b.node().get() : nullptr));
+		auto it = derived.find(key);
+		if (it == derived.end())
+			it = derived.emplace(key, make()).first;
+		return it->second;
+	};
+	auto product = [](const aval<UniformValue>& outer, const aval<UniformValue>& inner)
+	{
+		return adaptive::map2(outer, inner,
+		                      [](const UniformValue& o, const UniformValue& i)
+		                      { return UniformValue(asTrafo(o) * asTrafo(i)); });
+	};
+	const aval<UniformValue> none;
+	auto viewProj = [&]
+	{
+		const auto v = trafoInput(object, "ViewTrafo"), p = trafoInput(object, "ProjTrafo");
+		return intern(ViewProj, p, v, [&] { return product(p, v); });
+	};
+	auto trafo = [&](const std::string& base) -> std::optional<aval<UniformValue>>
+	{
+		if (base == "ModelTrafo" || base == "ViewTrafo" || base == "ProjTrafo")
+			return trafoInput(object, base.c_str());
+		if (base == "ViewProjTrafo")
+			return viewProj();
+		if (base == "ModelViewTrafo")
+		{
+			const auto m = trafoInput(object, "ModelTrafo"), v = trafoInput(object, "ViewTrafo");
+			return intern(ModelView, v, m, [&] { return product(v, m); });
+		}
+		if (base == "ModelViewProjTrafo")
+		{
+			const auto m = trafoInput(object, "ModelTrafo");
+			const auto vp = viewProj();
+			return intern(ModelViewProj, vp, m, [&] { return product(vp, m); });
+		}
+		return std::nullopt;
+	};
+	if (auto t = trafo(name))
+		return *t;
+	if (name.size() > 3 && name.ends_with("Inv"))
+	{
+		if (auto t = trafo(name.substr(0, name.size() - 3)))
+		{
+			const auto base = *t;
+			return intern(Inverse, base, none,
+			              [&] {
+				              return adaptive::map(base, [](const UniformValue& v)
+				                                   { return UniformValue(asTrafo(v).inverse()); });
+			              });
+		}
+	}
+	if (name == "NormalMatrix")
+	{
+		const auto m = trafoInput(object, "ModelTrafo");
+		return intern(Normal, m, none,
+		              [&]
+		              {
+			              return adaptive::map(m, [](const UniformValue& v)
+			                                   { return UniformValue(math::toFloat(asTrafo(v).normalMatrix())); });
+		              });
+	}
+	if (name == "CameraLocation" || name == "LightLocation")
+	{
+		const auto v = trafoInput(object, "ViewTrafo");
+		return intern(Camera, v, none,
+		              [&]
+		              {
+			              return adaptive::map(
+			                  v, [](const UniformValue& x)
+			                  { return UniformValue(math::V3f(asTrafo(x).inverse().transformPos(math::V3d(0.0)))); });
+		              });
+	}
+	return makeError(ErrorCode::InvalidArgument, objectName(object) + ": effect needs the uniform '" + name +
+	                                                 "', which the object does not provide");
+}
+
+// ---- walkers ----------------------------------------------------------------------------------------------------
+
+/// Mirrors one tree node. emit() appends the prepared leaves in draw order.
+struct Walker
+{
+	virtual ~Walker() = default;
+	virtual Result<void> init() = 0;
+	virtual void emit(std::vector<PreparedObject*>& out) = 0;
+};
+
+/// The adaptive node of a walker with adaptive input: marked → queued in the pass.
+class WalkerNode final : public AdaptiveObject
+{
+public:
+	WalkerNode(ScenePass::Impl& p, struct AdaptiveWalkerBase* w)
+	    : AdaptiveObject(kWantsInputChanged), pass(&p), owner(w)
+	{
+	}
+	void begin() { beginEvaluation(); }
+	void end(bool ok) { endEvaluation(ok); }
+	void inputChanged(AdaptiveObject*) override
+	{
+		if (!queued && owner)
+		{
+			queued = true;
+			pass->dirty_walkers.emplace_back(this);
+		}
+	}
+	ScenePass::Impl* pass;
+	struct AdaptiveWalkerBase* owner;
+	bool queued = false;
+};
+
+struct AdaptiveWalkerBase : Walker
+{
+	explicit AdaptiveWalkerBase(ScenePass::Impl& p) : pass(&p), node(adaptive::makeRef<WalkerNode>(p, this)) {}
+	~AdaptiveWalkerBase() override { node->owner = nullptr; }
+	/// Pulls the delta (inside the node's evaluation).
+	virtual Result<void> pull(Token token) = 0;
+	Result<void> init() override { return update(); }
+	Result<void> update()
+	{
+		node->begin();
+		Result<void> r;
+		try
+		{
+			r = pull(Token{node.get()});
+		}
+		catch (const std::exception& e)
+		{
+			r = makeError(ErrorCode::InvalidArgument, std::string("render tree input threw: ") + e.what());
+		}
+		node->end(r.ok());
+		pass->order_dirty = true;
+		return r;
+	}
+	ScenePass::Impl* pass;
+	Ref<WalkerNode> node;
+};
+
+struct LeafWalker final : Walker
+{
+	LeafWalker(ScenePass::Impl& p, RenderObjectPtr o) : object(adaptive::makeRef<PreparedObject>(p, std::move(o))) {}
+	~LeafWalker() override { object->detach(); }
+	Result<void> init() override { return object->prepare(); }
+	void emit(std::vector<PreparedObject*>& out) override { out.push_back(object.get()); }
+	Ref<PreparedObject> object;
+};
+
+/// Sort key of a block of emitted objects: its first object's (pipeline, first texture, id).
+auto blockKey(const PreparedObject* o)
+{
+	const uint64_t texture = o->textures.empty() || !o->textures[0]->image() ? 0 : o->textures[0]->image()->id();
+	return std::make_tuple(o->pipeline ? o->pipeline->serial : 0, texture, o->object().id);
+}
+
+/// Emits children as blocks; unordered parents sort the blocks.
+template <typename Range>
+void emitChildren(Range&& children, bool sorted, std::vector<PreparedObject*>& out)
+{
+	if (!sorted)
+	{
+		for (auto& c : children)
+			c->emit(out);
+		return;
+	}
+	const size_t base = out.size();
+	std::vector<std::pair<size_t, size_t>> blocks; // [begin, end) into out
+	for (auto& c : children)
+	{
+		const size_t b = out.size();
+		c->emit(out);
+		if (out.size() > b)
+			blocks.emplace_back(b, out.size());
+	}
+	std::vector<PreparedObject*> items(out.begin() + std::ptrdiff_t(base), out.end());
+	std::stable_sort(blocks.begin(), blocks.end(),
+	                 [&](const auto& x, const auto& y)
+	                 { return blockKey(items[x.first - base]) < blockKey(items[y.first - base]); });
+	out.resize(base);
+	for (const auto& [b, e] : blocks)
+		out.insert(out.end(), items.begin() + std::ptrdiff_t(b - base), items.begin() + std::ptrdiff_t(e - base));
+}
+
+struct GroupWalker final : Walker
+{
+	GroupWalker(ScenePass::Impl& p, const RenderTree& t) : pass(&p), tree(&t) {}
+	Result<void> init() override
+	{
+		for (const RenderTreePtr& c : tree->children)
+		{
+			QUOKKA_TRY_ASSIGN(w, pass->build(c));
+			children.push_back(std::move(w));
+		}
+		return {};
+	}
+	void emit(std::vector<PreparedObject*>& out) override
+	{
+		emitChildren(children, tree->kind == RenderTree::Kind::Unordered, out);
+	}
+	ScenePass::Impl* pass;
+	const RenderTree* tree;
+	std::vector<std::unique_ptr<Walker>> children;
+};
+
+struct AvalWalker final : AdaptiveWalkerBase
+{
+	AvalWalker(ScenePass::Impl& p, aval<RenderTreePtr> in) : AdaptiveWalkerBase(p), input(std::move(in)) {}
+	Result<void> pull(Token t) override
+	{
+		const RenderTreePtr& v = input.getValue(t);
+		if (child && v == current)
+			return {};
+		current = v;
+		child.reset();
+		QUOKKA_TRY_ASSIGN(w, pass->build(current));
+		child = std::move(w);
+		return {};
+	}
+	void emit(std::vector<PreparedObject*>& out) override
+	{
+		if (child)
+			child->emit(out);
+	}
+	aval<RenderTreePtr> input;
+	RenderTreePtr current;
+	std::unique_ptr<Walker> child;
+};
+
+struct ListWalker final : AdaptiveWalkerBase
+{
+	ListWalker(ScenePass::Impl& p, const adaptive::alist<RenderTreePtr>& list)
+	    : AdaptiveWalkerBase(p), reader(list.getReader())
+	{
+	}
+	Result<void> pull(Token t) override
+	{
+		for (const auto& [index, op] : reader->getChanges(t))
+		{
+			children.erase(index);
+			if (op)
+			{
+				QUOKKA_TRY_ASSIGN(w, pass->build(*op));
+				children.emplace(index, std::move(w));
+			}
+		}
+		return {};
+	}
+	void emit(std::vector<PreparedObject*>& out) override
+	{
+		for (auto& [index, c] : children)
+			c->emit(out);
+	}
+	adaptive::ListReader<RenderTreePtr> reader;
+	std::map<adaptive::Index, std::unique_ptr<Walker>> children;
+};
+
+struct SetWalker final : AdaptiveWalkerBase
+{
+	SetWalker(ScenePass::Impl& p, const adaptive::aset<RenderTreePtr>& set)
+	    : AdaptiveWalkerBase(p), reader(set.getReader())
+	{
+	}
+	Result<void> pull(Token t) override
+	{
+		// Removals first so that their resources are released before additions allocate.
+		const auto delta = reader->getChanges(t);
+		for (const auto& [tree, count] : delta)
+			if (count < 0)
+				children.erase(tree.get());
+		for (const auto& [tree, count] : delta)
+			if (count > 0 && !children.contains(tree.get()))
+			{
+				QUOKKA_TRY_ASSIGN(w, pass->build(tree));
+				children.emplace(tree.get(), std::move(w));
+			}
+		return {};
+	}
+	void emit(std::vector<PreparedObject*>& out) override
+	{
+		std::vector<Walker*> list;
+		list.reserve(children.size());
+		for (auto& [tree, c] : children)
+			list.push_back(c.get());
+		emitChildren(list, true, out);
+	}
+	adaptive::SetReader<RenderTreePtr> reader;
+	std::map<const RenderTree*, std::unique_ptr<Walker>> children;
+};
+
+struct EmptyWalker final : Walker
+{
+	Result<void> init() override { return {}; }
+	void emit(std::vector<PreparedObject*>&) override {}
+};
+
+Result<std::unique_ptr<Walker>> ScenePass::Impl::build(const RenderTreePtr& t)
+{
+	std::unique_ptr<Walker> w;
+	if (!t)
+		w = std::make_unique<EmptyWalker>();
+	else
+		switch (t->kind)
+		{
+		case RenderTree::Kind::Empty:
+			w = std::make_unique<EmptyWalker>();
+			break;
+		case RenderTree::Kind::Leaf:
+			if (!t->leaf)
+				return makeError(ErrorCode::InvalidArgument, "render tree leaf without an object");
+			w = std::make_unique<LeafWalker>(*this, t->leaf);
+			break;
+		case RenderTree::Kind::Ordered:
+		case RenderTree::Kind::Unordered:
+			w = std::make_unique<GroupWalker>(*this, *t);
+			break;
+		case RenderTree::Kind::Adaptive:
+			w = std::make_unique<AvalWalker>(*this, t->adaptive);
+			break;
+		case RenderTree::Kind::OrderedFromList:
+			w = std::make_unique<ListWalker>(*this, t->list);
+			break;
+		case RenderTree::Kind::UnorderedFromSet:
+			w = std::make_unique<SetWalker>(*this, t->set);
+			break;
+		}
+	QUOKKA_TRY(w->init());
+	return w;
+}
+
+void ScenePass::Impl::rebuildOrder()
+{
+	emitted.clear();
+	if (root)
+		root->emit(emitted);
+	order_dirty = false;
+	++stats->resorts;
+}
+
+// ---- ScenePass --------------------------------------------------------------------------------------------------
+
+ScenePass::ScenePass(Context& context, scene::FramebufferSignature signature, RenderTreePtr tree)
+    : impl_(std::make_unique<Impl>()), signature_(std::move(signature))
+{
+	impl_->context = &context;
+	impl_->signature = signature_;
+	impl_->outputs.colors = signature_.colorNames();
+	impl_->tree = std::move(tree);
+	impl_->stats = &stats_;
+}
+
+ScenePass::~ScenePass()
+{
+	impl_->emitted.clear();
+	impl_->dirty_objects.clear();
+	impl_->dirty_walkers.clear();
+	impl_->root.reset();
+	impl_->derived.clear();
+}
+
+Result<void> ScenePass::update()
+{
+	const auto t0 = std::chrono::steady_clock::now();
+	stats_ = PassStats{};
+	Impl& p = *impl_;
+	if (!p.root)
+	{
+		QUOKKA_TRY_ASSIGN(root, p.build(p.tree));
+		p.root = std::move(root);
+		p.order_dirty = true;
+	}
+	// Walkers first (they create and drop prepared objects), then the objects' changed inputs. Both queues may grow
+	// while they are processed.
+	for (size_t i = 0; i < p.dirty_walkers.size(); ++i)
+	{
+		Ref<WalkerNode> n = p.dirty_walkers[i];
+		n->queued = false;
+		if (n->owner)
+			QUOKKA_TRY(n->owner->update());
+	}
+	p.dirty_walkers.clear();
+	for (size_t i = 0; i < p.dirty_objects.size(); ++i)
+	{
+		Ref<PreparedObject> o = p.dirty_objects[i];
+		QUOKKA_TRY(o->refresh());
+	}
+	p.dirty_objects.clear();
+	if (p.order_dirty)
+		p.rebuildOrder();
+	stats_.update_ms = msSince(t0);
+	return {};
+}
+
+void ScenePass::encode(gpu::CommandList& list)
+{
+	const auto t0 = std::chrono::steady_clock::now();
+	VkCommandBuffer cmd = list.vk();
+	const PipelineEntry* bound = nullptr;
+	gpu::DynamicState dyn;
+	bool dyn_set = false;
+	// Last pushed descriptors and bound buffers, to skip redundant work.
+	VkBuffer pushed_ubo = VK_NULL_HANDLE;
+	uint64_t pushed_offset = ~0ull;
+	std::vector<VkImageView> pushed_views;
+	std::vector<VkBuffer> vb, last_vb;
+	std::vector<VkDeviceSize> vo, last_vo;
+	VkBuffer last_ib = VK_NULL_HANDLE;
+	VkDeviceSize last_io = ~0ull;
+	VkIndexType last_it = VK_INDEX_TYPE_UINT32;
+	std::vector<VkWriteDescriptorSet> writes;
+	std::vector<VkDescriptorImageInfo> images;
+	std::vector<VkImageView> views;
+	for (PreparedObject* o : impl_->emitted)
+	{
+		const scene::DrawCall& d = o->draw;
+		if (!o->active || d.count == 0 || d.instance_count == 0 || !o->pipeline)
+		{
+			++stats_.skipped;
+			continue;
+		}
+		bool ready = true;
+		for (const auto& b : o->vertex_buffers)
+			ready = ready && b->range().valid();
+		if (d.indexed)
+			ready = ready && o->index_buffer && o->index_buffer->range().valid();
+		for (const auto& t : o->textures)
+			ready = ready && t->image() != nullptr;
+		if (!ready || (o->ubo_size && !o->ubo.valid()))
+		{
+			++stats_.skipped;
+			continue;
+		}
+		const gpu::Pipeline& pipeline = *o->pipeline->pipeline;
+		if (o->pipeline != bound)
+		{
+			vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline.vk());
+			bound = o->pipeline;
+			++stats_.pipeline_binds;
+			pushed_ubo = VK_NULL_HANDLE; // another layout: push descriptors again
+			pushed_views.clear();
+			pushed_offset = ~0ull;
+		}
+		if (!dyn_set || !(o->dyn == dyn))
+		{
+			o->dyn.apply(cmd);
+			dyn = o->dyn;
+			dyn_set = true;
+			++stats_.dynamic_state_sets;
+		}
+		views.clear();
+		for (const auto& t : o->textures)
+			views.push_back(t->image()->view());
+		const VkBuffer ubo = o->ubo_size ? o->ubo.buffer->vk() : VK_NULL_HANDLE;
+		const uint64_t ubo_offset = o->ubo_size ? o->ubo.offset : 0;
+		const bool needs_push = o->ubo_size || !views.empty();
+		if (needs_push && (ubo != pushed_ubo || ubo_offset != pushed_offset || views != pushed_views))
+		{
+			writes.clear();
+			images.clear();
+			images.reserve(views.size());
+			VkDescriptorBufferInfo buffer_info{ubo, ubo_offset, o->ubo_size};
+			if (o->ubo_size)
+			{
+				VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+				w.dstBinding = 0;
+				w.descriptorCount = 1;
+				w.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+				w.pBufferInfo = &buffer_info;
+				writes.push_back(w);
+			}
+			for (size_t i = 0; i < views.size(); ++i)
+			{
+				images.push_back({o->samplers[i]->vk(), views[i], VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL});
+				VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+				w.dstBinding = o->texture_bindings[i];
+				w.descriptorCount = 1;
+				w.descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+				w.pImageInfo = &images.back();
+				writes.push_back(w);
+			}
+			pipeline.pushDescriptors(list, writes);
+			pushed_ubo = ubo;
+			pushed_offset = ubo_offset;
+			pushed_views = views;
+			++stats_.descriptor_pushes;
+		}
+		vb.clear();
+		vo.clear();
+		for (size_t i = 0; i < o->vertex_buffers.size(); ++i)
+		{
+			const BufferArena::Range& r = o->vertex_buffers[i]->range();
+			vb.push_back(r.buffer->vk());
+			vo.push_back(r.offset + o->vertex_offsets[i]);
+		}
+		if (!vb.empty() && (vb != last_vb || vo != last_vo))
+		{
+			vkCmdBindVertexBuffers(cmd, 0, uint32_t(vb.size()), vb.data(), vo.data());
+			last_vb = vb;
+			last_vo = vo;
+			++stats_.vertex_binds;
+		}
+		if (d.indexed)
+		{
+			const BufferArena::Range& r = o->index_buffer->range();
+			const VkDeviceSize offset = r.offset + o->index_offset;
+			if (r.buffer->vk() != last_ib || offset != last_io || o->index_type != last_it)
+			{
+				vkCmdBindIndexBuffer(cmd, r.buffer->vk(), offset, o->index_type);
+				last_ib = r.buffer->vk();
+				last_io = offset;
+				last_it = o->index_type;
+			}
+			vkCmdDrawIndexed(cmd, d.count, d.instance_count, d.first, d.base_vertex, d.first_instance);
+		}
+		else
+			vkCmdDraw(cmd, d.count, d.instance_count, d.first, d.first_instance);
+		++stats_.draws;
+	}
+	stats_.encode_ms = msSince(t0);
+}
+
+size_t ScenePass::objectCount() const
+{
+	return impl_->live_objects;
+}
+
+std::vector<uint64_t> ScenePass::drawOrder() const
+{
+	std::vector<uint64_t> ids;
+	for (const PreparedObject* o : impl_->emitted)
+		ids.push_back(o->object().id);
+	return ids;
+}
+
+} // namespace quokka::classic

@@ -1,0 +1,422 @@
+// Runtime, RenderTask (command list → one recorded frame, Clear+Render coalescing), framebuffers and renderTo.
+#include <quokka/runtime/runtime.hpp>
+
+#include <chrono>
+
+#include <quokka/base/assert.hpp>
+#include <quokka/gpu/command_list.hpp>
+
+namespace quokka::runtime
+{
+
+using adaptive::Token;
+
+namespace
+{
+double msSince(std::chrono::steady_clock::time_point t0)
+{
+	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+constexpr VkPipelineStageFlags2 kColorStages = VK_PIPELINE_STAGE_2_COLOR_ATTACHMENT_OUTPUT_BIT;
+constexpr VkAccessFlags2 kColorAccess = VK_ACCESS_2_COLOR_ATTACHMENT_READ_BIT | VK_ACCESS_2_COLOR_ATTACHMENT_WRITE_BIT;
+constexpr VkPipelineStageFlags2 kDepthStages =
+    VK_PIPELINE_STAGE_2_EARLY_FRAGMENT_TESTS_BIT | VK_PIPELINE_STAGE_2_LATE_FRAGMENT_TESTS_BIT;
+constexpr VkAccessFlags2 kDepthAccess =
+    VK_ACCESS_2_DEPTH_STENCIL_ATTACHMENT_READ_BIT | VK_ACCESS_2_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT;
+
+/// One dynamic-rendering pass over every attachment of `fb`; `clear` (may be null) gives clearing load ops.
+void beginPass(gpu::CommandList& list, Framebuffer& fb, const scene::ClearCommand* clear)
+{
+	std::vector<VkRenderingAttachmentInfo> colors(fb.colors.size(), {VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO});
+	for (size_t i = 0; i < fb.colors.size(); ++i)
+	{
+		gpu::Image& image = *fb.colors[i];
+		gpu::transitionImage(list, image, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, kColorStages, kColorAccess, true);
+		VkRenderingAttachmentInfo& a = colors[i];
+		a.imageView = image.view();
+		a.imageLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
+		a.loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
+		a.storeOp = VK_ATTACHMENT_STORE_OP_STORE;
+		if (clear)
+		{
+			auto it = clear->colors.find(fb.signature.colors[i].name);
+			if (it != clear->colors.end())
+			{
+				const math::V4f c = it->second.force();
+				a.loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR;
+				a.clearValue.color = {{c.x, c.y, c.z, c.w}};
+			}
+		}
+		if (!fb.resolves.empty())
+		{
+			gpu::Image& resolve = *fb.resolves[i];
+			gpu::transitionImage(list, resolve, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, kColorStages, kColorAccess,
+			                     true);
+			a.resolveMode = VK_RESOLVE_MODE_AVERAGE_BIT;
+			a.resolveImageView = resolve.view();
+			a.resolveImageLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL;
+		}
+	}
+	VkRenderingAttachmentInfo depth{VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO};
+	VkRenderingInfo info{VK_STRUCTURE_TYPE_RENDERING_INFO};
+	info.layerCount = 1;
+	info.renderArea = {{0, 0}, {fb.width, fb.height}};
+	info.colorAttachmentCount = uint32_t(colors.size());
+	info.pColorAttachments = colors.data();
+	if (fb.depth)
+	{
+		gpu::transitionImage(list, *fb.depth, VK_IMAGE_LAYOUT_DEPTH_ATTACHMENT_OPTIMAL, kDepthStages, kDepthAccess,
+		                     true);
+		depth.imageView = fb.depth->view();
+		depth.imageLayout = VK_IMAGE_LAYOUT_DEPTH_ATTACHMENT_OPTIMAL;
+		depth.loadOp = VK_ATTACHMENT_LOAD_OP_LOAD;
+		depth.storeOp = VK_ATTACHMENT_STORE_OP_STORE;
+		if (clear && clear->depth)
+		{
+			depth.loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR;
+			depth.clearValue.depthStencil = {clear->depth->force(), 0};
+		}
+		info.pDepthAttachment = &depth;
+	}
+	vkCmdBeginRendering(list.vk(), &info);
+	VkViewport viewport{0.0f, 0.0f, float(fb.width), float(fb.height), 0.0f, 1.0f};
+	VkRect2D scissor{{0, 0}, {fb.width, fb.height}};
+	vkCmdSetViewport(list.vk(), 0, 1, &viewport);
+	vkCmdSetScissor(list.vk(), 0, 1, &scissor);
+}
+
+void add(classic::PassStats& sum, const classic::PassStats& s)
+{
+	sum.prepared += s.prepared;
+	sum.released += s.released;
+	sum.refreshed += s.refreshed;
+	sum.uniform_uploads += s.uniform_uploads;
+	sum.resorts += s.resorts;
+	sum.draws += s.draws;
+	sum.skipped += s.skipped;
+	sum.pipeline_binds += s.pipeline_binds;
+	sum.descriptor_pushes += s.descriptor_pushes;
+	sum.vertex_binds += s.vertex_binds;
+	sum.dynamic_state_sets += s.dynamic_state_sets;
+	sum.update_ms += s.update_ms;
+	sum.encode_ms += s.encode_ms;
+}
+} // namespace
+
+// ---- Framebuffer ------------------------------------------------------------------------------------------------
+
+gpu::ImageHandle Framebuffer::output(const std::string& name) const
+{
+	const int i = signature.location(name);
+	if (i < 0 || size_t(i) >= colors.size())
+		return nullptr;
+	return resolves.empty() ? colors[size_t(i)] : resolves[size_t(i)];
+}
+
+Result<Framebuffer> createFramebuffer(gpu::Device& device, const scene::FramebufferSignature& signature, uint32_t width,
+                                      uint32_t height)
+{
+	if (width == 0 || height == 0)
+		return makeError(ErrorCode::InvalidArgument, "framebuffer size must be positive, got " + std::to_string(width) +
+		                                                 "x" + std::to_string(height));
+	Framebuffer fb;
+	fb.signature = signature;
+	fb.width = width;
+	fb.height = height;
+	const bool msaa = signature.samples != VK_SAMPLE_COUNT_1_BIT;
+	const gpu::ImageUsage output = gpu::ImageUsage::ColorAttachment | gpu::ImageUsage::Sampled |
+	                               gpu::ImageUsage::TransferSrc | gpu::ImageUsage::TransferDst;
+	for (const scene::ColorAttachment& c : signature.colors)
+	{
+		gpu::ImageDesc d;
+		d.width = width;
+		d.height = height;
+		d.format = c.format;
+		d.samples = signature.samples;
+		d.usage = msaa ? gpu::ImageUsage::ColorAttachment | gpu::ImageUsage::TransferDst : output;
+		d.name = "framebuffer " + c.name;
+		QUOKKA_TRY_ASSIGN(image, device.createImage(d));
+		fb.colors.push_back(std::move(image));
+		if (msaa)
+		{
+			d.samples = VK_SAMPLE_COUNT_1_BIT;
+			d.usage = output;
+			d.name += " resolve";
+			QUOKKA_TRY_ASSIGN(resolve, device.createImage(d));
+			fb.resolves.push_back(std::move(resolve));
+		}
+	}
+	if (signature.hasDepth())
+	{
+		gpu::ImageDesc d;
+		d.width = width;
+		d.height = height;
+		d.format = signature.depth_format;
+		d.samples = signature.samples;
+		d.usage = gpu::ImageUsage::DepthAttachment;
+		d.name = "framebuffer depth";
+		QUOKKA_TRY_ASSIGN(depth, device.createImage(d));
+		fb.depth = std::move(depth);
+	}
+	return fb;
+}
+
+// ---- RenderTask -------------------------------------------------------------------------------------------------
+
+RenderTask::RenderTask(Runtime& runtime, scene::FramebufferSignature signature,
+                       adaptive::alist<scene::Command> commands)
+    : runtime_(&runtime), signature_(std::move(signature)), reader_(commands.getReader())
+{
+}
+
+RenderTask::~RenderTask() = default;
+
+std::vector<const classic::ScenePass*> RenderTask::passes() const
+{
+	std::vector<const classic::ScenePass*> out;
+	for (const auto& [index, e] : entries_)
+		if (e.pass)
+			out.push_back(e.pass.get());
+	return out;
+}
+
+Result<bool> RenderTask::update()
+{
+	bool changed = false;
+	for (const auto& [index, op] : reader_->pull())
+	{
+		changed = true;
+		entries_.erase(index);
+		if (!op)
+			continue;
+		Entry e{*op, nullptr};
+		if (const auto* render = std::get_if<scene::RenderCommand>(&*op))
+			e.pass = std::make_unique<classic::ScenePass>(runtime_->context(), signature_, render->tree);
+		entries_.emplace(index, std::move(e));
+	}
+	for (auto& [index, e] : entries_)
+		if (e.pass)
+		{
+			QUOKKA_TRY(e.pass->update());
+			const classic::PassStats& s = e.pass->stats();
+			changed = changed || s.prepared || s.released || s.refreshed || s.resorts;
+		}
+	return changed;
+}
+
+Result<void> RenderTask::encode(gpu::CommandList& list, Framebuffer& fb)
+{
+	const scene::ClearCommand* pending_clear = nullptr;
+	auto flushClear = [&]
+	{
+		if (!pending_clear)
+			return;
+		beginPass(list, fb, pending_clear);
+		gpu::endRendering(list);
+		++stats_.render_passes;
+		pending_clear = nullptr;
+	};
+	for (auto& [index, e] : entries_)
+	{
+		if (const auto* clear = std::get_if<scene::ClearCommand>(&e.command))
+		{
+			flushClear();
+			pending_clear = clear;
+		}
+		else if (e.pass)
+		{
+			beginPass(list, fb, pending_clear);
+			pending_clear = nullptr;
+			e.pass->encode(list);
+			gpu::endRendering(list);
+			++stats_.render_passes;
+			add(stats_.passes, e.pass->stats());
+		}
+		else if (const auto* copy = std::get_if<scene::CopyCommand>(&e.command))
+		{
+			flushClear();
+			gpu::ImageHandle src = fb.output(copy->attachment);
+			if (!src)
+				return makeError(ErrorCode::InvalidArgument,
+				                 "copy command: no colour attachment '" + copy->attachment + "'");
+			gpu::ImageHandle dst = copy->destination.force();
+			if (!dst || dst->width() != src->width() || dst->height() != src->height() ||
+			    dst->format() != src->format())
+				return makeError(ErrorCode::InvalidArgument,
+				                 "copy command: the destination must match the attachment's size and format");
+			gpu::transitionImage(list, *src, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_PIPELINE_STAGE_2_COPY_BIT,
+			                     VK_ACCESS_2_TRANSFER_READ_BIT, true);
+			gpu::transitionImage(list, *dst, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_PIPELINE_STAGE_2_COPY_BIT,
+			                     VK_ACCESS_2_TRANSFER_WRITE_BIT, true);
+			VkImageCopy region{};
+			region.srcSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+			region.dstSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+			region.extent = {src->width(), src->height(), 1};
+			vkCmdCopyImage(list.vk(), src->vk(), VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, dst->vk(),
+			               VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region);
+			list.keepAlive(dst);
+		}
+		else if (const auto* custom = std::get_if<scene::CustomCommand>(&e.command))
+		{
+			flushClear();
+			if (custom->record)
+				custom->record(list);
+		}
+	}
+	flushClear();
+	return {};
+}
+
+Result<void> RenderTask::run(gpu::CommandList& list, Framebuffer& fb)
+{
+	if (!(fb.signature == signature_))
+		return makeError(ErrorCode::InvalidArgument,
+		                 "RenderTask::run: the framebuffer's signature differs from the task's");
+	const auto t0 = std::chrono::steady_clock::now();
+	stats_ = TaskStats{};
+	QUOKKA_TRY(update());
+	QUOKKA_TRY_ASSIGN(targets, runtime_->renderTargets(list));
+	stats_.render_targets = targets;
+	QUOKKA_TRY(runtime_->context().upload(list));
+	stats_.update_ms = msSince(t0);
+	const auto t1 = std::chrono::steady_clock::now();
+	QUOKKA_TRY(encode(list, fb));
+	list.keepAlive(fb.colors.empty() ? std::shared_ptr<const void>() : fb.colors[0]);
+	stats_.encode_ms = msSince(t1);
+	return {};
+}
+
+// ---- RenderTarget -----------------------------------------------------------------------------------------------
+
+RenderTarget::RenderTarget(Runtime& runtime, scene::FramebufferSignature signature,
+                           adaptive::alist<scene::Command> commands, adaptive::aval<math::V2i> size)
+    : runtime_(&runtime), signature_(signature), task_(runtime.compile(signature, std::move(commands))),
+      size_(std::move(size))
+{
+	resource_ = adaptive::makeResource<std::shared_ptr<Framebuffer>>(
+	    [this](Token t) -> std::shared_ptr<Framebuffer>
+	    {
+		    const math::V2i s = size_.getValue(t);
+		    auto fb = createFramebuffer(runtime_->device(), signature_, uint32_t(std::max(s.x, 0)),
+		                                uint32_t(std::max(s.y, 0)));
+		    if (!fb)
+			    throw std::runtime_error("renderTo: " + fb.error().message);
+		    auto p = std::make_shared<Framebuffer>(std::move(fb).value());
+		    framebuffer_ = p.get();
+		    fresh_ = true;
+		    runtime_->live_targets_.insert(this);
+		    return p;
+	    },
+	    nullptr,
+	    [this](std::shared_ptr<Framebuffer>& fb)
+	    {
+		    if (framebuffer_ == fb.get())
+		    {
+			    framebuffer_ = nullptr;
+			    runtime_->live_targets_.erase(this);
+		    }
+		    fb.reset();
+	    });
+}
+
+RenderTarget::~RenderTarget()
+{
+	runtime_->live_targets_.erase(this);
+}
+
+adaptive::aval<scene::TextureData> RenderTarget::texture(const std::string& name)
+{
+	if (auto it = textures_.find(name); it != textures_.end())
+		return it->second;
+	// A resource over the framebuffer resource: acquiring the texture acquires the framebuffer.
+	auto fb = resource_;
+	auto tex = adaptive::makeResource<scene::TextureData>(
+	    [fb, name](Token t)
+	    {
+		    const std::shared_ptr<Framebuffer>& f = fb.getValue(t);
+		    scene::TextureData d;
+		    d.image = f->output(name);
+		    if (!d.image)
+			    throw std::runtime_error("renderTo: no colour attachment '" + name + "'");
+		    d.width = f->width;
+		    d.height = f->height;
+		    return d;
+	    },
+	    nullptr, [](scene::TextureData&) {});
+	// The framebuffer is held for as long as the texture is: acquire on the texture's first acquire.
+	struct Link
+	{
+	};
+	auto texture = adaptive::makeResource<scene::TextureData>(
+	    [tex, fb](Token t) -> scene::TextureData
+	    {
+		    fb.acquire();
+		    tex.acquire();
+		    return tex.getValue(t);
+	    },
+	    nullptr,
+	    [tex, fb](scene::TextureData&)
+	    {
+		    tex.release();
+		    fb.release();
+	    });
+	textures_.emplace(name, texture);
+	return texture;
+}
+
+Result<void> RenderTarget::render(gpu::CommandList& list)
+{
+	QUOKKA_TRY_ASSIGN(changed, task_->update());
+	if (!changed && !fresh_)
+		return {};
+	fresh_ = false;
+	++renders_;
+	QUOKKA_TRY(runtime_->context().upload(list));
+	QUOKKA_TRY(task_->encode(list, *framebuffer_));
+	for (const scene::ColorAttachment& c : signature_.colors)
+		gpu::transitionImage(list, *framebuffer_->output(c.name), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+		                     VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT, VK_ACCESS_2_SHADER_SAMPLED_READ_BIT, true);
+	return {};
+}
+
+// ---- Runtime ----------------------------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Runtime>> Runtime::create(gpu::Device& device)
+{
+	QUOKKA_TRY_ASSIGN(context, classic::Context::create(device));
+	return std::unique_ptr<Runtime>(new Runtime(std::move(context)));
+}
+
+Runtime::~Runtime() = default;
+
+std::unique_ptr<RenderTask> Runtime::compile(const scene::FramebufferSignature& signature,
+                                             adaptive::alist<scene::Command> commands)
+{
+	return std::unique_ptr<RenderTask>(new RenderTask(*this, signature, std::move(commands)));
+}
+
+std::shared_ptr<RenderTarget> Runtime::renderTo(const scene::FramebufferSignature& signature,
+                                                adaptive::alist<scene::Command> commands,
+                                                adaptive::aval<math::V2i> size)
+{
+	return std::shared_ptr<RenderTarget>(new RenderTarget(*this, signature, std::move(commands), std::move(size)));
+}
+
+Result<uint32_t> Runtime::renderTargets(gpu::CommandList& list)
+{
+	// The passes' update() created or refreshed the texture resources that acquire targets; their framebuffers are
+	// allocated by evaluating the textures, which Context::upload() does — do that first so targets exist.
+	QUOKKA_TRY(context_->upload(list));
+	uint32_t rendered = 0;
+	std::vector<RenderTarget*> targets(live_targets_.begin(), live_targets_.end());
+	for (RenderTarget* t : targets)
+	{
+		const uint64_t before = t->renders();
+		QUOKKA_TRY(t->render(list));
+		rendered += uint32_t(t->renders() - before);
+	}
+	return rendered;
+}
+
+} // namespace quokka::runtime
