@@ -1,3 +1,4 @@
+// Stock effect stages (Aardvark DefaultSurfaces): GLSL bodies and declared interfaces of stock.hpp.
 #include <quokka/fx/stock.hpp>
 
 namespace quokka::fx::stock
@@ -14,6 +15,19 @@ StagePtr trafo()
 	s.WorldPositions = wp;
 	s.Positions = ViewProjTrafo * wp;
 	s.Normals = NormalMatrix * s.Normals;)"));
+	return s;
+}
+
+StagePtr instanceTrafo()
+{
+	// mat3(M) instead of transpose(inverse(mat3(M))): exact up to scale for rotation + uniform scale, which is what
+	// instancing (trees, props, …) uses, and it saves an inverse per vertex.
+	static const StagePtr s =
+	    std::make_shared<const Stage>(Stage::vertex("stock.instanceTrafo")
+	                                      .reads({{"InstanceTrafo", M44f}, {"Positions", V4f}, {"Normals", V3f}})
+	                                      .writes({{"Positions", V4f}, {"Normals", V3f}})
+	                                      .glsl(R"(	s.Positions = s.InstanceTrafo * s.Positions;
+	s.Normals = mat3(s.InstanceTrafo) * s.Normals;)"));
 	return s;
 }
 

@@ -367,4 +367,107 @@ TEST_F(EffectCompile, DiffuseTextureIsSampledThroughItsReflectedBinding)
 	EXPECT_EQ(pixels.at(24, 24), (std::array<uint8_t, 4>{255, 255, 255, 255}));
 }
 
+TEST_F(EffectCompile, InstanceTrafoIsAMatrixAttributeTakingFourLocations)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect =
+	    compose("instanced", stock::instanceTrafo(), stock::trafo(), stock::vertexColors(), stock::simpleLighting());
+	ASSERT_TRUE(effect.ok()) << effect.error().message;
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+	const EffectInterface& i = compiled.value()->iface;
+	auto attrs = names(i.attributes);
+	std::sort(attrs.begin(), attrs.end());
+	EXPECT_EQ(attrs, (std::vector<std::string>{"Colors", "InstanceTrafo", "Normals", "Positions"}));
+	const InterfaceVariable* inst = i.attribute("InstanceTrafo");
+	ASSERT_TRUE(inst);
+	EXPECT_EQ(inst->type, M44f);
+	// Its 4 column locations overlap no other attribute.
+	for (const InterfaceVariable& a : i.attributes)
+	{
+		if (a.name != "InstanceTrafo")
+		{
+			EXPECT_TRUE(a.location + a.type.locations() <= inst->location || a.location >= inst->location + 4)
+			    << a.name << " at " << a.location << " overlaps InstanceTrafo at " << inst->location;
+		}
+	}
+	EXPECT_TRUE(i.uniform("ModelTrafo") && i.uniform("NormalMatrix") && i.uniform("LightLocation"));
+	// Composed after trafo it is a different effect (order matters for ids).
+	auto swapped = compose("swapped", stock::trafo(), stock::instanceTrafo());
+	ASSERT_TRUE(swapped.ok());
+	EXPECT_FALSE(swapped.value().id() == effect.value().id());
+}
+
+TEST_F(EffectCompile, InstanceTrafoPlacesEachInstance)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect = compose("instanced constant", stock::instanceTrafo(), stock::trafo(), stock::constantColor());
+	ASSERT_TRUE(effect.ok());
+	auto compiled = compiler.compile(effect.value(), {});
+	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+	const EffectInterface& iface = compiled.value()->iface;
+	const InterfaceVariable* inst = iface.attribute("InstanceTrafo");
+	const InterfaceVariable* pos = iface.attribute("Positions");
+	ASSERT_TRUE(inst && pos);
+	// Two instances of the full-screen quad, each scaled by ¼ and moved to (−½, −½) resp. (½, ½) in NDC: they cover
+	// pixels 4…11 of the top-left and 20…27 of the bottom-right quadrant of 32×32.
+	const std::vector<float> instances = {0.25f, 0, 0, 0, 0, 0.25f, 0, 0, 0, 0, 1, 0, -0.5f, -0.5f, 0, 1,
+	                                      0.25f, 0, 0, 0, 0, 0.25f, 0, 0, 0, 0, 1, 0, 0.5f,  0.5f,  0, 1};
+	gpu::GraphicsPipelineDesc desc;
+	desc.vertex = *compiled.value()->vertex;
+	desc.fragment = *compiled.value()->fragment;
+	desc.color_formats = {VK_FORMAT_R8G8B8A8_UNORM};
+	desc.name = "fx-instanced";
+	desc.vertex_bindings = {{0, 16, VK_VERTEX_INPUT_RATE_VERTEX}, {1, 64, VK_VERTEX_INPUT_RATE_INSTANCE}};
+	desc.vertex_attributes.push_back({pos->location, 0, VK_FORMAT_R32G32B32A32_SFLOAT, 0});
+	for (uint32_t c = 0; c < 4; ++c)
+		desc.vertex_attributes.push_back({inst->location + c, 1, VK_FORMAT_R32G32B32A32_SFLOAT, 16 * c});
+	auto pipeline = device().createGraphicsPipeline(desc);
+	ASSERT_TRUE(pipeline.ok()) << pipeline.error().message;
+	auto upload = [&](const std::vector<float>& data, gpu::BufferUsage usage, const char* name)
+	{
+		auto buf = device().createBuffer(
+		    {data.size() * 4, usage | gpu::BufferUsage::TransferDst, gpu::MemoryDomain::DeviceLocal, name});
+		EXPECT_TRUE(buf.ok());
+		EXPECT_TRUE(device().uploadBuffer(*buf.value(), 0, data.data(), data.size() * 4).ok());
+		return buf.value();
+	};
+	auto quad = upload(kQuad, gpu::BufferUsage::Vertex, "quad");
+	auto per_instance = upload(instances, gpu::BufferUsage::Vertex, "instances");
+	std::vector<std::byte> block(iface.uniform_block_size);
+	const std::vector<float> green = {0, 1, 0, 1};
+	for (const UniformMember& m : iface.uniforms)
+		writeStd140(m.type, (m.name == "ConstantColor" ? green : kIdentity).data(), block.data() + m.offset,
+		            m.matrix_stride);
+	auto ubo = device().createBuffer({block.size(), gpu::BufferUsage::Uniform | gpu::BufferUsage::TransferDst,
+	                                  gpu::MemoryDomain::DeviceLocal, "ubo"});
+	ASSERT_TRUE(ubo.ok());
+	ASSERT_TRUE(device().uploadBuffer(*ubo.value(), 0, block.data(), block.size()).ok());
+	auto target = device().createImage({32, 32, VK_FORMAT_R8G8B8A8_UNORM, VK_SAMPLE_COUNT_1_BIT,
+	                                    gpu::ImageUsage::ColorAttachment | gpu::ImageUsage::TransferSrc, "target"});
+	ASSERT_TRUE(target.ok());
+	auto list = device().beginCommands();
+	ASSERT_TRUE(list.ok());
+	gpu::RenderingDesc pass;
+	pass.color = target.value().get();
+	gpu::beginRendering(list.value(), pass);
+	pipeline.value()->bind(list.value());
+	gpu::DynamicState{.depth_test = false, .depth_write = false}.apply(list->vk());
+	pipeline.value()->pushBuffer(list.value(), 0, *ubo.value());
+	const VkBuffer vbs[2] = {quad->vk(), per_instance->vk()};
+	const VkDeviceSize offsets[2] = {0, 0};
+	vkCmdBindVertexBuffers(list->vk(), 0, 2, vbs, offsets);
+	vkCmdDraw(list->vk(), 6, 2, 0, 0);
+	gpu::endRendering(list.value());
+	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+	auto pixels = gpu::readImageRgba8(device(), *target.value());
+	ASSERT_TRUE(pixels.ok());
+	const std::array<uint8_t, 4> on{0, 255, 0, 255}, off{0, 0, 0, 255};
+	EXPECT_EQ(pixels->at(8, 8), on);
+	EXPECT_EQ(pixels->at(24, 24), on);
+	EXPECT_EQ(pixels->at(24, 8), off);
+	EXPECT_EQ(pixels->at(8, 24), off);
+	EXPECT_EQ(pixels->at(16, 16), off);
+}
+
 } // namespace quokka::fx::test

@@ -10,6 +10,13 @@
 namespace quokka::fx::stock
 {
 
+/// VS, composed BEFORE trafo(): Positions = InstanceTrafo · Positions; Normals = mat3(InstanceTrafo) · Normals.
+/// InstanceTrafo (M44f) is a per-instance vertex attribute taking 4 locations, one per column; bind it as a
+/// BufferView with per_instance = true, format R32G32B32A32_SFLOAT (one column) and stride 64 (column c at offset
+/// + 16·c). The normal transform uses the upper 3×3 itself, not its inverse transpose, so instance trafos must be
+/// rotations, uniform scales and translations (simpleLighting renormalises); no non-uniform scale, and no mirroring
+/// (a mirrored instance would flip its triangles' winding, which one pipeline front face cannot follow per instance).
+StagePtr instanceTrafo();
 /// VS: WorldPositions = ModelTrafo · Positions; Positions = ViewProjTrafo · WorldPositions (gl_Position);
 /// Normals = NormalMatrix · Normals.
 StagePtr trafo();
