@@ -18,6 +18,7 @@
 #include <limits>
 #include <new>
 #include <optional>
+#include <type_traits>
 
 #include <quokka/fx/stock.hpp>
 
@@ -49,6 +50,29 @@ std::map<std::string, adaptive::aval<scene::UniformValue>> SceneGlobals::uniform
 
 namespace
 {
+
+/// Concatenates strings and integers into a message (append, not operator+: GCC 12 -Wrestrict misfires on it).
+void appendPart(std::string& out, const std::string& s)
+{
+	out.append(s);
+}
+void appendPart(std::string& out, const char* s)
+{
+	out.append(s);
+}
+template <typename T>
+requires std::is_integral_v<T>
+void appendPart(std::string& out, T value)
+{
+	out.append(std::to_string(value));
+}
+template <typename... Parts>
+std::string cat(const Parts&... parts)
+{
+	std::string out;
+	(appendPart(out, parts), ...);
+	return out;
+}
 
 /// Replaces line breaks (tinygltf's messages may hold several lines) by "; " and trims the ends.
 std::string oneLine(const std::string& text)
@@ -177,8 +201,7 @@ public:
 	Result<GeneratedScene> run()
 	{
 		if (!model_.extensionsRequired.empty())
-			return fail(ErrorCode::Unsupported,
-			            std::string("requires the extension ").append(model_.extensionsRequired.front()));
+			return fail(ErrorCode::Unsupported, cat("requires the extension ", model_.extensionsRequired.front()));
 
 		auto plain = fx::compose("gltf", fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting());
 		QUOKKA_TRY(plain);
@@ -194,8 +217,7 @@ public:
 		{
 			int s = model_.defaultScene >= 0 ? model_.defaultScene : 0;
 			if (size_t(s) >= model_.scenes.size())
-				return fail(ErrorCode::InvalidArgument,
-				            std::string("the default scene ").append(std::to_string(s)).append(" does not exist"));
+				return fail(ErrorCode::InvalidArgument, cat("the default scene ", s, " does not exist"));
 			roots = model_.scenes[size_t(s)].nodes;
 		}
 		else
@@ -222,12 +244,10 @@ public:
 			auto [index, parent] = stack.back();
 			stack.pop_back();
 			if (index < 0 || size_t(index) >= model_.nodes.size())
-				return fail(ErrorCode::InvalidArgument,
-				            std::string("node ").append(std::to_string(index)).append(" does not exist"));
+				return fail(ErrorCode::InvalidArgument, cat("node ", index, " does not exist"));
 			if (visited[size_t(index)])
-				return fail(ErrorCode::InvalidArgument, std::string("node ")
-				                                            .append(std::to_string(index))
-				                                            .append(" is reached twice (a cycle or a shared child)"));
+				return fail(ErrorCode::InvalidArgument,
+				            cat("node ", index, " is reached twice (a cycle or a shared child)"));
 			visited[size_t(index)] = true;
 			const tinygltf::Node& node = model_.nodes[size_t(index)];
 			auto local = nodeTrafo(node, index);
@@ -244,18 +264,20 @@ public:
 private:
 	Error fail(ErrorCode code, std::string problem) const
 	{
-		std::string message = "glTF '";
-		message.append(path_).append("': ").append(oneLine(problem));
-		return makeError(code, std::move(message));
+		return makeError(code, cat("glTF '", path_, "': ", oneLine(problem)));
 	}
 
 	Result<math::Trafo3d> nodeTrafo(const tinygltf::Node& node, int index) const
 	{
-		const std::string what = std::string("node ").append(std::to_string(index));
+		const std::string what = cat("node ", index);
+		for (const std::vector<double>* v : {&node.matrix, &node.translation, &node.rotation, &node.scale})
+			for (double x : *v)
+				if (!std::isfinite(x))
+					return fail(ErrorCode::InvalidArgument, cat(what, " has a non-finite transform"));
 		if (!node.matrix.empty())
 		{
 			if (node.matrix.size() != 16)
-				return fail(ErrorCode::InvalidArgument, std::string(what).append(": matrix needs 16 numbers"));
+				return fail(ErrorCode::InvalidArgument, cat(what, ": matrix needs 16 numbers"));
 			math::M44d m;
 			for (int c = 0; c < 4; ++c)
 				for (int r = 0; r < 4; ++r)
@@ -265,7 +287,7 @@ private:
 		if ((!node.translation.empty() && node.translation.size() != 3) ||
 		    (!node.rotation.empty() && node.rotation.size() != 4) || (!node.scale.empty() && node.scale.size() != 3))
 			return fail(ErrorCode::InvalidArgument,
-			            std::string(what).append(": translation/rotation/scale have the wrong number of elements"));
+			            cat(what, ": translation/rotation/scale have the wrong number of elements"));
 		math::Trafo3d t = math::Trafo3d::identity();
 		if (!node.translation.empty())
 			t = math::Trafo3d::translation({node.translation[0], node.translation[1], node.translation[2]});
@@ -297,36 +319,31 @@ private:
 	/// Checks accessor `index` (range, sparse, buffer view and buffer bounds, element type) and returns its view.
 	Result<AccessorView> viewAccessor(int index, const char* role) const
 	{
-		const std::string what = std::string(role).append(" accessor ").append(std::to_string(index));
+		const std::string what = cat(role, " accessor ", index);
 		if (index < 0 || size_t(index) >= model_.accessors.size())
-			return fail(ErrorCode::InvalidArgument, std::string(what).append(" does not exist"));
+			return fail(ErrorCode::InvalidArgument, cat(what, " does not exist"));
 		const tinygltf::Accessor& a = model_.accessors[size_t(index)];
 		if (a.sparse.isSparse)
-			return fail(ErrorCode::Unsupported, std::string(what).append(" is sparse"));
+			return fail(ErrorCode::Unsupported, cat(what, " is sparse"));
 		if (a.bufferView < 0)
-			return fail(ErrorCode::Unsupported, std::string(what).append(" has no bufferView"));
+			return fail(ErrorCode::Unsupported, cat(what, " has no bufferView"));
 		if (size_t(a.bufferView) >= model_.bufferViews.size())
-			return fail(ErrorCode::InvalidArgument, std::string(what).append(": its bufferView does not exist"));
+			return fail(ErrorCode::InvalidArgument, cat(what, ": its bufferView does not exist"));
 		const tinygltf::BufferView& bv = model_.bufferViews[size_t(a.bufferView)];
 		if (bv.buffer < 0 || size_t(bv.buffer) >= model_.buffers.size())
-			return fail(ErrorCode::InvalidArgument, std::string(what).append(": its buffer does not exist"));
+			return fail(ErrorCode::InvalidArgument, cat(what, ": its buffer does not exist"));
 		const tinygltf::Buffer& buffer = model_.buffers[size_t(bv.buffer)];
 		if (bv.byteOffset > buffer.data.size() || bv.byteLength > buffer.data.size() - bv.byteOffset)
-			return fail(ErrorCode::InvalidArgument, std::string(what)
-			                                            .append(": its bufferView lies outside its buffer (")
-			                                            .append(std::to_string(buffer.data.size()))
-			                                            .append(" bytes)"));
+			return fail(ErrorCode::InvalidArgument,
+			            cat(what, ": its bufferView lies outside its buffer (", buffer.data.size(), " bytes)"));
 		const int component_size = tinygltf::GetComponentSizeInBytes(uint32_t(a.componentType));
 		const int components = tinygltf::GetNumComponentsInType(uint32_t(a.type));
 		if (component_size <= 0 || components <= 0)
-			return fail(ErrorCode::InvalidArgument, std::string(what).append(" has an invalid component type or type"));
+			return fail(ErrorCode::InvalidArgument, cat(what, " has an invalid component type or type"));
 		const size_t element = size_t(component_size) * size_t(components);
 		const size_t stride = bv.byteStride != 0 ? bv.byteStride : element;
 		if (stride < element)
-			return fail(ErrorCode::InvalidArgument, std::string(what)
-			                                            .append(": byteStride ")
-			                                            .append(std::to_string(stride))
-			                                            .append(" is smaller than an element"));
+			return fail(ErrorCode::InvalidArgument, cat(what, ": byteStride ", stride, " is smaller than an element"));
 		AccessorView v;
 		v.count = a.count;
 		v.stride = stride;
@@ -339,12 +356,8 @@ private:
 			const size_t length = bv.byteLength;
 			if (a.byteOffset > length || element > length - a.byteOffset ||
 			    (a.count - 1) > (length - a.byteOffset - element) / stride)
-				return fail(ErrorCode::InvalidArgument, std::string(what)
-				                                            .append(": ")
-				                                            .append(std::to_string(a.count))
-				                                            .append(" elements do not fit in its bufferView (")
-				                                            .append(std::to_string(length))
-				                                            .append(" bytes)"));
+				return fail(ErrorCode::InvalidArgument,
+				            cat(what, ": ", a.count, " elements do not fit in its bufferView (", length, " bytes)"));
 			v.data = buffer.data.data() + bv.byteOffset + a.byteOffset;
 		}
 		return v;
@@ -362,25 +375,13 @@ private:
 		                         (v.component_type == TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE ||
 		                          v.component_type == TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT);
 		if (v.components != components || !(is_float || is_norm_int))
-			return fail(ErrorCode::Unsupported, std::string(role)
-			                                        .append(" accessor ")
-			                                        .append(std::to_string(index))
-			                                        .append(" has ")
-			                                        .append(std::to_string(v.components))
-			                                        .append(" components of ")
-			                                        .append(componentTypeName(v.component_type))
-			                                        .append(v.normalized ? " (normalized)" : "")
-			                                        .append("; expected ")
-			                                        .append(std::to_string(components))
-			                                        .append(" FLOAT"));
+			return fail(ErrorCode::Unsupported,
+			            cat(role, " accessor ", index, " has ", v.components, " components of ",
+			                componentTypeName(v.component_type), v.normalized ? " (normalized)" : "", "; expected ",
+			                components, " FLOAT"));
 		if (expected_count != std::numeric_limits<size_t>::max() && v.count != expected_count)
-			return fail(ErrorCode::InvalidArgument, std::string(role)
-			                                            .append(" accessor ")
-			                                            .append(std::to_string(index))
-			                                            .append(" has ")
-			                                            .append(std::to_string(v.count))
-			                                            .append(" elements, POSITION has ")
-			                                            .append(std::to_string(expected_count)));
+			return fail(ErrorCode::InvalidArgument,
+			            cat(role, " accessor ", index, " has ", v.count, " elements, POSITION has ", expected_count));
 		const size_t component_size = size_t(tinygltf::GetComponentSizeInBytes(uint32_t(v.component_type)));
 		std::vector<float> out(v.count * size_t(components));
 		for (size_t i = 0; i < v.count; ++i)
@@ -403,9 +404,8 @@ private:
 		if (v.components != 1 || (v.component_type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE &&
 		                          v.component_type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT &&
 		                          v.component_type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT))
-			return fail(ErrorCode::InvalidArgument, std::string("indices accessor ")
-			                                            .append(std::to_string(index))
-			                                            .append(" must be a SCALAR of unsigned byte, short or int"));
+			return fail(ErrorCode::InvalidArgument,
+			            cat("indices accessor ", index, " must be a SCALAR of unsigned byte, short or int"));
 		std::vector<uint32_t> out(v.count);
 		for (size_t i = 0; i < v.count; ++i)
 		{
@@ -422,15 +422,9 @@ private:
 			else
 				std::memcpy(&value, e, 4);
 			if (value >= vertex_count)
-				return fail(ErrorCode::InvalidArgument, std::string("indices accessor ")
-				                                            .append(std::to_string(index))
-				                                            .append(": index ")
-				                                            .append(std::to_string(value))
-				                                            .append(" at position ")
-				                                            .append(std::to_string(i))
-				                                            .append(" is out of range (")
-				                                            .append(std::to_string(vertex_count))
-				                                            .append(" vertices)"));
+				return fail(ErrorCode::InvalidArgument,
+				            cat("indices accessor ", index, ": index ", value, " at position ", i, " is out of range (",
+				                vertex_count, " vertices)"));
 			out[i] = value;
 		}
 		return out;
@@ -450,22 +444,17 @@ private:
 	Result<PrimitiveData> convertPrimitive(const tinygltf::Primitive& p, const std::string& what) const
 	{
 		if (p.mode != TINYGLTF_MODE_TRIANGLES && p.mode != -1)
-			return fail(ErrorCode::Unsupported, std::string(what)
-			                                        .append(": mode ")
-			                                        .append(std::to_string(p.mode))
-			                                        .append(" (only TRIANGLES is supported)"));
+			return fail(ErrorCode::Unsupported, cat(what, ": mode ", p.mode, " (only TRIANGLES is supported)"));
 		if (p.material >= 0 && size_t(p.material) >= model_.materials.size())
-			return fail(
-			    ErrorCode::InvalidArgument,
-			    std::string(what).append(": material ").append(std::to_string(p.material)).append(" does not exist"));
+			return fail(ErrorCode::InvalidArgument, cat(what, ": material ", p.material, " does not exist"));
 		auto pos_it = p.attributes.find("POSITION");
 		if (pos_it == p.attributes.end())
-			return fail(ErrorCode::InvalidArgument, std::string(what).append(" has no POSITION attribute"));
+			return fail(ErrorCode::InvalidArgument, cat(what, " has no POSITION attribute"));
 		auto positions = readFloats(pos_it->second, "POSITION", 3, false, std::numeric_limits<size_t>::max());
 		QUOKKA_TRY(positions);
 		const size_t vertex_count = positions.value().size() / 3;
 		if (vertex_count > std::numeric_limits<uint32_t>::max())
-			return fail(ErrorCode::Unsupported, std::string(what).append(" has more than 2^32 vertices"));
+			return fail(ErrorCode::Unsupported, cat(what, " has more than 2^32 vertices"));
 
 		std::vector<float> normals;
 		if (auto it = p.attributes.find("NORMAL"); it != p.attributes.end())
@@ -480,8 +469,7 @@ private:
 		std::vector<float> uvs;
 		if (const int set = baseColorTexCoord(p.material); set >= 0)
 		{
-			if (auto it = p.attributes.find(std::string("TEXCOORD_").append(std::to_string(set)));
-			    it != p.attributes.end())
+			if (auto it = p.attributes.find(cat("TEXCOORD_", set)); it != p.attributes.end())
 			{
 				auto t = readFloats(it->second, "TEXCOORD", 2, true, vertex_count);
 				QUOKKA_TRY(t);
@@ -501,18 +489,20 @@ private:
 		}
 		const size_t corner_count = indexed ? indices.size() : vertex_count;
 		if (corner_count % 3 != 0)
-			return fail(ErrorCode::InvalidArgument, std::string(what)
-			                                            .append(": ")
-			                                            .append(std::to_string(corner_count))
-			                                            .append(indexed ? " indices" : " vertices")
-			                                            .append(" are not a multiple of 3 (TRIANGLES)"));
+			return fail(ErrorCode::InvalidArgument, cat(what, ": ", corner_count, indexed ? " indices" : " vertices",
+			                                            " are not a multiple of 3 (TRIANGLES)"));
 		if (corner_count > std::numeric_limits<uint32_t>::max())
-			return fail(ErrorCode::Unsupported, std::string(what).append(" has more than 2^32 indices"));
+			return fail(ErrorCode::Unsupported, cat(what, " has more than 2^32 indices"));
 		out.triangles = corner_count / 3;
 
 		std::vector<float>& pos = positions.value();
 		for (size_t v = 0; v < vertex_count; ++v)
-			out.local_bounds.extend(math::V3d(pos[v * 3], pos[v * 3 + 1], pos[v * 3 + 2]));
+		{
+			const math::V3d point(pos[v * 3], pos[v * 3 + 1], pos[v * 3 + 2]);
+			if (!std::isfinite(point.x) || !std::isfinite(point.y) || !std::isfinite(point.z))
+				return fail(ErrorCode::InvalidArgument, cat(what, ": POSITION ", v, " is not finite"));
+			out.local_bounds.extend(point);
+		}
 
 		if (normals.empty())
 		{
@@ -567,26 +557,19 @@ private:
 	{
 		if (auto it = textures_.find(image_index); it != textures_.end())
 			return it->second;
-		const std::string what = std::string("image ").append(std::to_string(image_index));
+		const std::string what = cat("image ", image_index);
 		if (image_index < 0 || size_t(image_index) >= model_.images.size())
-			return fail(ErrorCode::InvalidArgument, std::string(what).append(" does not exist"));
+			return fail(ErrorCode::InvalidArgument, cat(what, " does not exist"));
 		const tinygltf::Image& image = model_.images[size_t(image_index)];
 		if (image.image.empty() || image.width <= 0 || image.height <= 0)
-			return fail(ErrorCode::InvalidArgument, std::string(what)
-			                                            .append(" ('")
-			                                            .append(image.uri.size() > 64 ? "data" : image.uri)
-			                                            .append("') could not be loaded or decoded"));
+			return fail(ErrorCode::InvalidArgument, cat(what, " ('", image.uri.size() > 64 ? "data" : image.uri,
+			                                            "') could not be loaded or decoded"));
 		const int components = image.component;
 		const int bytes = image.bits / 8;
 		const size_t pixels = size_t(image.width) * size_t(image.height);
 		if (components < 1 || components > 4 || (bytes != 1 && bytes != 2) ||
 		    image.image.size() != pixels * size_t(components) * size_t(bytes))
-			return fail(ErrorCode::Unsupported, std::string(what)
-			                                        .append(": ")
-			                                        .append(std::to_string(components))
-			                                        .append(" channels of ")
-			                                        .append(std::to_string(image.bits))
-			                                        .append(" bits"));
+			return fail(ErrorCode::Unsupported, cat(what, ": ", components, " channels of ", image.bits, " bits"));
 		auto rgba = std::make_shared<std::vector<uint8_t>>(pixels * 4);
 		for (size_t i = 0; i < pixels; ++i)
 		{
@@ -629,8 +612,7 @@ private:
 	Result<void> addMesh(int mesh_index, const math::Trafo3d& world)
 	{
 		if (size_t(mesh_index) >= model_.meshes.size())
-			return fail(ErrorCode::InvalidArgument,
-			            std::string("mesh ").append(std::to_string(mesh_index)).append(" does not exist"));
+			return fail(ErrorCode::InvalidArgument, cat("mesh ", mesh_index, " does not exist"));
 		auto cached = meshes_.find(mesh_index);
 		if (cached == meshes_.end())
 		{
@@ -638,10 +620,7 @@ private:
 			const tinygltf::Mesh& mesh = model_.meshes[size_t(mesh_index)];
 			for (size_t i = 0; i < mesh.primitives.size(); ++i)
 			{
-				auto prim = convertPrimitive(mesh.primitives[i], std::string("mesh ")
-				                                                     .append(std::to_string(mesh_index))
-				                                                     .append(" primitive ")
-				                                                     .append(std::to_string(i)));
+				auto prim = convertPrimitive(mesh.primitives[i], cat("mesh ", mesh_index, " primitive ", i));
 				QUOKKA_TRY(prim);
 				prims.push_back(std::move(prim).value());
 			}
@@ -675,8 +654,7 @@ private:
 				const tinygltf::Material& m = model_.materials[size_t(prim.material)];
 				const int tex = m.pbrMetallicRoughness.baseColorTexture.index;
 				if (size_t(tex) >= model_.textures.size())
-					return fail(ErrorCode::InvalidArgument,
-					            std::string("texture ").append(std::to_string(tex)).append(" does not exist"));
+					return fail(ErrorCode::InvalidArgument, cat("texture ", tex, " does not exist"));
 				const tinygltf::Texture& t = model_.textures[size_t(tex)];
 				if (t.source >= 0) // no source: only an extension's image we do not decode; draw untextured
 				{
@@ -711,18 +689,14 @@ private:
 Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobals& globals)
 {
 	auto fail = [&](ErrorCode code, const std::string& problem)
-	{
-		std::string message = "glTF '";
-		message.append(path).append("': ").append(oneLine(problem));
-		return makeError(code, std::move(message));
-	};
+	{ return makeError(code, cat("glTF '", path, "': ", oneLine(problem))); };
 
 	std::error_code ec;
 	if (std::filesystem::is_directory(path, ec))
 		return fail(ErrorCode::Io, "is a directory");
 	std::ifstream file(path, std::ios::binary);
 	if (!file)
-		return fail(ErrorCode::Io, std::string("cannot open: ").append(std::strerror(errno)));
+		return fail(ErrorCode::Io, cat("cannot open: ", std::strerror(errno)));
 	std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
 	if (file.bad())
 		return fail(ErrorCode::Io, "read error");
@@ -735,10 +709,8 @@ Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobal
 		const uint32_t declared = uint32_t(bytes[8]) | uint32_t(bytes[9]) << 8 | uint32_t(bytes[10]) << 16 |
 		                          uint32_t(bytes[11]) << 24; // GLB header: total length, little-endian
 		if (declared > bytes.size())
-			return fail(ErrorCode::InvalidArgument, std::string("truncated .glb: its header says ")
-			                                            .append(std::to_string(declared))
-			                                            .append(" bytes, the file has ")
-			                                            .append(std::to_string(bytes.size())));
+			return fail(ErrorCode::InvalidArgument,
+			            cat("truncated .glb: its header says ", declared, " bytes, the file has ", bytes.size()));
 	}
 
 	tinygltf::TinyGLTF loader;
@@ -757,8 +729,7 @@ Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobal
 		// A buffer file the document references but that cannot be read is an Io error, not bad input.
 		if (problem.find("File not found") != std::string::npos)
 			return fail(ErrorCode::Io, problem);
-		return fail(ErrorCode::InvalidArgument,
-		            std::string(binary ? "malformed .glb: " : "malformed glTF: ").append(problem));
+		return fail(ErrorCode::InvalidArgument, cat(binary ? "malformed .glb: " : "malformed glTF: ", problem));
 	}
 	Importer importer(path, model, globals);
 	return importer.run();
@@ -775,15 +746,11 @@ Result<GeneratedScene> importGltf(const std::string& path, const SceneGlobals& g
 	}
 	catch (const std::bad_alloc&)
 	{
-		std::string message = "glTF '";
-		message.append(path).append("': out of memory");
-		return makeError(ErrorCode::OutOfMemory, std::move(message));
+		return makeError(ErrorCode::OutOfMemory, cat("glTF '", path, "': out of memory"));
 	}
 	catch (const std::exception& e)
 	{
-		std::string message = "glTF '";
-		message.append(path).append("': ").append(oneLine(e.what()));
-		return makeError(ErrorCode::InvalidArgument, std::move(message));
+		return makeError(ErrorCode::InvalidArgument, cat("glTF '", path, "': ", oneLine(e.what())));
 	}
 }
 
