@@ -9,7 +9,9 @@ int runBench(const BenchOptions& options)
 {
 	if (options.name == "meshlet")
 		return runBenchMeshlet(options);
-	return fail("unknown benchmark '" + options.name + "' (available: meshlet)");
+	if (options.name == "draw")
+		return runBenchDraw(options);
+	return fail("unknown benchmark '" + options.name + "' (available: meshlet, draw)");
 }
 
 } // namespace quokka::app

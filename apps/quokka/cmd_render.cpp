@@ -1,6 +1,6 @@
 // `quokka render`: renders a built-in scene offscreen, times the frames and writes the last one as a PNG.
-// At this stage the only scene is `triangle` (vertex colours, MSAA resolve); the scene-graph scenes arrive with the
-// classic path (issue #4).
+// This file draws `triangle` (raw gpu calls, vertex colours, MSAA resolve); scene-graph scenes (grid, city, glTF) go
+// through the Runtime in scene_render.cpp, `meshlets` through scene_meshlets.cpp.
 #include "commands.hpp"
 #include "render_common.hpp"
 
@@ -102,10 +102,12 @@ Result<TriangleStats> renderTriangle(gpu::Device& device, const RenderOptions& o
 
 int runRender(const RenderOptions& o)
 {
+	if (!o.gltf.empty() || o.scene == "grid" || o.scene == "city")
+		return runRenderScene(o);
 	if (o.scene == "meshlets")
 		return runRenderMeshlets(o);
 	if (o.scene != "triangle")
-		return fail("unknown scene '" + o.scene + "' (available: triangle, meshlets)");
+		return fail("unknown scene '" + o.scene + "' (available: triangle, grid, city, meshlets; or --gltf FILE)");
 	auto device = createRenderDevice(o);
 	if (!device.ok())
 		return fail(device.error());

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -44,6 +45,10 @@ struct RenderOptions
 	std::string out = "";
 	bool json = false;
 	std::string meshlet_path = "auto"; ///< `--scene meshlets`: auto | vertex | mesh
+	std::string gltf;                  ///< `--gltf FILE`: import instead of a built-in scene
+	uint32_t objects = 0;              ///< generated scenes; 0 = the scene's default
+	uint64_t seed = 1;
+	std::string path = "classic";
 };
 int runRender(const RenderOptions& options);
 
@@ -52,13 +57,19 @@ struct BenchOptions
 	DeviceOptions device;
 	std::string name;
 	bool json = false;
-	uint64_t ops = 2000000; ///< allocator alloc+free pairs per run
-	uint32_t reps = 5;      ///< runs per figure (the median is reported)
-	uint64_t mib = 0;       ///< GPU working set in MiB; 0 = 512 on a GPU, 64 on a CPU device
+	uint64_t ops = 2000000;        ///< allocator alloc+free pairs per run
+	uint32_t reps = 5;             ///< runs per figure (the median is reported)
+	uint64_t mib = 0;              ///< GPU working set in MiB; 0 = 512 on a GPU, 64 on a CPU device
+	std::vector<uint32_t> objects; ///< draw: object counts
+	std::string path = "classic";  ///< draw: render path
 };
 int runBench(const BenchOptions& options);
 int runBenchMeshlet(const BenchOptions& options);
 
+/// `render --scene grid|city` and `--gltf` (scene_render.cpp).
+int runRenderScene(const RenderOptions& options);
+/// `bench draw` (scene_render.cpp).
+int runBenchDraw(const BenchOptions& options);
 /// `render --scene meshlets` (scene_meshlets.cpp).
 int runRenderMeshlets(const RenderOptions& options);
 

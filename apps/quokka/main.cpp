@@ -18,7 +18,12 @@ int main(int argc, char** argv)
 	RenderOptions render;
 	CLI::App* render_cmd = app.add_subcommand("render", "render a scene offscreen and write a PNG");
 	render.device.addTo(*render_cmd);
-	render_cmd->add_option("--scene", render.scene, "built-in scene: triangle, meshlets");
+	render_cmd->add_option("--scene", render.scene, "built-in scene: triangle, grid, city, meshlets");
+	render_cmd->add_option("--gltf", render.gltf, "render a glTF 2.0 file (.gltf or .glb) instead of a built-in scene");
+	render_cmd->add_option("--objects", render.objects, "objects of a generated scene (grid: 1000, city: 20000)")
+	    ->check(CLI::Range(1u, 10000000u));
+	render_cmd->add_option("--seed", render.seed, "seed of a generated scene");
+	render_cmd->add_option("--path", render.path, "render path: classic")->check(CLI::IsMember({"classic"}));
 	render_cmd->add_option("--width", render.width, "framebuffer width in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--height", render.height, "framebuffer height in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--frames", render.frames, "frames to render (timed; the last is written)")
@@ -35,7 +40,10 @@ int main(int argc, char** argv)
 	BenchOptions bench;
 	CLI::App* bench_cmd = app.add_subcommand("bench", "run a benchmark and print medians and same-run ratios");
 	bench.device.addTo(*bench_cmd);
-	bench_cmd->add_option("name", bench.name, "benchmark: meshlet")->required();
+	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw")->required();
+	bench_cmd->add_option("--objects", bench.objects, "draw: object counts (default 1000 10000 100000)")
+	    ->check(CLI::Range(1u, 10000000u));
+	bench_cmd->add_option("--path", bench.path, "draw: render path (classic)");
 	bench_cmd->add_flag("--json", bench.json, "one JSON object on stdout");
 	bench_cmd->add_option("--ops", bench.ops, "allocator alloc+free pairs per run")
 	    ->check(CLI::Range(1000, 1000000000));

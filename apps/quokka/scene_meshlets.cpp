@@ -6,7 +6,9 @@
 #include "commands.hpp"
 #include "render_common.hpp"
 
+#ifndef GLM_FORCE_DEPTH_ZERO_TO_ONE // also set by quokka::math for everything linking it
 #define GLM_FORCE_DEPTH_ZERO_TO_ONE
+#endif
 #include <glm/gtc/matrix_transform.hpp>
 #include <glm/gtc/type_ptr.hpp>
 

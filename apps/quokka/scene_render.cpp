@@ -1,0 +1,262 @@
+// `quokka render --scene grid|city` / `--gltf FILE` and `quokka bench draw`: scene-graph scenes through the Runtime
+// (classic path), a camera framing the scene bounds and orbiting over --frames, per-frame CPU update/encode, GPU and
+// frame timings, draw calls and pipeline binds.
+#include "commands.hpp"
+#include "render_common.hpp"
+#include "scenes.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include <quokka/gpu/timing.hpp>
+#include <quokka/runtime/runtime.hpp>
+
+namespace quokka::app
+{
+
+namespace
+{
+
+constexpr double kPi = 3.14159265358979323846;
+
+/// Camera of frame `frame` of `frames`: orbits the bounds' centre once over the run, from 35° above the horizon.
+void placeCamera(SceneGlobals& g, const math::Box3d& bounds, uint32_t frame, uint32_t frames, double aspect)
+{
+	const math::V3d c = bounds.isEmpty() ? math::V3d(0.0) : bounds.center();
+	const double r = std::max(0.5 * glm::length(bounds.size()), 1e-3);
+	const double a = 0.6 + 2.0 * kPi * double(frame) / double(std::max(frames, 1u));
+	const double e = 35.0 * kPi / 180.0;
+	const math::V3d eye = c + 1.9 * r * math::V3d(std::cos(e) * std::cos(a), std::sin(e), std::cos(e) * std::sin(a));
+	adaptive::transact(
+	    [&]
+	    {
+		    g.view.setValue(math::lookAt(eye, c, math::V3d(0, 1, 0)));
+		    g.proj.setValue(math::perspective(50.0 * kPi / 180.0, aspect, 0.02 * r, 10.0 * r));
+		    g.light_location.setValue(math::V3f(eye + math::V3d(0.0, r, 0.0)));
+	    });
+}
+
+struct SceneRun
+{
+	FrameSeries frames;
+	std::vector<double> update_ms;
+	std::vector<double> gpu_ms;
+	runtime::TaskStats last;
+	uint32_t prepared_first = 0;
+};
+
+Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g)
+{
+	if (!o.gltf.empty())
+		return importGltf(o.gltf, g);
+	if (o.scene == "grid")
+		return makeGridScene(g, o.objects ? o.objects : 1000, o.seed);
+	if (o.scene == "city")
+		return makeCityScene(g, o.objects ? o.objects : 20000, o.seed);
+	return makeError(ErrorCode::InvalidArgument,
+	                 "unknown scene '" + o.scene + "' (available: triangle, grid, city, meshlets; or --gltf FILE)");
+}
+
+/// Renders `frames` frames of `scene` (orbiting unless `orbit` is false) into `fb`.
+Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::Framebuffer& fb,
+                           const GeneratedScene& scene, SceneGlobals& g, uint32_t frames, bool orbit)
+{
+	adaptive::cset<scene::RenderObjectPtr> objects;
+	adaptive::transact(
+	    [&]
+	    {
+		    for (const auto& o : scene.objects)
+			    objects.add(o);
+	    });
+	adaptive::clist<scene::Command> commands;
+	commands.append(scene::clearCommand(math::V4f(0.06f, 0.07f, 0.09f, 1.0f)));
+	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(objects)});
+	auto task = rt.compile(fb.signature, commands);
+	gpu::FrameTimer timer(device);
+	SceneRun run;
+	run.frames.source = timer.source();
+	const double aspect = double(fb.width) / double(fb.height);
+	for (uint32_t f = 0; f < frames; ++f)
+	{
+		placeCamera(g, scene.bounds, orbit ? f : 0, frames, aspect);
+		const auto t0 = std::chrono::steady_clock::now();
+		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
+		timer.begin(list);
+		QUOKKA_TRY(task->run(list, fb));
+		timer.end(list);
+		const double cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+		QUOKKA_TRY(device.submitAndWait(std::move(list)));
+		const double frame_ms =
+		    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+		QUOKKA_TRY_ASSIGN(timing, timer.resolve());
+		const runtime::TaskStats& s = task->stats();
+		if (f == 0)
+			run.prepared_first = s.passes.prepared;
+		run.update_ms.push_back(s.update_ms);
+		run.frames.encode_ms.push_back(s.encode_ms);
+		run.gpu_ms.push_back(timing.ms);
+		run.frames.frame_ms.push_back(frame_ms);
+		(void)cpu_ms;
+		run.last = s;
+	}
+	return run;
+}
+
+scene::FramebufferSignature signatureFor(uint32_t samples)
+{
+	scene::FramebufferSignature sig;
+	sig.colors = {{"Colors", VK_FORMAT_R8G8B8A8_SRGB}};
+	sig.samples = VkSampleCountFlagBits(samples);
+	return sig;
+}
+
+} // namespace
+
+int runRenderScene(const RenderOptions& o)
+{
+	auto device = createRenderDevice(o);
+	if (!device.ok())
+		return fail(device.error());
+	gpu::Device& dev = *device.value();
+	SceneGlobals globals;
+	auto scene = loadScene(o, globals);
+	if (!scene.ok())
+		return fail(scene.error());
+	auto rt = runtime::Runtime::create(dev);
+	if (!rt.ok())
+		return fail(rt.error());
+	auto fb = runtime::createFramebuffer(dev, signatureFor(o.samples), o.width, o.height);
+	if (!fb.ok())
+		return fail(fb.error());
+	auto run = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, o.frames, true);
+	if (!run.ok())
+		return fail(run.error());
+	RenderTargets targets;
+	targets.color = fb->output();
+	auto out = writeRenderOutput(dev, targets, o);
+	if (!out.ok())
+		return fail(out.error());
+	const SceneRun& r = run.value();
+	const classic::PassStats& p = r.last.passes;
+	if (o.json)
+	{
+		nlohmann::ordered_json j = renderJson(o, dev, r.frames);
+		if (!o.gltf.empty())
+			j["gltf"] = o.gltf;
+		j["path"] = "classic";
+		j["objects"] = scene->objects.size();
+		j["triangles"] = scene->triangles;
+		j["cpu_update_ms"] = {{"median", median(r.update_ms)}, {"first", r.update_ms.front()}};
+		j["gpu_ms"] = {{"median", median(r.gpu_ms)}};
+		j["draw_calls"] = p.draws;
+		j["pipeline_binds"] = p.pipeline_binds;
+		j["descriptor_pushes"] = p.descriptor_pushes;
+		j["prepared_first_frame"] = r.prepared_first;
+		j["uniform_uploads_last_frame"] = p.uniform_uploads;
+		j["pipelines"] = rt.value()->context().stats().pipelines_created;
+		printRenderJson(j, dev, out.value());
+	}
+	else
+	{
+		printRenderHeader(o, dev, r.frames);
+		std::printf(
+		    "  %zu objects, %llu triangles: %u draw calls, %u pipeline binds, %llu pipelines; CPU update %.2f ms "
+		    "(first frame %.1f ms), encode %.2f ms; GPU %.2f ms (%s)\n",
+		    scene->objects.size(), (unsigned long long)scene->triangles, p.draws, p.pipeline_binds,
+		    (unsigned long long)rt.value()->context().stats().pipelines_created, median(r.update_ms),
+		    r.update_ms.front(), median(r.frames.encode_ms), median(r.gpu_ms), gpu::timingSourceName(r.frames.source));
+		std::printf("  wrote %s\n", out.value().c_str());
+	}
+	fb = Error{};
+	rt = Error{};
+	return validationExit(dev);
+}
+
+int runBenchDraw(const BenchOptions& b)
+{
+	if (b.path != "classic")
+		return fail("bench draw: unknown --path '" + b.path + "' (available: classic; heap arrives with issue #5)");
+	RenderOptions o;
+	o.device = b.device;
+	o.scene = "grid";
+	o.width = 1280;
+	o.height = 720;
+	o.samples = 1;
+	auto device = createRenderDevice(o);
+	if (!device.ok())
+		return fail(device.error());
+	gpu::Device& dev = *device.value();
+	std::vector<uint32_t> counts = b.objects;
+	if (counts.empty())
+		counts = {1000, 10000, 100000};
+	nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+	if (!b.json)
+		std::printf("quokka bench draw --path classic on %s (%s timing), grid scene, %u frames per size (median)\n",
+		            dev.info().name.c_str(), dev.info().gpu_timestamps_reliable ? "GPU" : "wall", b.reps);
+	for (uint32_t n : counts)
+	{
+		SceneGlobals globals;
+		auto scene = makeGridScene(globals, n, 1);
+		if (!scene.ok())
+			return fail(scene.error());
+		auto rt = runtime::Runtime::create(dev);
+		if (!rt.ok())
+			return fail(rt.error());
+		auto fb = runtime::createFramebuffer(dev, signatureFor(1), o.width, o.height);
+		if (!fb.ok())
+			return fail(fb.error());
+		// Frame 0 prepares everything (reported separately); then static frames (steady state: nothing changed) and
+		// orbit frames (the camera changes every frame: every object's uniform block is re-uploaded).
+		auto first = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, 1, false);
+		if (!first.ok())
+			return fail(first.error());
+		auto still = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, b.reps + 1, false);
+		auto orbit = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, b.reps + 1, true);
+		if (!still.ok() || !orbit.ok())
+			return fail(still.ok() ? orbit.error() : still.error());
+		auto drop = [](std::vector<double> v)
+		{
+			v.erase(v.begin()); // the first frame of each run prepares its own task
+			return median(v);
+		};
+		nlohmann::ordered_json row;
+		row["objects"] = n;
+		row["first_frame_ms"] = first->frames.frame_ms.front();
+		row["static"] = {{"cpu_update_ms", drop(still->update_ms)},
+		                 {"cpu_encode_ms", drop(still->frames.encode_ms)},
+		                 {"gpu_ms", drop(still->gpu_ms)},
+		                 {"frame_ms", drop(still->frames.frame_ms)}};
+		row["orbit"] = {{"cpu_update_ms", drop(orbit->update_ms)},
+		                {"cpu_encode_ms", drop(orbit->frames.encode_ms)},
+		                {"gpu_ms", drop(orbit->gpu_ms)},
+		                {"frame_ms", drop(orbit->frames.frame_ms)}};
+		row["draw_calls"] = still->last.passes.draws;
+		row["pipeline_binds"] = still->last.passes.pipeline_binds;
+		rows.push_back(row);
+		if (!b.json)
+			std::printf("  %7u objects: static update %.2f ms, encode %.2f ms, GPU %.2f ms, frame %.2f ms | orbit "
+			            "update %.2f ms, encode %.2f ms, frame %.2f ms | %u draws, %u pipeline binds\n",
+			            n, row["static"]["cpu_update_ms"].get<double>(), row["static"]["cpu_encode_ms"].get<double>(),
+			            row["static"]["gpu_ms"].get<double>(), row["static"]["frame_ms"].get<double>(),
+			            row["orbit"]["cpu_update_ms"].get<double>(), row["orbit"]["cpu_encode_ms"].get<double>(),
+			            row["orbit"]["frame_ms"].get<double>(), still->last.passes.draws,
+			            still->last.passes.pipeline_binds);
+	}
+	if (b.json)
+	{
+		nlohmann::ordered_json j;
+		j["bench"] = "draw";
+		j["path"] = "classic";
+		j["device"] = dev.info().name;
+		j["device_type"] = dev.info().is_cpu ? "cpu" : "gpu";
+		j["timing_source"] = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
+		j["sizes"] = rows;
+		std::printf("%s\n", j.dump(2).c_str());
+	}
+	return validationExit(dev);
+}
+
+} // namespace quokka::app
