@@ -148,6 +148,20 @@ struct GltfBuilder
 	}
 };
 
+/// PNG bytes of `pixels` (rows top to bottom, `components` bytes per pixel), written by stb_image_write.
+std::vector<uint8_t> encodePng(int width, int height, int components, const std::vector<uint8_t>& pixels)
+{
+	std::vector<uint8_t> png;
+	stbi_write_png_to_func(
+	    [](void* ctx, void* data, int size)
+	    {
+		    auto* out = static_cast<std::vector<uint8_t>*>(ctx);
+		    out->insert(out->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
+	    },
+	    &png, width, height, components, pixels.data(), width * components);
+	return png;
+}
+
 template <typename T>
 std::vector<T> bytesAs(const scene::ArrayBuffer& b)
 {
@@ -295,14 +309,7 @@ TEST_F(GltfImport, BaseColorTextureIsDecodedToRgba8)
 {
 	// A 2×2 RGB PNG inside a bufferView; tinygltf decodes it and the importer expands it to RGBA8.
 	const std::vector<uint8_t> rgb = {255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255};
-	std::vector<uint8_t> png;
-	stbi_write_png_to_func(
-	    [](void* ctx, void* data, int size)
-	    {
-		    auto* out = static_cast<std::vector<uint8_t>*>(ctx);
-		    out->insert(out->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
-	    },
-	    &png, 2, 2, 3, rgb.data(), 6);
+	const std::vector<uint8_t> png = encodePng(2, 2, 3, rgb);
 	ASSERT_FALSE(png.empty());
 
 	GltfBuilder b;
@@ -474,6 +481,59 @@ TEST_F(GltfImport, NonTriangleModeIsUnsupported)
 	ASSERT_FALSE(result.ok());
 	EXPECT_EQ(result.error().code, ErrorCode::Unsupported);
 	expectOneLineNaming(result.error(), path);
+}
+
+TEST_F(GltfImport, CorruptedFilesNeverCrash)
+{
+	// Every truncation and a few hundred seeded byte mutations of a textured, indexed .glb: each import either
+	// succeeds or fails with a one-line error naming the file, and never reads out of bounds.
+	const std::vector<uint8_t> rgba = {255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 255};
+	const std::vector<uint8_t> png = encodePng(2, 2, 4, rgba);
+	GltfBuilder b;
+	const int pos = b.addFloats({0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0}, 3, "VEC3");
+	const int uv = b.addFloats({0, 0, 1, 0, 0, 1, 1, 1}, 2, "VEC2");
+	const int idx = b.addAccessor(b.addView(std::vector<uint8_t>{0, 1, 2, 2, 1, 3}), kU8, 6, "SCALAR");
+	b.doc["images"] = json::array({{{"bufferView", b.addView(png)}, {"mimeType", "image/png"}}});
+	b.doc["textures"] = json::array({{{"source", 0}}});
+	b.doc["materials"] = json::array({{{"pbrMetallicRoughness", {{"baseColorTexture", {{"index", 0}}}}}}});
+	const int mesh = b.addMesh({{"POSITION", pos}, {"TEXCOORD_0", uv}}, idx, 0);
+	b.setScene({b.addNode({{"mesh", mesh}, {"children", {1}}})});
+	b.addNode({{"mesh", mesh}, {"translation", {1.0, 0.0, 0.0}}});
+	const std::string original = file("original.glb");
+	b.writeGlb(original);
+	ASSERT_TRUE(app::importGltf(original, globals_).ok());
+
+	std::ifstream in(original, std::ios::binary);
+	const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	const std::string path = file("corrupt.glb");
+	auto check = [&](const std::vector<char>& data)
+	{
+		std::ofstream(path, std::ios::binary | std::ios::trunc).write(data.data(), std::streamsize(data.size()));
+		auto result = app::importGltf(path, globals_);
+		if (!result.ok())
+			expectOneLineNaming(result.error(), path);
+	};
+	for (size_t n = 0; n < bytes.size(); n += 3)
+		check(std::vector<char>(bytes.begin(), bytes.begin() + long(n)));
+	uint64_t state = 0x9E3779B97F4A7C15ull;
+	auto next = [&]
+	{
+		state ^= state << 13;
+		state ^= state >> 7;
+		state ^= state << 17;
+		return state;
+	};
+	for (int i = 0; i < 400; ++i)
+	{
+		std::vector<char> data = bytes;
+		const int flips = 1 + int(next() % 3);
+		for (int f = 0; f < flips; ++f)
+		{
+			const size_t at = 20 + size_t(next() % (data.size() - 20)); // keep the GLB header, corrupt the rest
+			data[at] = (next() % 2) ? char(next()) : "0123456789-e.,:{}[]\""[next() % 20];
+		}
+		check(data);
+	}
 }
 
 } // namespace
