@@ -101,8 +101,11 @@ struct City
 	void structure(Kind kind, double x, double z);
 	void prop();
 	void treeRow();
-	// A random point on a street: its centre line, the position along it and whether it runs along z.
-	Trafo3d streetFrame(double side_offset, double& along_length);
+	/// Street length: the streets span the whole grid of blocks.
+	double streetLength() const { return double(blocks) * kBlock; }
+	/// A random place on a street for something `extent` metres long (≤ streetLength()): x along the street, z across
+	/// it (`side_offset` to the left or right of the centre line), y up.
+	Trafo3d streetFrame(double side_offset, double extent);
 };
 
 Result<void> City::makeEffects()
@@ -236,18 +239,18 @@ void City::structure(Kind kind, double x, double z)
 	    &color, false, nullptr);
 }
 
-Trafo3d City::streetFrame(double side_offset, double& along_length)
+Trafo3d City::streetFrame(double side_offset, double extent)
 {
-	// Street centre lines run at origin + b·kBlock − kStreet/2 for b = 0…blocks, in x or in z.
+	// Street centre lines run at origin + b·kBlock − kStreet/2 for b = 0…blocks, in x or in z; along them from the
+	// first to the last crossing.
 	const double line = origin + double(rng.between(0, blocks)) * kBlock - 0.5 * kStreet;
-	along_length = double(blocks) * kBlock;
-	const double along = origin - kStreet + double(rng.unit()) * (along_length + kStreet);
+	const double start = origin - 0.5 * kStreet + double(rng.unit()) * std::max(streetLength() - extent, 0.0);
 	const bool along_z = rng.chance(0.5f);
 	const double side = rng.chance(0.5f) ? side_offset : -side_offset;
 	// Local frame: x along the street, z across it (side of the street), y up.
 	if (along_z)
-		return Trafo3d::translation({line + side, 0.0, along}) * Trafo3d::rotation({0, 1, 0}, -kHalfPi);
-	return Trafo3d::translation({along, 0.0, line + side});
+		return Trafo3d::translation({line + side, 0.0, start}) * Trafo3d::rotation({0, 1, 0}, -kHalfPi);
+	return Trafo3d::translation({start, 0.0, line + side});
 }
 
 void City::prop()
@@ -259,18 +262,18 @@ void City::prop()
 	                         : pick < 0.8f  ? 7u
 	                         : pick < 0.9f  ? 8u
 	                                        : 9u;
-	double length = 0.0;
-	const Trafo3d frame = streetFrame(variant < 6 ? 2.5 : 4.2, length);
+	const Trafo3d frame = streetFrame(variant < 6 ? 2.5 : 4.2, 5.0);
 	const Trafo3d facing = Trafo3d::rotation({0, 1, 0}, rng.chance(0.5f) ? 0.0 : std::numbers::pi);
 	add(props[variant], colored, closed, frame * facing, nullptr, true, nullptr);
 }
 
 void City::treeRow()
 {
-	const uint32_t count = rng.between(8, 64);
+	// 8–64 trees 7 m apart, at most as many as fit on a street (8 on the 58 m streets of a one-block city).
 	constexpr double kSpacing = 7.0;
-	double length = 0.0;
-	const Trafo3d frame = streetFrame(4.6, length);
+	const uint32_t fit = std::max(2u, uint32_t(streetLength() / kSpacing));
+	const uint32_t count = std::min(rng.between(8, 64), fit);
+	const Trafo3d frame = streetFrame(4.6, kSpacing * double(count - 1));
 	const SharedMesh& tree = trees[rng.between(0, 1)];
 	std::vector<math::M44f> instances;
 	instances.reserve(count);

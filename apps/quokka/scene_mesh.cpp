@@ -16,6 +16,9 @@ namespace
 {
 
 constexpr float kTwoPi = 2.0f * std::numbers::pi_v<float>;
+// Roofs and floors of boxes sample one texel near the texture's top-left corner (a facade's wall colour), instead of
+// stretching a window over the roof.
+constexpr V2f kCapUv{0.02f, 0.02f};
 
 // Ring point at angle a about the y axis. z = −sin so that increasing angles run clockwise seen from above, which
 // makes (ring_i, ring_i+1, up) counter-clockwise seen from outside.
@@ -120,9 +123,11 @@ Mesh box(const V3f& lo, const V3f& hi, float u_repeat, float v_repeat)
 	{
 		const V3f n = glm::normalize(glm::cross(f.a, f.b));
 		const uint32_t base = m.vertexCount();
-		const float ur = f.side ? u_repeat : 1.0f, vr = f.side ? v_repeat : 1.0f;
 		const V3f corners[4] = {f.origin, f.origin + f.a, f.origin + f.a + f.b, f.origin + f.b};
-		const V2f uv[4] = {{0, vr}, {ur, vr}, {ur, 0}, {0, 0}};
+		const float ur = u_repeat, vr = v_repeat;
+		const V2f side_uv[4] = {{0, vr}, {ur, vr}, {ur, 0}, {0, 0}};
+		const V2f cap_uv[4] = {kCapUv, kCapUv, kCapUv, kCapUv};
+		const V2f* uv = f.side ? side_uv : cap_uv;
 		for (int c = 0; c < 4; ++c)
 		{
 			m.positions.push_back(corners[c]);

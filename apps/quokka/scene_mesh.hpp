@@ -64,7 +64,7 @@ struct Mesh
 
 /// An axis-aligned box from `lo` to `hi`: 24 vertices (flat faces), 12 triangles. Side faces get uvs (0…u_repeat
 /// horizontally, 0…v_repeat upwards, v = 0 at the top edge as images are stored top row first); top and bottom faces
-/// get 0…1.
+/// get the constant uv (0.02, 0.02): one texel near the top-left corner (a facade texture's wall colour).
 Mesh box(const math::V3f& lo, const math::V3f& hi, float u_repeat = 1.0f, float v_repeat = 1.0f);
 /// A closed cylinder about the y axis: `segments` ≥ 3 smooth side quads plus two flat caps.
 Mesh cylinder(uint32_t segments, float radius, float y0, float y1);

@@ -372,6 +372,16 @@ TEST(CityScene, MixesEffectsInstancingMirroringTexturesAndSharedMeshes)
 	EXPECT_GT(u32, 0u);
 	EXPECT_GT(non_indexed, 0u);
 	EXPECT_EQ(unculled, 1u) << "only the open ground plane is drawn without back-face culling";
+	// Everything stands on the ground: the scene's xz extent is the ground's (the ground is object 0, untransformed).
+	math::Box3d ground;
+	for (uint32_t v = 0; v < vertexCount(*s.objects.front()); ++v)
+		ground.extend(position(*s.objects.front(), v));
+	EXPECT_EQ(s.objects.front()->state.cull_mode.force(), VkCullModeFlags(VK_CULL_MODE_NONE));
+	EXPECT_GE(s.bounds.min.x, ground.min.x);
+	EXPECT_GE(s.bounds.min.z, ground.min.z);
+	EXPECT_LE(s.bounds.max.x, ground.max.x);
+	EXPECT_LE(s.bounds.max.z, ground.max.z);
+	EXPECT_EQ(s.bounds.min.y, 0.0) << "nothing below the ground";
 	EXPECT_LT(position_storages.size(), size_t(kN / 50)) << "buildings, props and trees share meshes";
 	EXPECT_EQ(checkGeometry(s), s.triangles);
 	EXPECT_GT(s.triangles, uint64_t(kN) * 12);
