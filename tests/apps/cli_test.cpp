@@ -206,3 +206,155 @@ TEST(CliHelp, HelpExitsZero)
 }
 
 } // namespace
+
+// ---- scene-graph scenes through the classic path (issue #4) -------------------------------------------------------
+
+namespace
+{
+/// Pixels that differ from the scene background (0.06, 0.07, 0.09) stored as sRGB.
+uint32_t nonBackground(const quokka::gpu::Rgba8Image& image)
+{
+	const auto bg = image.at(0, 0);
+	uint32_t n = 0;
+	for (uint32_t y = 0; y < image.height; ++y)
+		for (uint32_t x = 0; x < image.width; ++x)
+			n += image.at(x, y) != bg;
+	return n;
+}
+
+} // namespace
+
+TEST(CliRender, GridSceneDrawsOneCallPerObjectAndReportsItsFrames)
+{
+	const std::string png = tempPath("grid.png");
+	const CliRun run = runCli("render --scene grid --objects 200 --width 128 --height 96 --samples 1 --frames 3 "
+	                          "--validate --json --out " +
+	                          png);
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["validation_errors"], 0);
+	EXPECT_EQ(j["path"], "classic");
+	EXPECT_EQ(j["objects"], 200);
+	EXPECT_EQ(j["draw_calls"], 200);
+	EXPECT_EQ(j["pipeline_binds"], 1);
+	EXPECT_EQ(j["prepared_first_frame"], 200);
+	EXPECT_EQ(j["frames"], 3);
+	EXPECT_GT(j["triangles"].get<uint64_t>(), 200u * 10u - 1u);
+	// The camera orbits: every frame re-uploads every object's uniform block, and creates no pipeline.
+	EXPECT_EQ(j["uniform_uploads_last_frame"], 200);
+	EXPECT_EQ(j["pipelines"], 1);
+	for (const char* key : {"cpu_update_ms", "cpu_encode_ms", "gpu_ms", "frame_ms"})
+		EXPECT_GE(j[key]["median"].get<double>(), 0.0) << key;
+	auto image = quokka::gpu::readPng(png);
+	ASSERT_TRUE(image.ok()) << image.error().message;
+	EXPECT_GT(nonBackground(*image), 128u * 96u / 20);
+	std::filesystem::remove(png);
+}
+
+TEST(CliRender, SameSeedSamePixelsOtherSeedOtherPixels)
+{
+	const std::string a = tempPath("grid-a.png"), b = tempPath("grid-b.png"), c = tempPath("grid-c.png");
+	const std::string args = "render --scene grid --objects 50 --width 64 --height 48 --samples 1 --out ";
+	ASSERT_EQ(runCli(args + a + " --seed 7").exit_code, 0);
+	ASSERT_EQ(runCli(args + b + " --seed 7").exit_code, 0);
+	ASSERT_EQ(runCli(args + c + " --seed 8").exit_code, 0);
+	auto ia = quokka::gpu::readPng(a), ib = quokka::gpu::readPng(b), ic = quokka::gpu::readPng(c);
+	ASSERT_TRUE(ia.ok() && ib.ok() && ic.ok());
+	EXPECT_EQ(ia->pixels, ib->pixels);
+	EXPECT_NE(ia->pixels, ic->pixels);
+	for (const auto& p : {a, b, c})
+		std::filesystem::remove(p);
+}
+
+TEST(CliRender, CitySceneMixesEffectsAndSortsByPipeline)
+{
+	const std::string png = tempPath("city.png");
+	const CliRun run = runCli("render --scene city --objects 400 --width 160 --height 120 --frames 2 --validate --json "
+	                          "--out " +
+	                          png);
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["validation_errors"], 0);
+	const uint64_t objects = j["objects"].get<uint64_t>();
+	EXPECT_GE(objects, 400u);
+	EXPECT_EQ(j["draw_calls"].get<uint64_t>(), objects);
+	// Several effects (lit, vertex-coloured, textured, instanced), each bound once per frame after sorting.
+	EXPECT_GE(j["pipelines"].get<uint64_t>(), 4u);
+	EXPECT_EQ(j["pipeline_binds"].get<uint64_t>(), j["pipelines"].get<uint64_t>());
+	auto image = quokka::gpu::readPng(png);
+	ASSERT_TRUE(image.ok()) << image.error().message;
+	EXPECT_GT(nonBackground(*image), 160u * 120u / 10);
+	std::filesystem::remove(png);
+}
+
+TEST(CliRender, GltfTriangleRendersInItsBaseColour)
+{
+	// A .gltf with an external .bin: one red, double-sided triangle; the camera frames its bounds.
+	const std::string dir = tempPath("gltf");
+	std::filesystem::create_directories(dir);
+	const float positions[9] = {-1, 0, 0, 1, 0, 0, 0, 1.5f, 0};
+	std::ofstream(dir + "/tri.bin", std::ios::binary)
+	    .write(reinterpret_cast<const char*>(positions), sizeof(positions));
+	std::ofstream(dir + "/tri.gltf") << R"({"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0]}],
+	  "nodes":[{"mesh":0}],"meshes":[{"primitives":[{"attributes":{"POSITION":0},"material":0}]}],
+	  "materials":[{"doubleSided":true,"pbrMetallicRoughness":{"baseColorFactor":[1,0,0,1]}}],
+	  "buffers":[{"byteLength":36,"uri":"tri.bin"}],"bufferViews":[{"buffer":0,"byteLength":36}],
+	  "accessors":[{"bufferView":0,"componentType":5126,"count":3,"type":"VEC3","min":[-1,0,0],"max":[1,1.5,0]}]})";
+	const std::string png = dir + "/out.png";
+	const CliRun run =
+	    runCli("render --gltf " + dir + "/tri.gltf --width 96 --height 96 --validate --json --out " + png);
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["validation_errors"], 0);
+	EXPECT_EQ(j["objects"], 1);
+	EXPECT_EQ(j["triangles"], 1);
+	EXPECT_EQ(j["draw_calls"], 1);
+	auto image = quokka::gpu::readPng(png);
+	ASSERT_TRUE(image.ok()) << image.error().message;
+	// Red-dominant pixels, and plenty of them: the triangle fills a good part of the framed view.
+	uint32_t red = 0;
+	for (uint32_t y = 0; y < image->height; ++y)
+		for (uint32_t x = 0; x < image->width; ++x)
+		{
+			const auto p = image->at(x, y);
+			red += p[0] > 60 && p[0] > 2 * p[1] && p[0] > 2 * p[2];
+		}
+	EXPECT_GT(red, 96u * 96u / 20) << "red pixels: " << red;
+	std::filesystem::remove_all(dir);
+}
+
+TEST(CliErrors, MissingOrTruncatedGltfIsOneLineAndNonZero)
+{
+	expectOneLineError(runCli("render --gltf /nonexistent/model.glb --width 16 --height 16"), "/nonexistent/model.glb");
+	// A truncated .glb: a valid 12-byte header announcing more bytes than the file has.
+	const std::string glb = tempPath("cut.glb");
+	{
+		std::ofstream out(glb, std::ios::binary);
+		const uint32_t header[5] = {0x46546C67u, 2u, 4096u, 512u, 0x4E4F534Au};
+		out.write(reinterpret_cast<const char*>(header), sizeof(header));
+		out << R"({"asset":{"vers)";
+	}
+	expectOneLineError(runCli("render --gltf " + glb + " --width 16 --height 16"), "cut.glb");
+	std::filesystem::remove(glb);
+}
+
+TEST(CliErrors, UnknownSceneListsTheScenes)
+{
+	expectOneLineError(runCli("render --scene nope --width 16 --height 16"), "grid, city");
+}
+
+TEST(CliBench, DrawClassicReportsEverySize)
+{
+	const CliRun run = runCli("bench draw --path classic --objects 50 100 --reps 2 --json --device cpu");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["bench"], "draw");
+	EXPECT_EQ(j["path"], "classic");
+	ASSERT_EQ(j["sizes"].size(), 2u);
+	EXPECT_EQ(j["sizes"][0]["objects"], 50);
+	EXPECT_EQ(j["sizes"][1]["draw_calls"], 100);
+	for (const char* mode : {"static", "orbit"})
+		for (const char* key : {"cpu_update_ms", "cpu_encode_ms", "gpu_ms", "frame_ms"})
+			EXPECT_GE(j["sizes"][1][mode][key].get<double>(), 0.0) << mode << "." << key;
+	expectOneLineError(runCli("bench draw --path heap --objects 10"), "unknown --path 'heap'");
+}
