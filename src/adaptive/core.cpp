@@ -14,17 +14,17 @@ namespace quokka::adaptive
 namespace detail
 {
 
-/// One edge input → consumer, threaded into the input's output list and the consumer's input list (O(1) unlink).
+/// One edge input → consumer: an entry of the input's contiguous output array (found again through out_index) and a
+/// record threaded into the consumer's input list (O(1) unlink on both sides).
 /// The link owns one reference on its input (the consumer owns what it read last).
 struct Link
 {
 	AdaptiveObject* input = nullptr;
 	AdaptiveObject* consumer = nullptr;
-	Link* prev_out = nullptr;
-	Link* next_out = nullptr;
 	Link* prev_in = nullptr;
 	Link* next_in = nullptr;
-	uint64_t epoch = 0; ///< evaluation of the consumer that last confirmed this link (64-bit: never wraps)
+	uint64_t epoch = 0;     ///< evaluation of the consumer that last confirmed this link (64-bit: never wraps)
+	uint32_t out_index = 0; ///< position in input->outs_
 };
 
 namespace
@@ -112,7 +112,7 @@ AdaptiveObject::AdaptiveObject(uint32_t flags) : flags_(flags | ((flags & kConst
 
 AdaptiveObject::~AdaptiveObject()
 {
-	QUOKKA_ASSERT(outputs_head_ == nullptr, "destroying an adaptive object that still has outputs");
+	QUOKKA_ASSERT(out_count_ == 0, "destroying an adaptive object that still has outputs");
 	QUOKKA_ASSERT(!(flags_ & kQueued), "destroying an adaptive object queued in a transaction");
 	Link* l = inputs_head_;
 	inputs_head_ = inputs_tail_ = cursor_ = nullptr;
@@ -120,22 +120,15 @@ AdaptiveObject::~AdaptiveObject()
 	{
 		Link* next = l->next_in;
 		AdaptiveObject* in = l->input;
-		(l->prev_out ? l->prev_out->next_out : in->outputs_head_) = l->next_out;
-		(l->next_out ? l->next_out->prev_out : in->outputs_tail_) = l->prev_out;
+		in->removeOutput(l->out_index);
 		detail::t_links.recycle(l);
 		in->release();
 		l = next;
 	}
+	if (outs_ != &out_inline_)
+		::operator delete(outs_);
 	delete callbacks_;
 	detail::g_live.fetch_sub(1, std::memory_order_relaxed);
-}
-
-size_t AdaptiveObject::outputCount() const
-{
-	size_t n = 0;
-	for (Link* l = outputs_head_; l; l = l->next_out)
-		++n;
-	return n;
 }
 
 size_t AdaptiveObject::inputCount() const
@@ -152,15 +145,74 @@ namespace
 /// Evaluation stamp: links confirmed by the running evaluation of their consumer carry its epoch.
 thread_local uint64_t t_epoch = 0;
 
-Link* newLink(AdaptiveObject* input, AdaptiveObject* consumer, Link*& out_head, Link*& out_tail)
+/// The output array being walked by the running commit (marking is not re-entrant), so that an edge removed by user
+/// code during the walk (a marking callback dropping a subgraph) neither skips nor repeats an entry.
+struct OutputWalk
+{
+	AdaptiveObject* object = nullptr;
+	size_t next = 0; ///< entries [0, next) are visited
+};
+thread_local OutputWalk t_walk;
+
+} // namespace
+
+void AdaptiveObject::addOutput(AdaptiveObject* consumer, Link* link)
+{
+	if (out_count_ == out_cap_)
+	{
+		uint32_t cap = out_cap_ < 4 ? 4 : out_cap_ * 2;
+		auto* grown = static_cast<detail::OutEdge*>(::operator new(sizeof(detail::OutEdge) * cap));
+		std::copy(outs_, outs_ + out_count_, grown);
+		if (outs_ != &out_inline_)
+			::operator delete(outs_);
+		outs_ = grown;
+		out_cap_ = cap;
+	}
+	link->out_index = out_count_;
+	outs_[out_count_++] = detail::OutEdge{consumer, link};
+}
+
+void AdaptiveObject::removeOutput(uint32_t index)
+{
+	uint32_t last = --out_count_;
+	if (t_walk.object == this && index < t_walk.next)
+	{
+		// Removing a visited entry while marking walks this array: fill the hole with the last visited entry and its
+		// slot with the last entry, so that the visited entries stay a prefix.
+		auto visited = uint32_t(--t_walk.next);
+		if (index != visited)
+		{
+			outs_[index] = outs_[visited];
+			outs_[index].link->out_index = index;
+		}
+		index = visited;
+	}
+	if (index != last)
+	{
+		outs_[index] = outs_[last];
+		outs_[index].link->out_index = index;
+	}
+	// Shrink a mostly empty array (a fan-out that lost its consumers) with hysteresis: amortised O(1).
+	if (out_cap_ > 16 && out_count_ <= out_cap_ / 4)
+	{
+		uint32_t cap = out_cap_ / 2;
+		auto* shrunk = static_cast<detail::OutEdge*>(::operator new(sizeof(detail::OutEdge) * cap));
+		std::copy(outs_, outs_ + out_count_, shrunk);
+		::operator delete(outs_);
+		outs_ = shrunk;
+		out_cap_ = cap;
+	}
+}
+
+namespace
+{
+
+Link* newLink(AdaptiveObject* input, AdaptiveObject* consumer)
 {
 	Link* l = detail::t_links.acquire();
 	l->input = input;
 	l->consumer = consumer;
 	input->addRef();
-	l->prev_out = out_tail;
-	(out_tail ? out_tail->next_out : out_head) = l;
-	out_tail = l;
 	return l;
 }
 
@@ -220,15 +272,15 @@ Link* AdaptiveObject::findLink(AdaptiveObject* input) const
 	// Walk both lists in step: O(min(#inputs of this, #outputs of input)), so neither a wall (one consumer of 10^6
 	// inputs) nor a fan-out (one input of 10^6 consumers) makes building edges quadratic.
 	Link* a = inputs_tail_;
-	Link* b = input->outputs_tail_;
-	while (a && b)
+	const detail::OutEdge* b = input->outs_ + input->out_count_;
+	while (a && b != input->outs_)
 	{
+		--b;
 		if (a->input == input)
 			return a;
 		if (b->consumer == this)
-			return b;
+			return b->link;
 		a = a->prev_in;
-		b = b->prev_out;
 	}
 	return nullptr;
 }
@@ -245,7 +297,10 @@ void AdaptiveObject::trackSlow(AdaptiveObject* input)
 		(l->next_in ? l->next_in->prev_in : inputs_tail_) = l->prev_in;
 	}
 	else
-		l = newLink(input, this, input->outputs_head_, input->outputs_tail_);
+	{
+		l = newLink(input, this);
+		input->addOutput(this, l);
+	}
 	l->epoch = epoch_;
 	Link* after = cursor_ ? cursor_->next_in : inputs_head_;
 	l->prev_in = cursor_;
@@ -257,11 +312,12 @@ void AdaptiveObject::trackSlow(AdaptiveObject* input)
 
 void AdaptiveObject::trackExplicit(AdaptiveObject* input)
 {
-	if (input->outputs_tail_ && input->outputs_tail_->consumer == this)
+	if (input->out_count_ && input->outs_[input->out_count_ - 1].consumer == this)
 		return;
 	if (findLink(input))
 		return;
-	Link* l = newLink(input, this, input->outputs_head_, input->outputs_tail_);
+	Link* l = newLink(input, this);
+	input->addOutput(this, l);
 	l->prev_in = inputs_tail_;
 	(inputs_tail_ ? inputs_tail_->next_in : inputs_head_) = l;
 	inputs_tail_ = l;
@@ -278,8 +334,7 @@ void AdaptiveObject::unlink(Link* l)
 	AdaptiveObject* input = l->input;
 	if (l == cursor_)
 		cursor_ = l->prev_in;
-	(l->prev_out ? l->prev_out->next_out : input->outputs_head_) = l->next_out;
-	(l->next_out ? l->next_out->prev_out : input->outputs_tail_) = l->prev_out;
+	input->removeOutput(l->out_index);
 	(l->prev_in ? l->prev_in->next_in : inputs_head_) = l->next_in;
 	(l->next_in ? l->next_in->prev_in : inputs_tail_) = l->prev_in;
 	detail::t_links.recycle(l);
@@ -301,6 +356,10 @@ struct TxState
 	bool committing = false;
 	std::vector<std::vector<AdaptiveObject*>> buckets; ///< sources and cut-off nodes, by level
 	std::vector<AdaptiveObject*> stack;                ///< plain nodes marked, whose outputs are still to visit
+	size_t pinned = 0;                                 ///< stack entries [0, pinned) hold a reference (see pin)
+	AdaptiveObject* walking = nullptr;                 ///< the popped plain node whose outputs are being marked
+	bool walking_pinned = false;
+	intptr_t last_step = 0; ///< address step between the last marked node and its input (stride prefetch)
 	size_t queued = 0;
 	int32_t min_level = 0;
 	std::vector<std::function<void()>> finalizers;
@@ -385,44 +444,132 @@ void AdaptiveObject::markOutdated()
 	Transaction::enqueue(*this);
 }
 
-void Transaction::markOutputs(AdaptiveObject* e) noexcept
+namespace
 {
-	TxState& s = t_tx;
-	for (Link* l = e->outputs_head_; l; l = l->next_out)
+
+/// Plain nodes on the marking stack hold no reference while only the core runs: nothing can drop one. Before any user
+/// code (inputChanged, onMark, marking callbacks) or a release that may destroy (destructors are user code), the
+/// entries not yet pinned, and the node being walked, take a reference, released when they are popped.
+void pinSlow(TxState& s) noexcept
+{
+	for (size_t i = s.pinned; i < s.stack.size(); ++i)
+		s.stack[i]->addRef();
+	s.pinned = s.stack.size();
+	if (s.walking && !s.walking_pinned)
 	{
-		// Marking large graphs is bound by dependent cache misses (link → consumer → its first link): start loading
-		// the next consumer and this consumer's first output link early.
-		if (l->next_out)
-			__builtin_prefetch(l->next_out->consumer);
-		AdaptiveObject* c = l->consumer;
-		if (c->flags_ & AdaptiveObject::kWantsInputChanged)
-			c->inputChanged(e);
-		if (c->flags_ & (AdaptiveObject::kOutOfDate | AdaptiveObject::kQueued))
-			continue; // a barrier, or queued already
-		if (c->flags_ & AdaptiveObject::kHasMarkHook)
-		{
-			// Cut-off nodes evaluate when marked: they wait in the level queue until every lower level is done.
-			c->flags_ |= AdaptiveObject::kQueued;
-			c->addRef();
-			auto cl = size_t(c->level_);
-			if (s.buckets.size() <= cl)
-				s.buckets.resize(cl + 1);
-			s.buckets[cl].push_back(c);
-			++s.queued;
-			continue;
-		}
-		// Plain nodes are marked on first contact; the order among them does not matter (no user code decides
-		// anything), so a depth-first stack keeps the working set hot, and leaves are never touched twice.
-		c->flags_ |= AdaptiveObject::kOutOfDate;
-		if (c->callbacks_)
-			c->runMarkingCallbacks();
-		if (c->outputs_head_)
-		{
-			__builtin_prefetch(c->outputs_head_);
-			c->addRef();
-			s.stack.push_back(c);
-		}
+		s.walking->addRef();
+		s.walking_pinned = true;
 	}
+}
+
+inline void pin(TxState& s) noexcept
+{
+	if (s.pinned < s.stack.size() || (s.walking && !s.walking_pinned))
+		pinSlow(s);
+}
+
+/// Drops a reference the commit holds (queue entry or pin); pins first when this may destroy the object.
+inline void releaseHeld(TxState& s, AdaptiveObject* o) noexcept
+{
+	if (o->refCount() == 1)
+		pin(s);
+	o->release();
+}
+
+} // namespace
+
+/// How many consumers (or stack entries) ahead marking prefetches: covers DRAM latency at ~10 ns per visit.
+constexpr size_t kAhead = 8;
+
+void Transaction::markOutputs(AdaptiveObject* root) noexcept
+{
+	// Marks the consumers of `root` (held by the caller) and, depth first, everything plain below them; returns with
+	// the stack empty. Each node's outputs are a contiguous array: the consumers' addresses are known ahead.
+	TxState& s = t_tx;
+	AdaptiveObject* e = root;
+	s.walking = nullptr;
+	for (;;)
+	{
+		size_t n = e->out_count_;
+		for (size_t i = 0; i < n; ++i)
+		{
+			const detail::OutEdge* edges = e->outs_;
+			// Marking large graphs is bound by cache misses on the consumers: start loading a few ahead (independent
+			// misses overlap).
+			if (i + kAhead < n)
+				__builtin_prefetch(edges[i + kAhead].consumer);
+			AdaptiveObject* c = edges[i].consumer;
+			if (c->flags_ & AdaptiveObject::kWantsInputChanged)
+			{
+				// User code may add or remove edges of e (removeOutput keeps the visited prefix [0, i] intact) or
+				// reallocate the array; it may drop references, so the stack is pinned first.
+				pin(s);
+				t_walk = OutputWalk{e, i + 1};
+				c->inputChanged(e);
+				i = t_walk.next - 1;
+				t_walk.object = nullptr;
+				n = e->out_count_;
+			}
+			if (c->flags_ & (AdaptiveObject::kOutOfDate | AdaptiveObject::kQueued))
+				continue; // a barrier, or queued already
+			if (c->flags_ & AdaptiveObject::kHasMarkHook)
+			{
+				// Cut-off nodes evaluate when marked: they wait in the level queue until every lower level is done.
+				c->flags_ |= AdaptiveObject::kQueued;
+				c->addRef();
+				auto cl = size_t(c->level_);
+				if (s.buckets.size() <= cl)
+					s.buckets.resize(cl + 1);
+				s.buckets[cl].push_back(c);
+				++s.queued;
+				continue;
+			}
+			// Plain nodes are marked on first contact; the order among them does not matter (no user code decides
+			// anything), so a depth-first stack keeps the working set hot, and leaves are never touched twice.
+			c->flags_ |= AdaptiveObject::kOutOfDate;
+			if (c->callbacks_)
+			{
+				pin(s);
+				t_walk = OutputWalk{e, i + 1};
+				c->runMarkingCallbacks();
+				i = t_walk.next - 1;
+				t_walk.object = nullptr;
+				n = e->out_count_;
+			}
+			if (c->out_count_)
+			{
+				__builtin_prefetch(c->outs_[0].consumer);
+				// Graphs built in order (chains) lie at a constant stride: when the step from e to c repeats, load the
+				// node (both lines of its header) further down that stride, as a hardware stride prefetcher would.
+				auto step = reinterpret_cast<intptr_t>(c) - reinterpret_cast<intptr_t>(e);
+				if (step == s.last_step)
+				{
+					__builtin_prefetch(reinterpret_cast<const char*>(c) + step * intptr_t(2 * kAhead), 1);
+					__builtin_prefetch(reinterpret_cast<const char*>(c) + step * intptr_t(2 * kAhead) + 56, 1);
+				}
+				s.last_step = step;
+				s.stack.push_back(c);
+			}
+		}
+		if (s.walking && s.walking_pinned)
+		{
+			s.walking = nullptr;
+			releaseHeld(s, e);
+		}
+		if (s.stack.empty())
+			break;
+		e = s.stack.back();
+		s.stack.pop_back();
+		// Entries pushed long ago (siblings in a fan-out) have left the cache: load the one popped kAhead later.
+		if (s.stack.size() >= kAhead)
+			__builtin_prefetch(s.stack[s.stack.size() - kAhead]);
+		bool held = s.stack.size() < s.pinned;
+		if (held)
+			s.pinned = s.stack.size();
+		s.walking = e;
+		s.walking_pinned = held;
+	}
+	s.walking = nullptr;
 }
 
 void Transaction::commit() noexcept
@@ -432,13 +579,6 @@ void Transaction::commit() noexcept
 	s.min_level = 0;
 	for (;;)
 	{
-		while (!s.stack.empty())
-		{
-			AdaptiveObject* e = s.stack.back();
-			s.stack.pop_back();
-			markOutputs(e);
-			e->release();
-		}
 		if (s.queued == 0)
 			break;
 		while (s.buckets[size_t(s.min_level)].empty())
@@ -451,14 +591,14 @@ void Transaction::commit() noexcept
 		e->flags_ &= ~uint32_t(AdaptiveObject::kQueued);
 		if (e->outOfDate())
 		{
-			e->release(); // already dirty: a barrier, its outputs were marked before
+			releaseHeld(s, e); // already dirty: a barrier, its outputs were marked before
 			continue;
 		}
 		if (e->level_ != lvl)
 		{
 			// The level grew since the object was queued: process it after its (deeper) inputs.
-			e->release();
 			enqueue(*e);
+			releaseHeld(s, e);
 			continue;
 		}
 		if (e->flags_ & AdaptiveObject::kHasMarkHook)
@@ -467,13 +607,13 @@ void Transaction::commit() noexcept
 			if (e->level_ != lvl)
 			{
 				// onMark evaluated inputs that turned out deeper (notes §3.1): redo it at the new level.
-				e->release();
 				enqueue(*e);
+				releaseHeld(s, e);
 				continue;
 			}
 			if (!go)
 			{
-				e->release();
+				releaseHeld(s, e);
 				continue;
 			}
 		}
@@ -481,7 +621,7 @@ void Transaction::commit() noexcept
 		if (e->callbacks_)
 			e->runMarkingCallbacks();
 		markOutputs(e);
-		e->release();
+		releaseHeld(s, e);
 	}
 	s.min_level = 0;
 	s.committing = false;

@@ -29,6 +29,12 @@ namespace detail
 struct Link;
 struct CallbackList;
 void destroyObject(AdaptiveObject* object) noexcept;
+/// One entry of an input's contiguous output array: the consumer (what marking walks) and the edge record.
+struct OutEdge
+{
+	AdaptiveObject* consumer;
+	Link* link;
+};
 } // namespace detail
 
 /// Intrusive owning pointer to an adaptive object (non-atomic count: owner thread only, STYLE R6).
@@ -102,7 +108,7 @@ public:
 	/// Constants never change, are never marked and create no edges.
 	bool isConstant() const { return (flags_ & kConstant) != 0; }
 	/// Number of consumers that read this object in their last evaluation (plus marking-callback holders: none).
-	size_t outputCount() const;
+	size_t outputCount() const { return out_count_; }
 	/// Number of inputs read in the last evaluation.
 	size_t inputCount() const;
 	uint32_t refCount() const { return refcount_; }
@@ -170,17 +176,22 @@ private:
 	void unlink(detail::Link* link);
 	void trackExplicit(AdaptiveObject* input);
 	void runMarkingCallbacks() noexcept;
+	void addOutput(AdaptiveObject* consumer, detail::Link* link);
+	void removeOutput(uint32_t index);
 
+	// Marking reads only the first 56 bytes (flags, level, outputs, callbacks): keep them together.
 	uint32_t refcount_ = 0;
 	int32_t level_ = 0;
 	uint32_t flags_ = 0;
+	uint32_t out_count_ = 0;               ///< consumers that read this object in their last evaluation
+	detail::OutEdge* outs_ = &out_inline_; ///< out_count_ entries, in edge creation order (but see removeOutput)
+	detail::CallbackList* callbacks_ = nullptr;
+	detail::OutEdge out_inline_{}; ///< storage while out_cap_ == 1 (most nodes have one consumer)
+	uint32_t out_cap_ = 1;
 	uint64_t epoch_ = 0; ///< stamp of the running (or last) evaluation
-	detail::Link* outputs_head_ = nullptr;
-	detail::Link* outputs_tail_ = nullptr;
 	detail::Link* inputs_head_ = nullptr;
 	detail::Link* inputs_tail_ = nullptr;
 	detail::Link* cursor_ = nullptr; ///< last input confirmed by the running evaluation
-	detail::CallbackList* callbacks_ = nullptr;
 };
 
 /// Move-only RAII handle of a callback registration: destroying it (or calling dispose) unsubscribes. Disposing twice
