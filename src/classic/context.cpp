@@ -100,7 +100,7 @@ void BufferArena::release(Range& range)
 		    if (!s || page >= s->pages.size() || !s->pages[page])
 			    return;
 		    Page& p = *s->pages[page];
-		    const bool ok = p.allocator.free(a);
+		    [[maybe_unused]] const bool ok = p.allocator.free(a);
 		    QUOKKA_ASSERT(ok, "BufferArena: bad free");
 		    s->reserved -= size;
 		    if (p.dedicated && p.allocator.liveCount() == 0)
