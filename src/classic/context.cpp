@@ -3,6 +3,7 @@
 #include <quokka/classic/context.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include <quokka/base/assert.hpp>
@@ -151,6 +152,7 @@ namespace
 constexpr gpu::BufferUsage kDataUsage = gpu::BufferUsage::Vertex | gpu::BufferUsage::Index | gpu::BufferUsage::Storage |
                                         gpu::BufferUsage::TransferDst | gpu::BufferUsage::TransferSrc;
 constexpr gpu::BufferUsage kUniformUsage = gpu::BufferUsage::Uniform | gpu::BufferUsage::TransferDst;
+constexpr uint32_t kUniformUnit = 256; // the spec's upper bound of minUniformBufferOffsetAlignment
 
 uint64_t dataPageBytes(const gpu::Device& device)
 {
@@ -172,7 +174,7 @@ void appendValue(std::string& key, const T& value)
 Context::Context(gpu::Device& device)
     : device_(&device), effects_(device.shaderCompiler()), staging_(device),
       data_arena_(device, kDataUsage, 16, dataPageBytes(device), "classic data arena"),
-      uniform_arena_(device, kUniformUsage, 256, 4ull << 20, "classic uniform arena")
+      uniform_arena_(device, kUniformUsage, kUniformUnit, 4ull << 20, "classic uniform arena")
 {
 }
 
@@ -313,8 +315,81 @@ void Context::forgetTexture(const adaptive::AdaptiveObject* node)
 	textures_.erase(node);
 }
 
+void Context::writeUniforms(const BufferArena::Range& range, const void* data, size_t size)
+{
+	QUOKKA_ASSERT(range.valid() && size <= range.size, "writeUniforms: the block must fit its range");
+	if (uniform_pages_.size() <= range.page)
+		uniform_pages_.resize(range.page + 1);
+	UniformPage& page = uniform_pages_[range.page];
+	if (page.buffer != range.buffer)
+	{
+		// A new page (or a dedicated page replaced in this slot): a fresh shadow.
+		page.buffer = range.buffer;
+		page.shadow.assign(range.buffer->size(), std::byte{0});
+		page.dirty.assign((range.buffer->size() / kUniformUnit + 63) / 64, 0);
+	}
+	std::memcpy(page.shadow.data() + range.offset, data, size);
+	const uint64_t first = range.offset / kUniformUnit, last = (range.offset + size - 1) / kUniformUnit;
+	for (uint64_t u = first; u <= last; ++u)
+		page.dirty[u / 64] |= 1ull << (u % 64);
+	if (!page.queued)
+	{
+		page.queued = true;
+		dirty_uniform_pages_.push_back(range.page);
+	}
+	++stats_.uniform_blocks;
+}
+
+Result<void> Context::flushUniforms()
+{
+	// Runs of dirty units, merged across gaps of up to kMergeGap clean units: the shadow mirrors the GPU page, so the
+	// clean bytes in a gap are rewritten with the values they already have.
+	constexpr uint64_t kMergeGap = 16;
+	for (uint32_t index : dirty_uniform_pages_)
+	{
+		UniformPage& page = uniform_pages_[index];
+		page.queued = false;
+		const uint64_t units = page.shadow.size() / kUniformUnit;
+		uint64_t run_begin = 0, run_end = 0; // [begin, end) in units; empty when equal
+		auto emit = [&]() -> Result<void>
+		{
+			if (run_end == run_begin)
+				return {};
+			QUOKKA_TRY(staging_.write(page.buffer, run_begin * kUniformUnit,
+			                          page.shadow.data() + run_begin * kUniformUnit,
+			                          (run_end - run_begin) * kUniformUnit));
+			++stats_.uniform_runs;
+			return {};
+		};
+		for (uint64_t w = 0; w < page.dirty.size(); ++w)
+		{
+			uint64_t bits = page.dirty[w];
+			page.dirty[w] = 0;
+			while (bits)
+			{
+				const uint64_t u = w * 64 + uint64_t(std::countr_zero(bits));
+				bits &= bits - 1;
+				if (u >= units)
+					break;
+				if (run_end != run_begin && u <= run_end + kMergeGap)
+					run_end = u + 1;
+				else
+				{
+					QUOKKA_TRY(emit());
+					run_begin = u;
+					run_end = u + 1;
+				}
+			}
+		}
+		QUOKKA_TRY(emit());
+	}
+	dirty_uniform_pages_.clear();
+	return {};
+}
+
 Result<void> Context::upload(gpu::CommandList& list)
 {
+	QUOKKA_TRY(flushUniforms());
 	// Resources nobody holds any more (only the queue does) are dropped without uploading.
 	std::vector<adaptive::Ref<BufferResource>> buffers;
 	buffers.swap(dirty_buffers_);

@@ -475,7 +475,7 @@ Result<void> PreparedObject::uploadUniforms()
 		QUOKKA_TRY_ASSIGN(range, pass_->context->uniformArena().allocate(ubo_bytes_.size()));
 		ubo = std::move(range);
 	}
-	QUOKKA_TRY(pass_->context->staging().write(ubo.buffer, ubo.offset, ubo_bytes_.data(), ubo_bytes_.size()));
+	pass_->context->writeUniforms(ubo, ubo_bytes_.data(), ubo_bytes_.size());
 	++pass_->stats->uniform_uploads;
 	return {};
 }

@@ -404,6 +404,30 @@ TEST_F(ClassicTest, OneChangedUniformReUploadsOneBlockAndCreatesNoPipeline)
 	EXPECT_EQ(pixels().at(11, 16), px(0, 255, 0));
 }
 
+TEST_F(ClassicTest, ManyChangedUniformBlocksAreCopiedAsFewRuns)
+{
+	cval<float> red(1.0f);
+	adaptive::cset<RenderObjectPtr> objects;
+	for (int i = 0; i < 100; ++i)
+	{
+		RenderObject o = baseObject(constantColorEffect(), squarePositions(-1, -1, 1, 1, 0.5f), 6);
+		o.uniforms["ConstantColor"] =
+		    adaptive::map(red, [i](float r) { return scene::UniformValue(V4f(r, float(i) / 255.0f, 0, 1)); });
+		objects.add(scene::makeRenderObject(std::move(o)));
+	}
+	setUpTask(RenderTree::ofObjects(objects));
+	ASSERT_EQ(frame(), "");
+	const ContextStats s0 = runtime_->context().stats();
+	red.setValue(0.0f);
+	ASSERT_EQ(frame(), "");
+	const ContextStats s1 = runtime_->context().stats();
+	EXPECT_EQ(passStats().uniform_uploads, 100u);
+	EXPECT_EQ(s1.uniform_blocks - s0.uniform_blocks, 100u);
+	EXPECT_EQ(s1.uniform_runs - s0.uniform_runs, 1u) << "100 adjacent blocks of one page are one copy region";
+	// Every object covers the frame; the last drawn (highest id: sorted by id within one pipeline) wins.
+	EXPECT_EQ(pixels().at(16, 16), px(0, 99, 0));
+}
+
 TEST_F(ClassicTest, SharedBuffersUploadOnceAndReuseTheirRangeWhenTheSizeFits)
 {
 	cval<ArrayBuffer> positions(squarePositions(-1, -1, 0, 0, 0.5f));

@@ -95,6 +95,8 @@ struct ContextStats
 	uint64_t texture_uploads = 0; ///< textures written
 	uint64_t upload_bytes = 0;    ///< bytes of buffer and texture uploads
 	uint64_t buffer_reallocations = 0;
+	uint64_t uniform_blocks = 0; ///< uniform blocks written (each object's block counts once per frame it changed)
+	uint64_t uniform_runs = 0;   ///< staging writes they were coalesced into
 };
 
 class BufferResource;
@@ -144,6 +146,11 @@ public:
 	/// The GPU copy of `texture` (interned by aval identity). Uploaded by upload().
 	adaptive::Ref<TextureResource> texture(const adaptive::aval<scene::TextureData>& texture);
 
+	/// Queues the bytes of the uniform block at `range` (from uniformArena()). Blocks are kept in a host shadow of
+	/// each arena page; upload() writes the changed parts as coalesced runs (one staging write per run of nearby
+	/// changed blocks, not one per block), so a frame that changes every block copies each page in one region.
+	void writeUniforms(const BufferArena::Range& range, const void* data, size_t size);
+
 	/// Brings every new or changed buffer and texture up to date: buffer bytes go into the staging ring, texture
 	/// uploads are recorded into `list`; then flushes the staging ring into `list`. Call outside a render pass, after
 	/// the passes' update() and before their encode(). Errors: OutOfMemory, InvalidArgument (a malformed texture).
@@ -173,6 +180,16 @@ private:
 	std::map<std::tuple<int, int, bool>, gpu::SamplerHandle> samplers_;
 	std::unordered_map<const adaptive::AdaptiveObject*, BufferResource*> buffers_;
 	std::unordered_map<const adaptive::AdaptiveObject*, TextureResource*> textures_;
+	struct UniformPage
+	{
+		gpu::BufferHandle buffer;
+		std::vector<std::byte> shadow;
+		std::vector<uint64_t> dirty; ///< one bit per 256-byte unit
+		bool queued = false;
+	};
+	Result<void> flushUniforms();
+	std::vector<UniformPage> uniform_pages_;
+	std::vector<uint32_t> dirty_uniform_pages_;
 	std::vector<adaptive::Ref<BufferResource>> dirty_buffers_;
 	std::vector<adaptive::Ref<TextureResource>> dirty_textures_;
 	ContextStats stats_;
