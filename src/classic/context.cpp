@@ -519,6 +519,7 @@ Result<void> TextureResource::update(gpu::CommandList& list)
 	if (data.image)
 	{
 		image_ = data.image; // already on the GPU (renderTo)
+		owned_ = false;
 		return {};
 	}
 	const uint64_t bytes = uint64_t(data.width) * data.height * 4;
@@ -527,17 +528,28 @@ Result<void> TextureResource::update(gpu::CommandList& list)
 		                                                 std::to_string(data.height) + " needs " +
 		                                                 std::to_string(bytes) + " bytes of RGBA8 texels, has " +
 		                                                 std::to_string(data.rgba8 ? data.rgba8->size() : 0));
-	gpu::ImageDesc desc;
-	desc.width = data.width;
-	desc.height = data.height;
-	desc.format = data.srgb ? VK_FORMAT_R8G8B8A8_SRGB : VK_FORMAT_R8G8B8A8_UNORM;
-	desc.usage = gpu::ImageUsage::Sampled | gpu::ImageUsage::TransferDst | gpu::ImageUsage::TransferSrc;
-	desc.name = "classic texture";
-	desc.mip_levels = 0; // the full chain, generated on the GPU
-	QUOKKA_TRY_ASSIGN(image, context_->device().createImage(desc));
-	QUOKKA_TRY(gpu::recordImageUpload(list, *image, data.rgba8->data(), bytes));
-	image_ = std::move(image);
+	const VkFormat format = data.srgb ? VK_FORMAT_R8G8B8A8_SRGB : VK_FORMAT_R8G8B8A8_UNORM;
 	ContextStats& s = context_->mutableStats();
+	// Same size and format: re-upload into the image we own (the upload's first barrier orders it after the
+	// earlier frames' sampling). Otherwise a new image; the old one dies once the frames using it completed.
+	if (!owned_ || !image_ || image_->width() != data.width || image_->height() != data.height ||
+	    image_->format() != format)
+	{
+		gpu::ImageDesc desc;
+		desc.width = data.width;
+		desc.height = data.height;
+		desc.format = format;
+		desc.usage = gpu::ImageUsage::Sampled | gpu::ImageUsage::TransferDst | gpu::ImageUsage::TransferSrc;
+		desc.name = "classic texture";
+		desc.mip_levels = 0; // the full chain, generated on the GPU
+		QUOKKA_TRY_ASSIGN(image, context_->device().createImage(desc));
+		if (image_)
+			list.keepAlive(image_);
+		image_ = std::move(image);
+		owned_ = true;
+		++s.texture_images;
+	}
+	QUOKKA_TRY(gpu::recordImageUpload(list, *image_, data.rgba8->data(), bytes));
 	++s.texture_uploads;
 	s.upload_bytes += bytes;
 	return {};

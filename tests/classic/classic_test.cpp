@@ -469,6 +469,125 @@ TEST_F(ClassicTest, UnorderedObjectsAreSortedByPipeline)
 	EXPECT_EQ(passStats().pipeline_binds, 2u);
 }
 
+TEST_F(ClassicTest, ChangedTextureOfTheSameSizeIsUploadedIntoTheSameImage)
+{
+	auto texels = [](uint8_t r, uint8_t g, uint8_t b)
+	{
+		std::vector<uint8_t> t;
+		for (int i = 0; i < 16; ++i)
+			t.insert(t.end(), {r, g, b, 255});
+		return scene::TextureData{4, 4, std::make_shared<std::vector<uint8_t>>(t), false, nullptr};
+	};
+	cval<scene::TextureData> texture(texels(200, 10, 10));
+	RenderObject o = baseObject(effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::diffuseTexture()}),
+	                            squarePositions(-1, -1, 1, 1, 0.5f), 6);
+	std::vector<math::V2f> uv(6, math::V2f(0.5f, 0.5f));
+	o.attributes["DiffuseColorCoordinates"] =
+	    scene::BufferView{adaptive::constant(ArrayBuffer::of(uv)), VK_FORMAT_R32G32_SFLOAT};
+	o.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f));
+	o.textures["DiffuseColorTexture"] = texture;
+	setUpTask(RenderTree::leafOf(scene::makeRenderObject(std::move(o))));
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(200, 10, 10));
+	const ContextStats s0 = runtime_->context().stats();
+	texture.setValue(texels(10, 220, 30));
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(10, 220, 30));
+	const ContextStats s1 = runtime_->context().stats();
+	EXPECT_EQ(s1.texture_uploads - s0.texture_uploads, 1u);
+	EXPECT_EQ(s1.texture_images, s0.texture_images) << "same size and format: no new image";
+	EXPECT_EQ(passStats().prepared, 0u);
+	// A new size needs a new image.
+	auto big = std::make_shared<std::vector<uint8_t>>(std::vector<uint8_t>(8 * 8 * 4, 255));
+	texture.setValue(scene::TextureData{8, 8, big, false, nullptr});
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(255, 255, 255));
+	EXPECT_EQ(runtime_->context().stats().texture_images, s1.texture_images + 1);
+}
+
+TEST_F(ClassicTest, OrderedListAndAdaptiveTreesKeepTheirOrderAndFollowEdits)
+{
+	// Without depth testing the last drawn square wins: the list order decides the pixel.
+	auto square = [&](V4f c)
+	{
+		RenderObject o = baseObject(constantColorEffect(), squarePositions(-1, -1, 1, 1, 0.5f), 6);
+		o.uniforms["ConstantColor"] = scene::uniform(c);
+		o.state.depth_test = adaptive::constant(false);
+		return RenderTree::leafOf(scene::makeRenderObject(std::move(o)));
+	};
+	auto red = square(rgba(255, 0, 0)), green = square(rgba(0, 255, 0)), blue = square(rgba(0, 0, 255));
+	adaptive::clist<RenderTreePtr> list;
+	list.append(red);
+	list.append(green);
+	cval<RenderTreePtr> tail(RenderTree::empty());
+	setUpTask(RenderTree::ordered({RenderTree::ofList(list), RenderTree::ofAval(tail)}));
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(0, 255, 0));
+	EXPECT_EQ(passStats().draws, 2u);
+	// Prepend blue: still green on top. Remove green: red on top.
+	list.prepend(blue);
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(passStats().prepared, 1u);
+	EXPECT_EQ(pixels().at(16, 16), px(0, 255, 0));
+	adaptive::transact([&] { list.removeAt(2); });
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(passStats().released, 1u);
+	EXPECT_EQ(pixels().at(16, 16), px(255, 0, 0));
+	// The adaptive tail draws after the list.
+	tail.setValue(square(rgba(9, 99, 199)));
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(9, 99, 199));
+	EXPECT_EQ(passStats().draws, 3u);
+	tail.setValue(RenderTree::empty());
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(255, 0, 0));
+}
+
+TEST_F(ClassicTest, CommandListEditsLoneClearsCopiesAndCustomCommands)
+{
+	adaptive::clist<scene::Command> commands;
+	cval<V4f> clear_color(rgba(10, 20, 30));
+	scene::ClearCommand clear;
+	clear.colors["Colors"] = clear_color;
+	clear.depth = adaptive::constant(1.0f);
+	commands.append(clear);
+	task_ = runtime_->compile(signature(), commands);
+	auto fb = runtime::createFramebuffer(device(), signature(), kSize, kSize);
+	ASSERT_TRUE(fb.ok());
+	fb_ = std::make_unique<runtime::Framebuffer>(std::move(fb).value());
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(5, 5), px(10, 20, 30));
+	EXPECT_EQ(task_->stats().render_passes, 1u);
+	// A render command appended later, then a copy into an application image and a custom command.
+	commands.append(scene::RenderCommand{RenderTree::leafOf(coloredSquare(-1, -1, 0, 1, 0.5f, rgba(250, 0, 0)))});
+	gpu::ImageDesc d;
+	d.width = kSize;
+	d.height = kSize;
+	d.usage = gpu::ImageUsage::Sampled | gpu::ImageUsage::TransferDst | gpu::ImageUsage::TransferSrc;
+	auto copy_target = device().createImage(d);
+	ASSERT_TRUE(copy_target.ok());
+	scene::CopyCommand copy;
+	copy.destination = adaptive::constant(copy_target.value());
+	commands.append(copy);
+	int custom_calls = 0;
+	commands.append(scene::CustomCommand{[&](gpu::CommandList&) { ++custom_calls; }});
+	clear_color.setValue(rgba(0, 0, 90));
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(task_->stats().render_passes, 1u) << "the clear and the render are one pass";
+	EXPECT_EQ(custom_calls, 1);
+	auto copied = gpu::readImageRgba8(device(), *copy_target.value());
+	ASSERT_TRUE(copied.ok());
+	EXPECT_EQ(copied->at(8, 16), px(250, 0, 0));
+	EXPECT_EQ(copied->at(24, 16), px(0, 0, 90));
+	// A framebuffer of another signature is refused.
+	auto other = runtime::createFramebuffer(device(), signature(VK_SAMPLE_COUNT_4_BIT), kSize, kSize);
+	ASSERT_TRUE(other.ok());
+	auto list = device().beginCommands();
+	ASSERT_TRUE(list.ok());
+	auto r = task_->run(*list, other.value());
+	EXPECT_FALSE(r.ok());
+}
+
 TEST_F(ClassicTest, BadObjectsFailWithOneLineNamingTheObject)
 {
 	// Missing attribute the effect needs (Colors for vertexColors).

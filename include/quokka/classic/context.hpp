@@ -93,6 +93,7 @@ struct ContextStats
 	uint64_t pipeline_cache_hits = 0;
 	uint64_t buffer_uploads = 0;  ///< adaptive buffers written (first upload or change)
 	uint64_t texture_uploads = 0; ///< textures written
+	uint64_t texture_images = 0;  ///< texture images created (a change of size or format needs a new one)
 	uint64_t upload_bytes = 0;    ///< bytes of buffer and texture uploads
 	uint64_t buffer_reallocations = 0;
 	uint64_t uniform_blocks = 0; ///< uniform blocks written (each object's block counts once per frame it changed)
@@ -218,8 +219,9 @@ private:
 	uint64_t bytes_ = 0;
 };
 
-/// The GPU copy of one adaptive texture (RGBA8, full mip chain). A new value creates a new image; the old one is
-/// destroyed once the frames using it completed.
+/// The GPU copy of one adaptive texture (RGBA8, full mip chain built on the GPU). A new value of the same size and
+/// format is uploaded into the same image; otherwise a new image replaces it and the old one is destroyed once the
+/// frames using it completed.
 class TextureResource final : public adaptive::AdaptiveObject
 {
 public:
@@ -237,6 +239,7 @@ private:
 	adaptive::aval<scene::TextureData> source_;
 	adaptive::detail::ResourceNode<scene::TextureData>* resource_ = nullptr;
 	gpu::ImageHandle image_;
+	bool owned_ = false; ///< image_ was created here (not a renderTo image)
 };
 
 } // namespace quokka::classic
