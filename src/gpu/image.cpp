@@ -139,12 +139,17 @@ Result<ImageHandle> Device::createImage(const ImageDesc& desc)
 	account(false, 1, int64_t(req.size));
 	QUOKKA_VK_TRY(vkBindImageMemory(device_, image->image_, image->memory_, 0));
 
-	VkImageViewCreateInfo view{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
-	view.image = image->image_;
-	view.viewType = VK_IMAGE_VIEW_TYPE_2D;
-	view.format = desc.format;
-	view.subresourceRange = {image->aspect_, 0, mip_levels, 0, 1};
-	QUOKKA_VK_TRY(vkCreateImageView(device_, &view, nullptr, &image->view_));
+	// Transfer-only images (copy targets, readback staging) get no view: Vulkan forbids views of them.
+	if (hasFlag(desc.usage, ImageUsage::Sampled) || hasFlag(desc.usage, ImageUsage::Storage) ||
+	    hasFlag(desc.usage, ImageUsage::ColorAttachment) || hasFlag(desc.usage, ImageUsage::DepthAttachment))
+	{
+		VkImageViewCreateInfo view{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
+		view.image = image->image_;
+		view.viewType = VK_IMAGE_VIEW_TYPE_2D;
+		view.format = desc.format;
+		view.subresourceRange = {image->aspect_, 0, mip_levels, 0, 1};
+		QUOKKA_VK_TRY(vkCreateImageView(device_, &view, nullptr, &image->view_));
+	}
 	setDebugName(VK_OBJECT_TYPE_IMAGE, uint64_t(image->image_), desc.name.c_str());
 	return ImageHandle(std::move(image));
 }

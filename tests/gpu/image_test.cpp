@@ -83,6 +83,25 @@ void drawHalfTriangle(Device& device, Image& target, Image* resolve, const float
 }
 } // namespace
 
+TEST_F(ImageTest, TransferOnlyImagesHaveNoViewAndStillCopy)
+{
+	ImageDesc d;
+	d.width = 8;
+	d.height = 8;
+	d.usage = ImageUsage::TransferDst | ImageUsage::TransferSrc;
+	auto image = device().createImage(d);
+	ASSERT_TRUE(image.ok()) << image.error().message;
+	EXPECT_EQ(image.value()->view(), VkImageView(VK_NULL_HANDLE));
+	auto list = device().beginCommands();
+	ASSERT_TRUE(list.ok());
+	const float rgba[4] = {77.0f / 255.0f, 77.0f / 255.0f, 77.0f / 255.0f, 77.0f / 255.0f};
+	clearColorImage(*list, *image.value(), rgba);
+	ASSERT_TRUE(device().submitAndWait(std::move(*list)).ok());
+	auto back = readImageRgba8(device(), *image.value());
+	ASSERT_TRUE(back.ok()) << back.error().message;
+	EXPECT_EQ(back->pixels, std::vector<uint8_t>(8 * 8 * 4, 77));
+}
+
 TEST_F(ImageTest, ClearGivesTheExactColour)
 {
 	auto image = makeTarget(device(), VK_FORMAT_R8G8B8A8_UNORM);

@@ -64,6 +64,7 @@ public:
 	Image& operator=(const Image&) = delete;
 
 	VkImage vk() const { return image_; }
+	/// The view over every level; VK_NULL_HANDLE for transfer-only images (no sampled/storage/attachment usage).
 	VkImageView view() const { return view_; }
 	VkFormat format() const { return format_; }
 	uint32_t width() const { return width_; }
