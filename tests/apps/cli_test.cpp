@@ -323,6 +323,61 @@ TEST(CliRender, GltfTriangleRendersInItsBaseColour)
 	std::filesystem::remove_all(dir);
 }
 
+TEST(CliRender, GlbWrittenByTheTestRendersItsTexturelessQuadInTheBaseColour)
+{
+	// A .glb (JSON chunk + BIN chunk): an indexed quad of two triangles, green, in a node translated and scaled.
+	const float positions[12] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0};
+	const uint16_t indices[6] = {0, 1, 2, 0, 2, 3};
+	std::string bin(reinterpret_cast<const char*>(positions), sizeof(positions));
+	bin.append(reinterpret_cast<const char*>(indices), sizeof(indices));
+	std::string json = R"({"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0]}],
+	  "nodes":[{"mesh":0,"translation":[5,0,0],"scale":[2,2,2]}],
+	  "meshes":[{"primitives":[{"attributes":{"POSITION":0},"indices":1,"material":0}]}],
+	  "materials":[{"doubleSided":true,"pbrMetallicRoughness":{"baseColorFactor":[0,1,0,1]}}],
+	  "buffers":[{"byteLength":60}],
+	  "bufferViews":[{"buffer":0,"byteLength":48},{"buffer":0,"byteOffset":48,"byteLength":12}],
+	  "accessors":[{"bufferView":0,"componentType":5126,"count":4,"type":"VEC3","min":[0,0,0],"max":[1,1,0]},
+	               {"bufferView":1,"componentType":5123,"count":6,"type":"SCALAR"}]})";
+	while (json.size() % 4)
+		json.push_back(' ');
+	while (bin.size() % 4)
+		bin.push_back('\0');
+	const std::string glb = tempPath("quad.glb");
+	{
+		std::ofstream out(glb, std::ios::binary);
+		auto u32 = [&](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+		u32(0x46546C67u);
+		u32(2u);
+		u32(uint32_t(12 + 8 + json.size() + 8 + bin.size()));
+		u32(uint32_t(json.size()));
+		u32(0x4E4F534Au);
+		out << json;
+		u32(uint32_t(bin.size()));
+		u32(0x004E4942u);
+		out << bin;
+	}
+	const std::string png = tempPath("quad.png");
+	const CliRun run = runCli("render --gltf " + glb + " --width 96 --height 96 --validate --json --out " + png);
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["validation_errors"], 0);
+	EXPECT_EQ(j["objects"], 1);
+	EXPECT_EQ(j["triangles"], 2);
+	auto image = quokka::gpu::readPng(png);
+	ASSERT_TRUE(image.ok()) << image.error().message;
+	uint32_t green = 0;
+	for (uint32_t y = 0; y < image->height; ++y)
+		for (uint32_t x = 0; x < image->width; ++x)
+		{
+			const auto p = image->at(x, y);
+			green += p[1] > 60 && p[1] > 2 * p[0] && p[1] > 2 * p[2];
+		}
+	// The camera frames the bounds, so the quad covers a good part of the view.
+	EXPECT_GT(green, 96u * 96u / 10) << "green pixels: " << green;
+	std::filesystem::remove(glb);
+	std::filesystem::remove(png);
+}
+
 TEST(CliErrors, MissingOrTruncatedGltfIsOneLineAndNonZero)
 {
 	expectOneLineError(runCli("render --gltf /nonexistent/model.glb --width 16 --height 16"), "/nonexistent/model.glb");
