@@ -39,8 +39,15 @@ void placeCamera(SceneGlobals& g, const math::Box3d& bounds, uint32_t frame, uin
 	    });
 }
 
+struct FrameRecord
+{
+	double update_ms, encode_ms, gpu_ms, frame_ms;
+	uint32_t draws, pipeline_binds, prepared, uniform_uploads;
+};
+
 struct SceneRun
 {
+	std::vector<FrameRecord> per_frame;
 	FrameSeries frames;
 	std::vector<double> update_ms;
 	std::vector<double> gpu_ms;
@@ -100,6 +107,8 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		run.gpu_ms.push_back(timing.ms);
 		run.frames.frame_ms.push_back(frame_ms);
 		(void)cpu_ms;
+		run.per_frame.push_back({s.update_ms, s.encode_ms, timing.ms, frame_ms, s.passes.draws, s.passes.pipeline_binds,
+		                         s.passes.prepared, s.passes.uniform_uploads});
 		run.last = s;
 	}
 	return run;
@@ -157,6 +166,17 @@ int runRenderScene(const RenderOptions& o)
 		j["prepared_first_frame"] = r.prepared_first;
 		j["uniform_uploads_last_frame"] = p.uniform_uploads;
 		j["pipelines"] = rt.value()->context().stats().pipelines_created;
+		nlohmann::ordered_json frames = nlohmann::ordered_json::array();
+		for (const FrameRecord& f : r.per_frame)
+			frames.push_back({{"cpu_update_ms", f.update_ms},
+			                  {"cpu_encode_ms", f.encode_ms},
+			                  {"gpu_ms", f.gpu_ms},
+			                  {"frame_ms", f.frame_ms},
+			                  {"draw_calls", f.draws},
+			                  {"pipeline_binds", f.pipeline_binds},
+			                  {"prepared", f.prepared},
+			                  {"uniform_uploads", f.uniform_uploads}});
+		j["per_frame"] = frames;
 		printRenderJson(j, dev, out.value());
 	}
 	else

@@ -245,6 +245,11 @@ TEST(CliRender, GridSceneDrawsOneCallPerObjectAndReportsItsFrames)
 	EXPECT_EQ(j["pipelines"], 1);
 	for (const char* key : {"cpu_update_ms", "cpu_encode_ms", "gpu_ms", "frame_ms"})
 		EXPECT_GE(j[key]["median"].get<double>(), 0.0) << key;
+	ASSERT_EQ(j["per_frame"].size(), 3u);
+	EXPECT_EQ(j["per_frame"][0]["prepared"], 200);
+	EXPECT_EQ(j["per_frame"][1]["prepared"], 0);
+	EXPECT_EQ(j["per_frame"][2]["draw_calls"], 200);
+	EXPECT_EQ(j["per_frame"][2]["uniform_uploads"], 200);
 	auto image = quokka::gpu::readPng(png);
 	ASSERT_TRUE(image.ok()) << image.error().message;
 	EXPECT_GT(nonBackground(*image), 128u * 96u / 20);

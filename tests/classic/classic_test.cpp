@@ -588,6 +588,26 @@ TEST_F(ClassicTest, CommandListEditsLoneClearsCopiesAndCustomCommands)
 	EXPECT_FALSE(r.ok());
 }
 
+TEST_F(ClassicTest, InactiveObjectsAreSkippedAndToggleWithoutPreparing)
+{
+	cval<bool> active(false);
+	RenderObject o = baseObject(constantColorEffect(), squarePositions(-1, -1, 1, 1, 0.5f), 6);
+	o.uniforms["ConstantColor"] = scene::uniform(rgba(77, 0, 0));
+	o.active = active;
+	setUpTask(RenderTree::leafOf(scene::makeRenderObject(std::move(o))));
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(0, 0, 0));
+	EXPECT_EQ(passStats().draws, 0u);
+	EXPECT_EQ(passStats().skipped, 1u);
+	const uint64_t pipelines = runtime_->context().stats().pipelines_created;
+	active.setValue(true);
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(77, 0, 0));
+	EXPECT_EQ(passStats().prepared, 0u);
+	EXPECT_EQ(passStats().draws, 1u);
+	EXPECT_EQ(runtime_->context().stats().pipelines_created, pipelines);
+}
+
 TEST_F(ClassicTest, BadObjectsFailWithOneLineNamingTheObject)
 {
 	// Missing attribute the effect needs (Colors for vertexColors).
