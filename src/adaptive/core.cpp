@@ -25,7 +25,7 @@ struct Link
 	Link* prev_in = nullptr;
 	Link* next_in = nullptr;
 	uint64_t epoch = 0;     ///< evaluation of the consumer that last confirmed this link (64-bit: never wraps)
-	uint32_t out_index = 0; ///< position in input->outs_
+	uint32_t out_index = 0; ///< position in input->outs()
 };
 
 namespace
@@ -126,8 +126,8 @@ AdaptiveObject::~AdaptiveObject()
 		in->release();
 		l = next;
 	}
-	if (outs_ != &out_inline_)
-		::operator delete(outs_);
+	if (out_cap_ > kInlineOutputs)
+		::operator delete(out_store_.heap);
 	delete callbacks_;
 	detail::g_live.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -161,20 +161,21 @@ void AdaptiveObject::addOutput(AdaptiveObject* consumer, Link* link)
 {
 	if (out_count_ == out_cap_)
 	{
-		uint32_t cap = out_cap_ < 4 ? 4 : out_cap_ * 2;
+		uint32_t cap = out_cap_ * 2;
 		auto* grown = static_cast<detail::OutEdge*>(::operator new(sizeof(detail::OutEdge) * cap));
-		std::copy(outs_, outs_ + out_count_, grown);
-		if (outs_ != &out_inline_)
-			::operator delete(outs_);
-		outs_ = grown;
+		std::copy(outs(), outs() + out_count_, grown);
+		if (out_cap_ > kInlineOutputs)
+			::operator delete(out_store_.heap);
+		out_store_.heap = grown;
 		out_cap_ = cap;
 	}
 	link->out_index = out_count_;
-	outs_[out_count_++] = detail::OutEdge{consumer, link};
+	outs()[out_count_++] = detail::OutEdge{consumer, link};
 }
 
 void AdaptiveObject::removeOutput(uint32_t index)
 {
+	detail::OutEdge* o = outs();
 	uint32_t last = --out_count_;
 	if (t_walk.object == this && index < t_walk.next)
 	{
@@ -183,24 +184,24 @@ void AdaptiveObject::removeOutput(uint32_t index)
 		auto visited = uint32_t(--t_walk.next);
 		if (index != visited)
 		{
-			outs_[index] = outs_[visited];
-			outs_[index].link->out_index = index;
+			o[index] = o[visited];
+			o[index].link->out_index = index;
 		}
 		index = visited;
 	}
 	if (index != last)
 	{
-		outs_[index] = outs_[last];
-		outs_[index].link->out_index = index;
+		o[index] = o[last];
+		o[index].link->out_index = index;
 	}
 	// Shrink a mostly empty array (a fan-out that lost its consumers) with hysteresis: amortised O(1).
 	if (out_cap_ > 16 && out_count_ <= out_cap_ / 4)
 	{
 		uint32_t cap = out_cap_ / 2;
 		auto* shrunk = static_cast<detail::OutEdge*>(::operator new(sizeof(detail::OutEdge) * cap));
-		std::copy(outs_, outs_ + out_count_, shrunk);
-		::operator delete(outs_);
-		outs_ = shrunk;
+		std::copy(o, o + out_count_, shrunk);
+		::operator delete(o);
+		out_store_.heap = shrunk;
 		out_cap_ = cap;
 	}
 }
@@ -273,8 +274,9 @@ Link* AdaptiveObject::findLink(AdaptiveObject* input) const
 	// Walk both lists in step: O(min(#inputs of this, #outputs of input)), so neither a wall (one consumer of 10^6
 	// inputs) nor a fan-out (one input of 10^6 consumers) makes building edges quadratic.
 	Link* a = inputs_tail_;
-	const detail::OutEdge* b = input->outs_ + input->out_count_;
-	while (a && b != input->outs_)
+	const detail::OutEdge* first = input->outs();
+	const detail::OutEdge* b = first + input->out_count_;
+	while (a && b != first)
 	{
 		--b;
 		if (a->input == input)
@@ -313,7 +315,7 @@ void AdaptiveObject::trackSlow(AdaptiveObject* input)
 
 void AdaptiveObject::trackExplicit(AdaptiveObject* input)
 {
-	if (input->out_count_ && input->outs_[input->out_count_ - 1].consumer == this)
+	if (input->out_count_ && input->outs()[input->out_count_ - 1].consumer == this)
 		return;
 	if (findLink(input))
 		return;
@@ -503,16 +505,23 @@ void Transaction::markOutputs(AdaptiveObject* root) noexcept
 			if (step == s.last_step)
 			{
 				__builtin_prefetch(reinterpret_cast<const char*>(c) + step * intptr_t(2 * kAhead), 1);
-				__builtin_prefetch(reinterpret_cast<const char*>(c) + step * intptr_t(2 * kAhead) + 56, 1);
+				__builtin_prefetch(reinterpret_cast<const char*>(c) + step * intptr_t(2 * kAhead) + 64, 1);
 			}
 			s.last_step = step;
 			if (c->out_count_ != 1)
 			{
-				__builtin_prefetch(c->outs_[0].consumer);
+				// Several consumers: load them (or the heap array of many) while c waits on the stack.
+				if (c->out_cap_ <= AO::kInlineOutputs)
+				{
+					__builtin_prefetch(c->out_store_.local[0].consumer);
+					__builtin_prefetch(c->out_store_.local[1].consumer);
+				}
+				else
+					__builtin_prefetch(c->out_store_.heap);
 				s.stack.push_back(c);
 				return;
 			}
-			AO* d = c->outs_[0].consumer;
+			AO* d = c->outs()[0].consumer;
 			uint32_t f = d->flags_;
 			if (f & AO::kWantsInputChanged)
 			{
@@ -540,7 +549,7 @@ void Transaction::markOutputs(AdaptiveObject* root) noexcept
 		size_t n = e->out_count_;
 		for (size_t i = 0; i < n; ++i)
 		{
-			const detail::OutEdge* edges = e->outs_;
+			const detail::OutEdge* edges = e->outs();
 			// Marking large graphs is bound by cache misses on the consumers: start loading a few ahead (independent
 			// misses overlap).
 			if (i + kAhead < n)

@@ -179,15 +179,23 @@ private:
 	void addOutput(AdaptiveObject* consumer, detail::Link* link);
 	void removeOutput(uint32_t index);
 
-	// Marking reads only the first 56 bytes (flags, level, outputs, callbacks): keep them together.
+	static constexpr uint32_t kInlineOutputs = 2; ///< outputs stored in the node (chains, binary fan-out)
+	detail::OutEdge* outs() { return out_cap_ <= kInlineOutputs ? out_store_.local : out_store_.heap; }
+	const detail::OutEdge* outs() const { return out_cap_ <= kInlineOutputs ? out_store_.local : out_store_.heap; }
+
+	// Marking reads only bytes 8..72 (flags, level, outputs, callbacks): keep them together.
 	uint32_t refcount_ = 0;
 	int32_t level_ = 0;
 	uint32_t flags_ = 0;
-	uint32_t out_count_ = 0;               ///< consumers that read this object in their last evaluation
-	detail::OutEdge* outs_ = &out_inline_; ///< out_count_ entries, in edge creation order (but see removeOutput)
+	uint32_t out_count_ = 0;            ///< consumers that read this object in their last evaluation
+	uint32_t out_cap_ = kInlineOutputs; ///< beyond kInlineOutputs, the entries live in out_store_.heap
 	detail::CallbackList* callbacks_ = nullptr;
-	detail::OutEdge out_inline_{}; ///< storage while out_cap_ == 1 (most nodes have one consumer)
-	uint32_t out_cap_ = 1;
+	/// out_count_ entries {consumer, link}, in edge creation order (but see removeOutput).
+	union OutStore
+	{
+		detail::OutEdge local[kInlineOutputs];
+		detail::OutEdge* heap;
+	} out_store_{};
 	uint64_t epoch_ = 0; ///< stamp of the running (or last) evaluation
 	detail::Link* inputs_head_ = nullptr;
 	detail::Link* inputs_tail_ = nullptr;
