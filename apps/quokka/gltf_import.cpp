@@ -180,15 +180,6 @@ const char* componentTypeName(int component_type)
 	}
 }
 
-template <typename T>
-scene::BufferView constantView(const std::vector<T>& values, VkFormat format)
-{
-	scene::BufferView view;
-	view.buffer = adaptive::constant(scene::ArrayBuffer::of(values));
-	view.format = format;
-	return view;
-}
-
 /// Walks one glTF model and builds the objects. Every failure is an Error whose message names the file.
 class Importer
 {
@@ -536,17 +527,18 @@ private:
 			}
 		}
 
-		out.attributes["Positions"] = constantView(pos, VK_FORMAT_R32G32B32_SFLOAT);
-		out.attributes["Normals"] = constantView(normals, VK_FORMAT_R32G32B32_SFLOAT);
+		out.attributes["Positions"] = scene::BufferView::of(pos, VK_FORMAT_R32G32B32_SFLOAT);
+		out.attributes["Normals"] = scene::BufferView::of(normals, VK_FORMAT_R32G32B32_SFLOAT);
 		if (out.textured)
-			out.attributes["DiffuseColorCoordinates"] = constantView(uvs, VK_FORMAT_R32G32_SFLOAT);
+			out.attributes["DiffuseColorCoordinates"] = scene::BufferView::of(uvs, VK_FORMAT_R32G32_SFLOAT);
 
 		if (!indices.empty())
 		{
 			if (index_type == TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT)
-				out.indices = constantView(indices, VK_FORMAT_R32_UINT);
+				out.indices = scene::BufferView::of(indices, VK_FORMAT_R32_UINT);
 			else
-				out.indices = constantView(std::vector<uint16_t>(indices.begin(), indices.end()), VK_FORMAT_R16_UINT);
+				out.indices =
+				    scene::BufferView::of(std::vector<uint16_t>(indices.begin(), indices.end()), VK_FORMAT_R16_UINT);
 			out.draw_call.indexed = true;
 		}
 		out.draw_call.count = uint32_t(corner_count);

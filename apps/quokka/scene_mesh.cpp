@@ -45,15 +45,6 @@ void flatTriangle(Mesh& m, const V3f& a, const V3f& b, const V3f& c)
 	m.indices.insert(m.indices.end(), {base, base + 1, base + 2});
 }
 
-template <typename T>
-scene::BufferView view(const std::vector<T>& values, VkFormat format)
-{
-	scene::BufferView v;
-	v.buffer = adaptive::constant(scene::ArrayBuffer::of(values));
-	v.format = format;
-	return v;
-}
-
 } // namespace
 
 math::Box3d Mesh::bounds() const
@@ -262,19 +253,19 @@ Result<SharedMesh> share(const Mesh& input, IndexKind kind)
 		return makeError(ErrorCode::InvalidArgument, std::move(message));
 	}
 	SharedMesh s;
-	s.positions = view(m.positions, VK_FORMAT_R32G32B32_SFLOAT);
-	s.normals = view(m.normals, VK_FORMAT_R32G32B32_SFLOAT);
+	s.positions = scene::BufferView::of(m.positions, VK_FORMAT_R32G32B32_SFLOAT);
+	s.normals = scene::BufferView::of(m.normals, VK_FORMAT_R32G32B32_SFLOAT);
 	if (!m.colors.empty())
-		s.colors = view(m.colors, VK_FORMAT_R32G32B32A32_SFLOAT);
+		s.colors = scene::BufferView::of(m.colors, VK_FORMAT_R32G32B32A32_SFLOAT);
 	if (!m.uvs.empty())
-		s.uvs = view(m.uvs, VK_FORMAT_R32G32_SFLOAT);
+		s.uvs = scene::BufferView::of(m.uvs, VK_FORMAT_R32G32_SFLOAT);
 	if (kind == IndexKind::U16)
 	{
 		std::vector<uint16_t> narrow(m.indices.begin(), m.indices.end());
-		s.indices = view(narrow, VK_FORMAT_R16_UINT);
+		s.indices = scene::BufferView::of(narrow, VK_FORMAT_R16_UINT);
 	}
 	else if (kind == IndexKind::U32)
-		s.indices = view(m.indices, VK_FORMAT_R32_UINT);
+		s.indices = scene::BufferView::of(m.indices, VK_FORMAT_R32_UINT);
 	s.draw.indexed = kind != IndexKind::None;
 	s.draw.count = kind == IndexKind::None ? m.vertexCount() : uint32_t(m.indices.size());
 	s.draw_call = adaptive::constant(s.draw);

@@ -211,17 +211,30 @@ TEST(CliHelp, HelpExitsZero)
 
 namespace
 {
-/// Pixels that differ from the scene background (0.06, 0.07, 0.09) stored as sRGB.
-uint32_t nonBackground(const quokka::gpu::Rgba8Image& image)
+/// Pixels of `image` for which `pred(rgba)` holds.
+template <typename Pred>
+uint32_t countPixels(const quokka::gpu::Rgba8Image& image, Pred pred)
 {
-	const auto bg = image.at(0, 0);
 	uint32_t n = 0;
 	for (uint32_t y = 0; y < image.height; ++y)
 		for (uint32_t x = 0; x < image.width; ++x)
-			n += image.at(x, y) != bg;
+			n += pred(image.at(x, y)) ? 1u : 0u;
 	return n;
 }
 
+/// Pixels that differ from the scene background (the top-left pixel).
+uint32_t nonBackground(const quokka::gpu::Rgba8Image& image)
+{
+	const auto bg = image.at(0, 0);
+	return countPixels(image, [&](const std::array<uint8_t, 4>& p) { return p != bg; });
+}
+
+/// Pixels where channel `c` dominates the other two.
+uint32_t dominant(const quokka::gpu::Rgba8Image& image, int c)
+{
+	return countPixels(image, [&](const std::array<uint8_t, 4>& p)
+	                   { return p[c] > 60 && p[c] > 2 * p[(c + 1) % 3] && p[c] > 2 * p[(c + 2) % 3]; });
+}
 } // namespace
 
 TEST(CliRender, GridSceneDrawsOneCallPerObjectAndReportsItsFrames)
@@ -317,13 +330,7 @@ TEST(CliRender, GltfTriangleRendersInItsBaseColour)
 	auto image = quokka::gpu::readPng(png);
 	ASSERT_TRUE(image.ok()) << image.error().message;
 	// Red-dominant pixels, and plenty of them: the triangle fills a good part of the framed view.
-	uint32_t red = 0;
-	for (uint32_t y = 0; y < image->height; ++y)
-		for (uint32_t x = 0; x < image->width; ++x)
-		{
-			const auto p = image->at(x, y);
-			red += p[0] > 60 && p[0] > 2 * p[1] && p[0] > 2 * p[2];
-		}
+	const uint32_t red = dominant(*image, 0);
 	EXPECT_GT(red, 96u * 96u / 20) << "red pixels: " << red;
 	std::filesystem::remove_all(dir);
 }
@@ -370,13 +377,7 @@ TEST(CliRender, GlbWrittenByTheTestRendersItsTexturelessQuadInTheBaseColour)
 	EXPECT_EQ(j["triangles"], 2);
 	auto image = quokka::gpu::readPng(png);
 	ASSERT_TRUE(image.ok()) << image.error().message;
-	uint32_t green = 0;
-	for (uint32_t y = 0; y < image->height; ++y)
-		for (uint32_t x = 0; x < image->width; ++x)
-		{
-			const auto p = image->at(x, y);
-			green += p[1] > 60 && p[1] > 2 * p[0] && p[1] > 2 * p[2];
-		}
+	const uint32_t green = dominant(*image, 1);
 	// The camera frames the bounds, so the quad covers a good part of the view.
 	EXPECT_GT(green, 96u * 96u / 10) << "green pixels: " << green;
 	std::filesystem::remove(glb);

@@ -59,6 +59,17 @@ struct BufferView
 	uint32_t offset = 0; ///< bytes to the first element
 	uint32_t stride = 0; ///< bytes between elements; 0 = tightly packed (the format's size)
 	bool per_instance = false;
+
+	/// A view of a constant buffer holding a copy of `values`.
+	template <typename T>
+	static BufferView of(const std::vector<T>& values, VkFormat format, bool per_instance = false)
+	{
+		BufferView v;
+		v.buffer = adaptive::constant(ArrayBuffer::of(values));
+		v.format = format;
+		v.per_instance = per_instance;
+		return v;
+	}
 };
 
 /// Bytes of one element of `format` (0 for formats the scene model does not use).
