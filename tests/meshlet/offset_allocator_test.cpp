@@ -2,6 +2,7 @@
 // test against a CPU interval model (STYLE R12: prints its seed, dumps the history on failure).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -156,6 +157,57 @@ TEST(OffsetAllocator, FreeMergesBothNeighboursAndReportsExactLargestRegion)
 	EXPECT_TRUE(allocator.free(d));
 	EXPECT_TRUE(allocator.free(e));
 	EXPECT_EQ(allocator.freeRegions().size(), 1u);
+}
+
+TEST(OffsetAllocator, FreeIntoFreeNeighboursRetiresTheHandleAndKeepsTheOthers)
+{
+	// A freed range is absorbed by a free neighbour (the previous one first), so its own node goes to the pool: every
+	// merge shape must leave the other handles live, the freed one stale, and the bins consistent.
+	OffsetAllocator allocator(1 << 20);
+	std::vector<Allocation> all;
+	for (uint32_t i = 0; i < 64; ++i)
+		all.push_back(allocator.allocate(1000 + 37 * i));
+	auto freeAndCheck = [&](uint32_t i)
+	{
+		const uint32_t live = allocator.liveCount();
+		EXPECT_TRUE(allocator.free(all[i])) << i;
+		EXPECT_FALSE(allocator.free(all[i])) << i; // the handle is stale at once, whichever node survived
+		EXPECT_EQ(allocator.allocationSize(all[i]), 0u) << i;
+		EXPECT_EQ(allocator.liveCount(), live - 1) << i;
+		const Result<void> valid = allocator.validate();
+		EXPECT_TRUE(valid.ok()) << i << ": " << (valid.ok() ? "" : valid.error().message);
+	};
+	freeAndCheck(10); // no free neighbour
+	freeAndCheck(11); // previous one free
+	freeAndCheck(20); // none
+	freeAndCheck(19); // next one free
+	freeAndCheck(30);
+	freeAndCheck(32);
+	freeAndCheck(31); // both free
+	freeAndCheck(63); // next is the trailing free region
+	freeAndCheck(0);  // previous is the boundary
+	for (uint32_t i = 0; i < 64; ++i)
+	{
+		const uint32_t size = allocator.allocationSize(all[i]);
+		EXPECT_TRUE(size == 0 || size == 1000 + 37 * i) << i;
+	}
+	// Forged handles that name a free or pooled node are rejected whatever their generation field holds.
+	for (uint32_t node = 0; node < 200; ++node)
+		for (uint32_t generation : {0u, 1u, 2u, 0x7ffffffdu})
+			EXPECT_FALSE(allocator.free({0, node, generation}));
+	EXPECT_TRUE(allocator.validate().ok());
+	// Refill and empty in a shuffled order: many free nodes share bins, so nodes leave bins from the middle.
+	std::mt19937 rng(3);
+	for (uint32_t i : {10u, 11u, 19u, 20u, 30u, 31u, 32u, 63u, 0u})
+		all[i] = allocator.allocate(1 + rng() % 3000);
+	std::shuffle(all.begin(), all.end(), rng);
+	for (const Allocation& a : all)
+	{
+		EXPECT_TRUE(allocator.free(a));
+		ASSERT_TRUE(allocator.validate().ok());
+	}
+	EXPECT_EQ(allocator.freeRegions().size(), 1u);
+	EXPECT_EQ(allocator.storageReport().largest_free, 1u << 20);
 }
 
 TEST(OffsetAllocator, LeakReportNamesLiveAllocationsAndResetReclaimsThem)
