@@ -20,13 +20,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <quokka/base/offset_allocator.hpp>
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/pipeline.hpp>
 #include <quokka/gpu/shader.hpp>
 #include <quokka/gpu/timing.hpp>
 #include <quokka/meshlet/meshlet_manager.hpp>
-#include <quokka/base/offset_allocator.hpp>
 
 namespace quokka::app
 {

@@ -91,5 +91,5 @@ TEST(ReadmeExample, RendersTheTriangleInItsLatestColour)
 	ASSERT_EQ(readmeExample(pixels), 0);
 	ASSERT_EQ(pixels.width, 64u);
 	EXPECT_EQ(pixels.at(24, 32), (std::array<uint8_t, 4>{0, 102, 255, 255})); // inside the triangle
-	EXPECT_EQ(pixels.at(60, 4), (std::array<uint8_t, 4>{0, 0, 0, 255}));     // background
+	EXPECT_EQ(pixels.at(60, 4), (std::array<uint8_t, 4>{0, 0, 0, 255}));      // background
 }

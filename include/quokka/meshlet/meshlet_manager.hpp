@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
+#include <quokka/base/offset_allocator.hpp>
 #include <quokka/base/result.hpp>
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/device.hpp>
 #include <quokka/meshlet/meshlet_record.hpp>
-#include <quokka/base/offset_allocator.hpp>
 
 namespace quokka::gpu
 {
