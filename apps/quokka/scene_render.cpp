@@ -163,6 +163,7 @@ int runRenderScene(const RenderOptions& o)
 		j["draw_calls"] = p.draws;
 		j["pipeline_binds"] = p.pipeline_binds;
 		j["descriptor_pushes"] = p.descriptor_pushes;
+		j["vertex_binds"] = p.vertex_binds;
 		j["prepared_first_frame"] = r.prepared_first;
 		j["uniform_uploads_last_frame"] = p.uniform_uploads;
 		j["pipelines"] = rt.value()->context().stats().pipelines_created;
@@ -258,12 +259,12 @@ int runBenchDraw(const BenchOptions& b)
 		rows.push_back(row);
 		if (!b.json)
 			std::printf("  %7u objects: static update %.2f ms, encode %.2f ms, GPU %.2f ms, frame %.2f ms | orbit "
-			            "update %.2f ms, encode %.2f ms, frame %.2f ms | %u draws, %u pipeline binds\n",
+			            "update %.2f ms, encode %.2f ms, GPU %.2f ms, frame %.2f ms | %u draws, %u pipeline binds\n",
 			            n, row["static"]["cpu_update_ms"].get<double>(), row["static"]["cpu_encode_ms"].get<double>(),
 			            row["static"]["gpu_ms"].get<double>(), row["static"]["frame_ms"].get<double>(),
 			            row["orbit"]["cpu_update_ms"].get<double>(), row["orbit"]["cpu_encode_ms"].get<double>(),
-			            row["orbit"]["frame_ms"].get<double>(), still->last.passes.draws,
-			            still->last.passes.pipeline_binds);
+			            row["orbit"]["gpu_ms"].get<double>(), row["orbit"]["frame_ms"].get<double>(),
+			            still->last.passes.draws, still->last.passes.pipeline_binds);
 	}
 	if (b.json)
 	{

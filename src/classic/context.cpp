@@ -427,7 +427,8 @@ Result<void> Context::validate() const
 // ---- BufferResource ---------------------------------------------------------------------------------------------
 
 BufferResource::BufferResource(Context& context, adaptive::aval<scene::ArrayBuffer> source)
-    : AdaptiveObject(kWantsInputChanged), context_(&context), source_(std::move(source))
+    : AdaptiveObject(kWantsInputChanged), context_(&context), source_(std::move(source)),
+      serial_(context.mutableStats().buffer_resources++)
 {
 }
 

@@ -811,11 +811,13 @@ struct LeafWalker final : Walker
 	Ref<PreparedObject> object;
 };
 
-/// Sort key of a block of emitted objects: its first object's (pipeline, first texture, id).
+/// Sort key of a block of emitted objects: its first object's (pipeline, first texture, first vertex buffer, id), so
+/// that objects sharing a pipeline, then a texture, then a mesh are drawn next to each other and their binds skipped.
 auto blockKey(const PreparedObject* o)
 {
 	const uint64_t texture = o->textures.empty() || !o->textures[0]->image() ? 0 : o->textures[0]->image()->id();
-	return std::make_tuple(o->pipeline ? o->pipeline->serial : 0, texture, o->object().id);
+	const uint64_t mesh = o->vertex_buffers.empty() ? 0 : o->vertex_buffers[0]->serial();
+	return std::make_tuple(o->pipeline ? o->pipeline->serial : 0, texture, mesh, o->object().id);
 }
 
 /// Emits children as blocks; unordered parents sort the blocks.
@@ -928,16 +930,30 @@ struct SetWalker final : AdaptiveWalkerBase
 	Result<void> pull(Token t) override
 	{
 		// Removals first so that their resources are released before additions allocate.
+		// Additions in tree-id order (the delta is ordered by address): what they create — resources, pipelines and
+		// their serials — is then the same in every run.
 		const auto delta = reader->getChanges(t);
+		std::vector<const RenderTreePtr*> added;
 		for (const auto& [tree, count] : delta)
 			if (count < 0)
 				children.erase(tree.get());
-		for (const auto& [tree, count] : delta)
-			if (count > 0 && !children.contains(tree.get()))
-			{
-				QUOKKA_TRY_ASSIGN(w, pass->build(tree));
-				children.emplace(tree.get(), std::move(w));
-			}
+			else if (count > 0 && !children.contains(tree.get()))
+				added.push_back(&tree);
+		// Leaves by object id (ofObjects creates its leaf trees while the set is read, in address order), other
+		// subtrees by tree id.
+		auto order = [](const RenderTreePtr* p)
+		{
+			const RenderTree& tree = **p;
+			return tree.kind == RenderTree::Kind::Leaf && tree.leaf ? std::make_pair(0, tree.leaf->id)
+			                                                        : std::make_pair(1, tree.id);
+		};
+		std::sort(added.begin(), added.end(),
+		          [&](const RenderTreePtr* a, const RenderTreePtr* b) { return order(a) < order(b); });
+		for (const RenderTreePtr* tree : added)
+		{
+			QUOKKA_TRY_ASSIGN(w, pass->build(*tree));
+			children.emplace(tree->get(), std::move(w));
+		}
 		return {};
 	}
 	void emit(std::vector<PreparedObject*>& out) override

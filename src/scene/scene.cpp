@@ -160,6 +160,8 @@ namespace
 {
 RenderTreePtr node(RenderTree t)
 {
+	static std::atomic<uint64_t> next_id{1};
+	t.id = next_id.fetch_add(1, std::memory_order_relaxed);
 	return std::make_shared<const RenderTree>(std::move(t));
 }
 } // namespace

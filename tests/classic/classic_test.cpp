@@ -608,6 +608,26 @@ TEST_F(ClassicTest, InactiveObjectsAreSkippedAndToggleWithoutPreparing)
 	EXPECT_EQ(runtime_->context().stats().pipelines_created, pipelines);
 }
 
+TEST_F(ClassicTest, ObjectsSharingAMeshAreDrawnTogetherWithoutRebinding)
+{
+	// Ten objects alternating between two shared meshes (ids interleave them): sorted by mesh, two vertex binds.
+	const ArrayBuffer left = squarePositions(-1, -1, 0, 1, 0.5f), right = squarePositions(0, -1, 1, 1, 0.5f);
+	auto a = adaptive::constant(left), b = adaptive::constant(right);
+	adaptive::cset<RenderObjectPtr> objects;
+	for (int i = 0; i < 10; ++i)
+	{
+		RenderObject o = baseObject(constantColorEffect(), left, 6);
+		o.attributes["Positions"].buffer = i % 2 ? b : a;
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(i, 0, 0));
+		objects.add(scene::makeRenderObject(std::move(o)));
+	}
+	setUpTask(RenderTree::ofObjects(objects));
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(passStats().draws, 10u);
+	EXPECT_EQ(passStats().vertex_binds, 2u);
+	EXPECT_EQ(passStats().descriptor_pushes, 10u);
+}
+
 TEST_F(ClassicTest, BadObjectsFailWithOneLineNamingTheObject)
 {
 	// Missing attribute the effect needs (Colors for vertexColors).

@@ -96,8 +96,9 @@ struct ContextStats
 	uint64_t texture_images = 0;  ///< texture images created (a change of size or format needs a new one)
 	uint64_t upload_bytes = 0;    ///< bytes of buffer and texture uploads
 	uint64_t buffer_reallocations = 0;
-	uint64_t uniform_blocks = 0; ///< uniform blocks written (each object's block counts once per frame it changed)
-	uint64_t uniform_runs = 0;   ///< staging writes they were coalesced into
+	uint64_t buffer_resources = 0; ///< GPU buffer resources created (interned adaptive buffers)
+	uint64_t uniform_blocks = 0;   ///< uniform blocks written (each object's block counts once per frame it changed)
+	uint64_t uniform_runs = 0;     ///< staging writes they were coalesced into
 };
 
 class BufferResource;
@@ -207,6 +208,8 @@ public:
 	Result<void> update();
 	const BufferArena::Range& range() const { return range_; }
 	uint64_t bytes() const { return bytes_; } ///< size of the uploaded value
+	/// Creation serial: a deterministic sort key (objects sharing a mesh are drawn next to each other).
+	uint64_t serial() const { return serial_; }
 	bool queued = false;
 
 protected:
@@ -217,6 +220,7 @@ private:
 	adaptive::aval<scene::ArrayBuffer> source_;
 	BufferArena::Range range_;
 	uint64_t bytes_ = 0;
+	uint64_t serial_ = 0;
 };
 
 /// The GPU copy of one adaptive texture (RGBA8, full mip chain built on the GPU). A new value of the same size and

@@ -38,6 +38,10 @@ struct RenderTree
 	adaptive::aval<RenderTreePtr> adaptive; ///< Adaptive
 	adaptive::alist<RenderTreePtr> list;    ///< OrderedFromList
 	adaptive::aset<RenderTreePtr> set;      ///< UnorderedFromSet
+	/// Monotonic id assigned by the factories below: renderers create the walkers of a set's new members in a
+	/// deterministic order (leaves by object id, other trees by this id), so caches, serials and therefore draw order
+	/// never depend on heap addresses (STYLE R7).
+	uint64_t id = 0;
 
 	static RenderTreePtr empty();
 	static RenderTreePtr leafOf(RenderObjectPtr object);
