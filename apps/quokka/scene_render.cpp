@@ -94,7 +94,6 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		timer.begin(list);
 		QUOKKA_TRY(task->run(list, fb));
 		timer.end(list);
-		const double cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 		QUOKKA_TRY(device.submitAndWait(std::move(list)));
 		const double frame_ms =
 		    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -106,7 +105,6 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		run.frames.encode_ms.push_back(s.encode_ms);
 		run.gpu_ms.push_back(timing.ms);
 		run.frames.frame_ms.push_back(frame_ms);
-		(void)cpu_ms;
 		run.per_frame.push_back({s.update_ms, s.encode_ms, timing.ms, frame_ms, s.passes.draws, s.passes.pipeline_binds,
 		                         s.passes.prepared, s.passes.uniform_uploads});
 		run.last = s;

@@ -562,20 +562,11 @@ Result<void> PreparedObject::prepare()
 		    }
 		    // Pipeline state: every leaf is an input.
 		    const scene::PipelineState& st = o.state;
-		    for (AdaptiveObject* n : {static_cast<AdaptiveObject*>(st.topology.node().get()),
-		                              static_cast<AdaptiveObject*>(st.cull_mode.node().get()),
-		                              static_cast<AdaptiveObject*>(st.front_face.node().get()),
-		                              static_cast<AdaptiveObject*>(st.depth_test.node().get()),
-		                              static_cast<AdaptiveObject*>(st.depth_write.node().get()),
-		                              static_cast<AdaptiveObject*>(st.depth_compare.node().get()),
-		                              static_cast<AdaptiveObject*>(st.depth_clamp.node().get()),
-		                              static_cast<AdaptiveObject*>(st.depth_bias.node().get()),
-		                              static_cast<AdaptiveObject*>(st.stencil.node().get()),
-		                              static_cast<AdaptiveObject*>(st.default_blend.node().get()),
-		                              static_cast<AdaptiveObject*>(st.alpha_to_coverage.node().get())})
-			    track(n, kState, 0);
+		    auto trackState = [&](const auto&... leaves) { (track(leaves.node().get(), kState, 0), ...); };
+		    trackState(st.topology, st.cull_mode, st.front_face, st.depth_test, st.depth_write, st.depth_compare,
+		               st.depth_clamp, st.depth_bias, st.stencil, st.default_blend, st.alpha_to_coverage);
 		    for (const auto& [name, b] : st.blend)
-			    track(b.node().get(), kState, 0);
+			    trackState(b);
 		    QUOKKA_TRY(readState());
 		    track(o.draw_call.node().get(), kDraw, 0);
 		    draw = o.draw_call.getValue(Token{this});

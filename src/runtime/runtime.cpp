@@ -86,22 +86,6 @@ void beginPass(gpu::CommandList& list, Framebuffer& fb, const scene::ClearComman
 	vkCmdSetScissor(list.vk(), 0, 1, &scissor);
 }
 
-void add(classic::PassStats& sum, const classic::PassStats& s)
-{
-	sum.prepared += s.prepared;
-	sum.released += s.released;
-	sum.refreshed += s.refreshed;
-	sum.uniform_uploads += s.uniform_uploads;
-	sum.resorts += s.resorts;
-	sum.draws += s.draws;
-	sum.skipped += s.skipped;
-	sum.pipeline_binds += s.pipeline_binds;
-	sum.descriptor_pushes += s.descriptor_pushes;
-	sum.vertex_binds += s.vertex_binds;
-	sum.dynamic_state_sets += s.dynamic_state_sets;
-	sum.update_ms += s.update_ms;
-	sum.encode_ms += s.encode_ms;
-}
 } // namespace
 
 // ---- Framebuffer ------------------------------------------------------------------------------------------------
@@ -231,7 +215,7 @@ Result<void> RenderTask::encode(gpu::CommandList& list, Framebuffer& fb)
 			e.pass->encode(list);
 			gpu::endRendering(list);
 			++stats_.render_passes;
-			add(stats_.passes, e.pass->stats());
+			stats_.passes += e.pass->stats();
 		}
 		else if (const auto* copy = std::get_if<scene::CopyCommand>(&e.command))
 		{
@@ -329,38 +313,30 @@ adaptive::aval<scene::TextureData> RenderTarget::texture(const std::string& name
 {
 	if (auto it = textures_.find(name); it != textures_.end())
 		return it->second;
-	// A resource over the framebuffer resource: acquiring the texture acquires the framebuffer.
+	// The texture is a resource over the framebuffer resource: it holds the framebuffer while it exists itself.
 	auto fb = resource_;
-	auto tex = adaptive::makeResource<scene::TextureData>(
+	auto texture = adaptive::makeResource<scene::TextureData>(
 	    [fb, name](Token t)
 	    {
-		    const std::shared_ptr<Framebuffer>& f = fb.getValue(t);
-		    scene::TextureData d;
-		    d.image = f->output(name);
-		    if (!d.image)
-			    throw std::runtime_error("renderTo: no colour attachment '" + name + "'");
-		    d.width = f->width;
-		    d.height = f->height;
-		    return d;
-	    },
-	    nullptr, [](scene::TextureData&) {});
-	// The framebuffer is held for as long as the texture is: acquire on the texture's first acquire.
-	struct Link
-	{
-	};
-	auto texture = adaptive::makeResource<scene::TextureData>(
-	    [tex, fb](Token t) -> scene::TextureData
-	    {
 		    fb.acquire();
-		    tex.acquire();
-		    return tex.getValue(t);
+		    try
+		    {
+			    const std::shared_ptr<Framebuffer>& f = fb.getValue(t);
+			    scene::TextureData d;
+			    d.image = f->output(name);
+			    if (!d.image)
+				    throw std::runtime_error("renderTo: no colour attachment '" + name + "'");
+			    d.width = f->width;
+			    d.height = f->height;
+			    return d;
+		    }
+		    catch (...)
+		    {
+			    fb.release();
+			    throw;
+		    }
 	    },
-	    nullptr,
-	    [tex, fb](scene::TextureData&)
-	    {
-		    tex.release();
-		    fb.release();
-	    });
+	    nullptr, [fb](scene::TextureData&) { fb.release(); });
 	textures_.emplace(name, texture);
 	return texture;
 }

@@ -47,6 +47,25 @@ struct PassStats
 	uint32_t dynamic_state_sets = 0;
 	double update_ms = 0.0; ///< CPU time of update()
 	double encode_ms = 0.0; ///< CPU time of encode()
+
+	/// Sums counters and times (a task over several passes).
+	PassStats& operator+=(const PassStats& o)
+	{
+		prepared += o.prepared;
+		released += o.released;
+		refreshed += o.refreshed;
+		uniform_uploads += o.uniform_uploads;
+		resorts += o.resorts;
+		draws += o.draws;
+		skipped += o.skipped;
+		pipeline_binds += o.pipeline_binds;
+		descriptor_pushes += o.descriptor_pushes;
+		vertex_binds += o.vertex_binds;
+		dynamic_state_sets += o.dynamic_state_sets;
+		update_ms += o.update_ms;
+		encode_ms += o.encode_ms;
+		return *this;
+	}
 };
 
 class ScenePass
