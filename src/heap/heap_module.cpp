@@ -1,2 +1,2 @@
 // Anchor translation unit of quokka::heap (the module's sources are listed in src/heap/CMakeLists.txt).
-#include <quokka/heap/megacall_glsl.hpp>
+#include <quokka/fx/megacall_glsl.hpp>

@@ -1,11 +1,11 @@
-// quokka/heap/megacall_glsl.hpp — the megacall's record layout and its vertex-side record search, as one GLSL text
+// quokka/fx/megacall_glsl.hpp — the megacall's record layout and its vertex-side record search, as one GLSL text
 // shared by the generated heap vertex shaders (fx) and the probeBinarySearch kernel, so the probe mirrors the
 // shaders exactly.
 #pragma once
 
 #include <cstdint>
 
-namespace quokka::heap
+namespace quokka::fx
 {
 
 /// A megacall record: {firstEmit, drawIdx, indexStart, indexCount, instanceCount}, 5 u32 words. firstEmit is the
@@ -38,4 +38,4 @@ inline constexpr const char* kMegacallSearchGlsl = R"(uint qkFindRecord(uint e)
 }
 )";
 
-} // namespace quokka::heap
+} // namespace quokka::fx
