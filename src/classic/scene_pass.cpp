@@ -1,6 +1,8 @@
-// ScenePass: walkers over the render tree, prepared objects driven by the adaptive graph, derived standard uniforms,
+// ScenePass: walkers over the render tree, prepared objects driven by the adaptive graph (inputs: object_inputs.hpp),
 // and the per-draw encoder that skips redundant binds.
 #include <quokka/classic/scene_pass.hpp>
+
+#include <quokka/classic/object_inputs.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -31,172 +33,6 @@ double msSince(std::chrono::steady_clock::time_point t0)
 	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string objectName(const scene::RenderObject& o)
-{
-	return "render object #" + std::to_string(o.id);
-}
-
-// ---- uniform values ---------------------------------------------------------------------------------------------
-
-math::Trafo3d asTrafo(const UniformValue& v)
-{
-	if (const auto* t = std::get_if<math::Trafo3d>(&v))
-		return *t;
-	if (const auto* m = std::get_if<math::M44f>(&v))
-		return math::Trafo3d::fromMatrix(math::M44d(*m));
-	return math::Trafo3d::identity();
-}
-
-/// The fx type of a uniform value plus its tightly packed column-major data.
-struct PackedValue
-{
-	fx::Type type;
-	float f[16];
-};
-
-PackedValue pack(const UniformValue& value)
-{
-	PackedValue p{};
-	std::visit(
-	    [&](const auto& v)
-	    {
-		    using T = std::decay_t<decltype(v)>;
-		    if constexpr (std::is_same_v<T, float>)
-		    {
-			    p.type = fx::F32;
-			    std::memcpy(p.f, &v, 4);
-		    }
-		    else if constexpr (std::is_same_v<T, int32_t>)
-		    {
-			    p.type = fx::I32;
-			    std::memcpy(p.f, &v, 4);
-		    }
-		    else if constexpr (std::is_same_v<T, uint32_t>)
-		    {
-			    p.type = fx::U32;
-			    std::memcpy(p.f, &v, 4);
-		    }
-		    else if constexpr (std::is_same_v<T, math::V2f>)
-		    {
-			    p.type = fx::V2f;
-			    std::memcpy(p.f, &v, 8);
-		    }
-		    else if constexpr (std::is_same_v<T, math::V3f>)
-		    {
-			    p.type = fx::V3f;
-			    std::memcpy(p.f, &v, 12);
-		    }
-		    else if constexpr (std::is_same_v<T, math::V4f>)
-		    {
-			    p.type = fx::V4f;
-			    std::memcpy(p.f, &v, 16);
-		    }
-		    else if constexpr (std::is_same_v<T, math::M33f>)
-		    {
-			    p.type = fx::M33f;
-			    std::memcpy(p.f, &v, 36);
-		    }
-		    else if constexpr (std::is_same_v<T, math::M44f>)
-		    {
-			    p.type = fx::M44f;
-			    std::memcpy(p.f, &v, 64);
-		    }
-		    else
-		    {
-			    static_assert(std::is_same_v<T, math::Trafo3d>);
-			    p.type = fx::M44f;
-			    const math::M44f m = math::toFloat(v.forward);
-			    std::memcpy(p.f, &m, 64);
-		    }
-	    },
-	    value);
-	return p;
-}
-
-uint32_t componentClass(VkFormat format)
-{
-	// 0 = float-like (SFLOAT/UNORM/SNORM), 1 = signed int, 2 = unsigned int, 3 = unknown
-	switch (format)
-	{
-	case VK_FORMAT_R32_SFLOAT:
-	case VK_FORMAT_R32G32_SFLOAT:
-	case VK_FORMAT_R32G32B32_SFLOAT:
-	case VK_FORMAT_R32G32B32A32_SFLOAT:
-	case VK_FORMAT_R8_UNORM:
-	case VK_FORMAT_R8G8_UNORM:
-	case VK_FORMAT_R8G8B8A8_UNORM:
-	case VK_FORMAT_R16_UNORM:
-		return 0;
-	case VK_FORMAT_R16_SINT:
-	case VK_FORMAT_R32_SINT:
-	case VK_FORMAT_R32G32_SINT:
-	case VK_FORMAT_R32G32B32_SINT:
-	case VK_FORMAT_R32G32B32A32_SINT:
-		return 1;
-	case VK_FORMAT_R8_UINT:
-	case VK_FORMAT_R8G8B8A8_UINT:
-	case VK_FORMAT_R16_UINT:
-	case VK_FORMAT_R16G16_UINT:
-	case VK_FORMAT_R16G16B16A16_UINT:
-	case VK_FORMAT_R32_UINT:
-	case VK_FORMAT_R32G32_UINT:
-	case VK_FORMAT_R32G32B32_UINT:
-	case VK_FORMAT_R32G32B32A32_UINT:
-		return 2;
-	default:
-		return 3;
-	}
-}
-
-uint32_t typeClass(fx::Type t)
-{
-	switch (t.scalar)
-	{
-	case fx::Scalar::F32:
-		return 0;
-	case fx::Scalar::I32:
-		return 1;
-	default:
-		return 2;
-	}
-}
-
-VkPipelineColorBlendAttachmentState toVk(const scene::BlendState& b)
-{
-	VkPipelineColorBlendAttachmentState s{};
-	s.blendEnable = b.enabled;
-	s.srcColorBlendFactor = b.src_color;
-	s.dstColorBlendFactor = b.dst_color;
-	s.colorBlendOp = b.color_op;
-	s.srcAlphaBlendFactor = b.src_alpha;
-	s.dstAlphaBlendFactor = b.dst_alpha;
-	s.alphaBlendOp = b.alpha_op;
-	s.colorWriteMask = b.write_mask;
-	return s;
-}
-
-gpu::DynamicState dynamicState(const scene::PipelineStateValues& v, bool has_depth)
-{
-	gpu::DynamicState d;
-	d.cull_mode = v.cull_mode;
-	d.front_face = v.front_face;
-	d.depth_test = has_depth && v.depth_test;
-	d.depth_write = has_depth && v.depth_write;
-	d.depth_compare = v.depth_compare;
-	d.depth_bias = v.depth_bias.enabled;
-	d.depth_bias_constant = v.depth_bias.constant;
-	d.depth_bias_slope = v.depth_bias.slope;
-	d.stencil_test = v.stencil.enabled;
-	d.stencil_fail = v.stencil.fail;
-	d.stencil_pass = v.stencil.pass;
-	d.stencil_depth_fail = v.stencil.depth_fail;
-	d.stencil_compare = v.stencil.compare;
-	d.stencil_reference = v.stencil.reference;
-	d.stencil_compare_mask = v.stencil.compare_mask;
-	d.stencil_write_mask = v.stencil.write_mask;
-	return d;
-}
-
 } // namespace
 
 // ---- the pass ---------------------------------------------------------------------------------------------------
@@ -218,11 +54,9 @@ struct ScenePass::Impl
 	std::vector<PreparedObject*> emitted;
 	bool order_dirty = true;
 	size_t live_objects = 0;
-	std::map<std::tuple<int, const void*, const void*>, aval<UniformValue>> derived;
+	DerivedUniforms derived;
 
 	Result<std::unique_ptr<Walker>> build(const RenderTreePtr& tree);
-	Result<aval<UniformValue>> resolveUniform(const scene::RenderObject& object, const std::string& name);
-	aval<UniformValue> trafoInput(const scene::RenderObject& object, const char* name);
 	void rebuildOrder();
 };
 
@@ -356,7 +190,7 @@ Result<void> PreparedObject::readUniform(uint32_t i)
 {
 	const fx::UniformMember& m = effect_->iface.uniforms[i];
 	const UniformValue& v = uniform_values_[i].getValue(Token{this});
-	const PackedValue p = pack(v);
+	const PackedValue p = packUniform(v);
 	if (p.type != m.type)
 		return fail("uniform '" + m.name + "' is " + fx::typeName(m.type) + " in the effect but the value is " +
 		            fx::typeName(p.type));
@@ -507,7 +341,7 @@ Result<void> PreparedObject::prepare()
 				    return fail("effect needs the vertex attribute '" + a.name + "' (" + fx::typeName(a.type) +
 				                "), which the object does not have");
 			    const scene::BufferView& view = it->second;
-			    if (scene::formatSize(view.format) == 0 || componentClass(view.format) != typeClass(a.type))
+			    if (scene::formatSize(view.format) == 0 || !formatFeeds(view.format, a.type))
 				    return fail("attribute '" + a.name + "' has a format that cannot feed a " + fx::typeName(a.type) +
 				                " input");
 			    buffers_.push_back({&view, a.type, a.name, 0});
@@ -542,7 +376,7 @@ Result<void> PreparedObject::prepare()
 		    ubo_bytes_.assign(ubo_size, std::byte{0});
 		    for (uint32_t i = 0; i < iface.uniforms.size(); ++i)
 		    {
-			    QUOKKA_TRY_ASSIGN(value, pass_->resolveUniform(o, iface.uniforms[i].name));
+			    QUOKKA_TRY_ASSIGN(value, pass_->derived.resolve(o, iface.uniforms[i].name));
 			    uniform_values_.push_back(value);
 			    track(value.node().get(), kUniform, i);
 			    QUOKKA_TRY(readUniform(i));
@@ -629,108 +463,6 @@ Result<void> PreparedObject::refresh()
 			    QUOKKA_TRY(validateDraw());
 		    return uploadUniforms();
 	    });
-}
-
-// ---- derived uniforms -------------------------------------------------------------------------------------------
-
-aval<UniformValue> ScenePass::Impl::trafoInput(const scene::RenderObject& object, const char* name)
-{
-	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
-		return it->second;
-	return adaptive::constant(UniformValue(math::Trafo3d::identity()));
-}
-
-Result<aval<UniformValue>> ScenePass::Impl::resolveUniform(const scene::RenderObject& object, const std::string& name)
-{
-	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
-		return it->second;
-	// Standard derived trafos, shared by every object with the same input nodes.
-	enum Recipe
-	{
-		ViewProj,
-		ModelView,
-		ModelViewProj,
-		Normal,
-		Camera,
-		Inverse,
-	};
-	auto intern = [&](Recipe r, const aval<UniformValue>& a, const aval<UniformValue>& b, auto make)
-	{
-		const auto key = std::make_tuple(int(r), static_cast<const void*>(a.node().get()),
-		                                 static_cast<const void*>(b ? b.node().get() : nullptr));
-		auto it = derived.find(key);
-		if (it == derived.end())
-			it = derived.emplace(key, make()).first;
-		return it->second;
-	};
-	auto product = [](const aval<UniformValue>& outer, const aval<UniformValue>& inner)
-	{
-		return adaptive::map2(outer, inner,
-		                      [](const UniformValue& o, const UniformValue& i)
-		                      { return UniformValue(asTrafo(o) * asTrafo(i)); });
-	};
-	const aval<UniformValue> none;
-	auto viewProj = [&]
-	{
-		const auto v = trafoInput(object, "ViewTrafo"), p = trafoInput(object, "ProjTrafo");
-		return intern(ViewProj, p, v, [&] { return product(p, v); });
-	};
-	auto trafo = [&](const std::string& base) -> std::optional<aval<UniformValue>>
-	{
-		if (base == "ModelTrafo" || base == "ViewTrafo" || base == "ProjTrafo")
-			return trafoInput(object, base.c_str());
-		if (base == "ViewProjTrafo")
-			return viewProj();
-		if (base == "ModelViewTrafo")
-		{
-			const auto m = trafoInput(object, "ModelTrafo"), v = trafoInput(object, "ViewTrafo");
-			return intern(ModelView, v, m, [&] { return product(v, m); });
-		}
-		if (base == "ModelViewProjTrafo")
-		{
-			const auto m = trafoInput(object, "ModelTrafo");
-			const auto vp = viewProj();
-			return intern(ModelViewProj, vp, m, [&] { return product(vp, m); });
-		}
-		return std::nullopt;
-	};
-	if (auto t = trafo(name))
-		return *t;
-	if (name.size() > 3 && name.ends_with("Inv"))
-	{
-		if (auto t = trafo(name.substr(0, name.size() - 3)))
-		{
-			const auto base = *t;
-			return intern(Inverse, base, none,
-			              [&] {
-				              return adaptive::map(base, [](const UniformValue& v)
-				                                   { return UniformValue(asTrafo(v).inverse()); });
-			              });
-		}
-	}
-	if (name == "NormalMatrix")
-	{
-		const auto m = trafoInput(object, "ModelTrafo");
-		return intern(Normal, m, none,
-		              [&]
-		              {
-			              return adaptive::map(m, [](const UniformValue& v)
-			                                   { return UniformValue(math::toFloat(asTrafo(v).normalMatrix())); });
-		              });
-	}
-	if (name == "CameraLocation" || name == "LightLocation")
-	{
-		const auto v = trafoInput(object, "ViewTrafo");
-		return intern(Camera, v, none,
-		              [&]
-		              {
-			              return adaptive::map(
-			                  v, [](const UniformValue& x)
-			                  { return UniformValue(math::V3f(asTrafo(x).inverse().transformPos(math::V3d(0.0)))); });
-		              });
-	}
-	return makeError(ErrorCode::InvalidArgument, objectName(object) + ": effect needs the uniform '" + name +
-	                                                 "', which the object does not provide");
 }
 
 // ---- walkers ----------------------------------------------------------------------------------------------------

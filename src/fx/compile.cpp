@@ -7,6 +7,7 @@
 // [SECTION] error mapping
 // [SECTION] the two-phase compile
 #include <quokka/fx/compile.hpp>
+#include <quokka/fx/megacall_glsl.hpp>
 #include <quokka/fx/uniform_scope.hpp>
 
 #include <spirv_cross_c.h>
@@ -22,7 +23,7 @@ namespace quokka::fx
 namespace
 {
 // Bump when generated code changes shape: it is part of every cache key.
-constexpr uint32_t kGeneratorVersion = 1;
+constexpr uint32_t kGeneratorVersion = 2;
 
 // The optimiser strips debug names, so reflection identifies everything by decorations: inputs by Location, analysis
 // uniform blocks by binding (kAnalysisUniformBinding + index in the plan), textures by binding, the final block by
@@ -131,7 +132,41 @@ struct ShaderPlan
 	/// (uniforms) or at unused bindings (textures) so the code compiles; the optimiser removes them as dead.
 	std::vector<std::string> dead_uniforms;
 	std::vector<TextureDecl> dead_textures;
+	/// Heap variants (final compiles only): VS inputs are pulled from the arena (`heap_attributes`, in header order)
+	/// instead of declared as vertex inputs; uniforms are private globals loaded through the draw header.
+	PathVariant path = PathVariant::Classic;
+	std::vector<Slot> heap_attributes;
+	bool heap_draw_varying = false; ///< the fragment stage reads uniforms: pass the draw index as a flat varying
+	uint32_t heap_draw_location = 0;
+	bool heap() const { return path != PathVariant::Classic; }
+	uint32_t headerWords() const { return uint32_t(uniforms.size() + heap_attributes.size()) + 2; }
 };
+
+// Loads of every uniform/attribute type from the u32 arena (tight, column-major, 4 bytes per component).
+constexpr const char* kHeapLoaders = R"(float qkF(uint b) { return uintBitsToFloat(qk_arena[b]); }
+float qkLoadF32(uint b) { return qkF(b); }
+vec2 qkLoadV2f(uint b) { return vec2(qkF(b), qkF(b + 1u)); }
+vec3 qkLoadV3f(uint b) { return vec3(qkF(b), qkF(b + 1u), qkF(b + 2u)); }
+vec4 qkLoadV4f(uint b) { return vec4(qkF(b), qkF(b + 1u), qkF(b + 2u), qkF(b + 3u)); }
+int qkLoadI32(uint b) { return int(qk_arena[b]); }
+ivec2 qkLoadV2i(uint b) { return ivec2(qk_arena[b], qk_arena[b + 1u]); }
+ivec3 qkLoadV3i(uint b) { return ivec3(qk_arena[b], qk_arena[b + 1u], qk_arena[b + 2u]); }
+ivec4 qkLoadV4i(uint b) { return ivec4(qk_arena[b], qk_arena[b + 1u], qk_arena[b + 2u], qk_arena[b + 3u]); }
+uint qkLoadU32(uint b) { return qk_arena[b]; }
+uvec2 qkLoadV2u(uint b) { return uvec2(qk_arena[b], qk_arena[b + 1u]); }
+uvec3 qkLoadV3u(uint b) { return uvec3(qk_arena[b], qk_arena[b + 1u], qk_arena[b + 2u]); }
+uvec4 qkLoadV4u(uint b) { return uvec4(qk_arena[b], qk_arena[b + 1u], qk_arena[b + 2u], qk_arena[b + 3u]); }
+bool qkLoadBool(uint b) { return qk_arena[b] != 0u; }
+mat2 qkLoadM22f(uint b) { return mat2(qkLoadV2f(b), qkLoadV2f(b + 2u)); }
+mat3 qkLoadM33f(uint b) { return mat3(qkLoadV3f(b), qkLoadV3f(b + 3u), qkLoadV3f(b + 6u)); }
+mat4 qkLoadM44f(uint b) { return mat4(qkLoadV4f(b), qkLoadV4f(b + 4u), qkLoadV4f(b + 8u), qkLoadV4f(b + 12u)); }
+)";
+
+/// "qkLoadV3f(" etc.: the loader of `t` (typeName spells the suffix).
+std::string heapLoader(Type t)
+{
+	return "qkLoad" + (t == Bool ? std::string("Bool") : typeName(t)) + "(";
+}
 
 /// Generated source plus where each stage's body starts, for error mapping.
 struct Generated
@@ -178,6 +213,51 @@ struct Writer
 	}
 };
 
+/// main()'s heap prelude: find the draw (and, in the vertex shader, the vertex and instance), then load the uniforms
+/// and attributes through the draw header.
+std::string heapPrelude(const ShaderPlan& plan, bool vs)
+{
+	const std::string stride = std::to_string(plan.headerWords());
+	const uint32_t uniforms = uint32_t(plan.uniforms.size());
+	const uint32_t attributes = uint32_t(plan.heap_attributes.size());
+	std::string m;
+	if (!vs && !plan.heap_draw_varying)
+		return m; // the fragment side reads no uniform
+	if (!vs)
+		m += "\n\tuint qk_draw = qk_draw_varying;";
+	else if (plan.path == PathVariant::HeapIndirect)
+		m += "\n\tuint qk_draw = uint(gl_BaseInstance);"
+		     "\n\tuint qk_vertex = uint(gl_VertexIndex);"
+		     "\n\tuint qk_instance = uint(gl_InstanceIndex - gl_BaseInstance);";
+	else
+		m += "\n\tuint qk_emit = uint(gl_VertexIndex);"
+		     "\n\tuint qk_record = qkFindRecord(qk_emit) * 5u;"
+		     "\n\tuint qk_draw = qk_records[qk_record + 1u];"
+		     "\n\tuint qk_index_start = qk_records[qk_record + 2u];"
+		     "\n\tuint qk_index_count = qk_records[qk_record + 3u];"
+		     "\n\tuint qk_local = qk_emit - qk_records[qk_record];"
+		     "\n\tuint qk_instance = qk_local / qk_index_count;"
+		     "\n\tuint qk_li = qk_local - qk_instance * qk_index_count;";
+	m += "\n\tuint qk_h = qk_draw * " + stride + "u;";
+	if (vs && plan.path == PathVariant::HeapMegacall)
+		m += "\n\tuint qk_vertex = uint(int(qk_index_start == 0xFFFFFFFFu ? qk_li : qk_arena[qk_index_start + qk_li]) "
+		     "+ int(qk_headers[qk_h + " +
+		     std::to_string(uniforms + attributes) + "u]));";
+	for (uint32_t i = 0; i < uniforms; ++i)
+		m += "\n\t" + plan.uniforms[i] + " = " + heapLoader(*UniformScope::lookup(plan.uniforms[i])) + "qk_headers[qk_h + " +
+		     std::to_string(i) + "u] / 4u + 4u);";
+	for (uint32_t i = 0; i < attributes; ++i)
+	{
+		const Slot& a = plan.heap_attributes[i];
+		const std::string ref = "qk_ref_" + a.name;
+		m += "\n\tuint " + ref + " = qk_headers[qk_h + " + std::to_string(uniforms + i) + "u];";
+		m += "\n\ts." + a.name + " = " + heapLoader(a.type) + "(" + ref + " & ~15u) / 4u + 4u + ((" + ref +
+		     " & 1u) != 0u ? qk_instance + qk_headers[qk_h + " + std::to_string(uniforms + attributes + 1) +
+		     "u] : qk_vertex) * " + std::to_string(a.type.rows * a.type.cols) + "u);";
+	}
+	return m;
+}
+
 Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string& effect_name)
 {
 	const bool vs = plan.kind == StageKind::Vertex;
@@ -188,8 +268,23 @@ Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string&
 	w.emit("#extension GL_GOOGLE_cpp_style_line_directive : require");
 	w.emit("// generated by quokka::fx for effect '" + effect_name + "'");
 
-	// Uniforms and textures.
-	if (!plan.uniforms.empty())
+	// Heap: the arena chunk and the draw headers (plus the megacall's records and tile index) replace vertex inputs
+	// and the uniform block.
+	if (plan.heap())
+	{
+		w.emit("layout(std430, set = 0, binding = 0) readonly buffer _QkArena { uint qk_arena[]; };");
+		w.emit("layout(std430, set = 0, binding = 1) readonly buffer _QkHeaders { uint qk_headers[]; };");
+		if (vs && plan.path == PathVariant::HeapMegacall)
+		{
+			w.emit("layout(std430, set = 0, binding = 2) readonly buffer _QkRecords { uint qk_records[]; };");
+			w.emit("layout(std430, set = 0, binding = 3) readonly buffer _QkTiles { uint qk_tiles[]; };");
+			w.emit(kMegacallSearchGlsl);
+		}
+		w.emit(kHeapLoaders);
+		for (const std::string& u : plan.uniforms)
+			w.emit(glslName(*UniformScope::lookup(u)) + " " + u + ";");
+	}
+	else if (!plan.uniforms.empty())
 	{
 		if (plan.uniform_mode == UniformMode::PerUniformBlocks)
 		{
@@ -213,7 +308,9 @@ Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string&
 		w.emit("layout(set = 0, binding = " + std::to_string(kAnalysisTextureBinding + i) + ") uniform " +
 		       (plan.dead_textures[i].kind == TexKind::SamplerCube ? "samplerCube " : "sampler2D ") +
 		       plan.dead_textures[i].name + "; // inactive");
-	const uint32_t texture_base = plan.uniform_mode == UniformMode::PerUniformBlocks ? kAnalysisTextureBinding : 1;
+	const uint32_t texture_base = plan.uniform_mode == UniformMode::PerUniformBlocks ? kAnalysisTextureBinding
+	                              : plan.heap()                                     ? kHeapTextureBinding
+	                                                                                : 1;
 	for (size_t i = 0; i < plan.textures.size(); ++i)
 		w.emit("layout(set = 0, binding = " + std::to_string(texture_base + i) + ") uniform " +
 		       (plan.textures[i].kind == TexKind::SamplerCube ? "samplerCube " : "sampler2D ") + plan.textures[i].name +
@@ -227,6 +324,9 @@ Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string&
 		w.emit("layout(location = " + std::to_string(s.location) + ") " +
 		       (vs ? interpQualifier(s.interp, s.type) : "") + "out " + (vs ? glslName(s.type) : std::string("vec4")) +
 		       " out_" + s.name + ";");
+	if (plan.heap_draw_varying)
+		w.emit("layout(location = " + std::to_string(plan.heap_draw_location) + ") flat " + (vs ? "out" : "in") +
+		       " uint qk_draw_varying;");
 
 	// The merged State.
 	std::string state = "struct _State\n{";
@@ -266,6 +366,8 @@ Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string&
 		main += "\n\ts." + f.port.name + " = " + zeroOf(f.port.type) + ";";
 	for (const Slot& s : plan.inputs)
 		main += "\n\ts." + s.name + " = in_" + s.name + ";";
+	if (plan.heap())
+		main += heapPrelude(plan, vs);
 	for (size_t i = 0; i < g.stages.size(); ++i)
 		main += "\n\t_s" + std::to_string(i) + "(s);";
 	if (vs)
@@ -276,6 +378,8 @@ Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string&
 				main += "\n\tgl_PointSize = s." + f.port.name + ";";
 		for (const Slot& s : plan.outputs)
 			main += "\n\tout_" + s.name + " = s." + s.name + ";";
+		if (plan.heap_draw_varying)
+			main += "\n\tqk_draw_varying = qk_draw;";
 	}
 	else
 	{
@@ -628,6 +732,8 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 	for (const Slot& s : vs_plan.inputs)
 		if (vs_refl->input_locations.count(s.location))
 			attributes.push_back(s);
+	const bool fs_reads_uniforms = std::any_of(uniforms.begin(), uniforms.end(), [&](const std::string& u)
+	                                           { return active_in(fs_plan.uniforms, u, *fs_refl); });
 
 	auto dead = [&](ShaderPlan& plan)
 	{
@@ -648,6 +754,17 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 	vs_plan.uniforms = uniforms;
 	vs_plan.uniform_mode = UniformMode::OneBlock;
 	vs_plan.textures = textures;
+	if (path != PathVariant::Classic)
+	{
+		vs_plan.path = fs_plan.path = path;
+		vs_plan.heap_attributes = attributes;
+		vs_plan.inputs.clear();
+		uint32_t location = 0;
+		for (const Slot& v : varyings)
+			location += v.type.locations();
+		vs_plan.heap_draw_varying = fs_plan.heap_draw_varying = fs_reads_uniforms;
+		vs_plan.heap_draw_location = fs_plan.heap_draw_location = location;
+	}
 	Generated fs_final = generate(fs, fs_plan, ename);
 	Generated vs_final = generate(vs, vs_plan, ename);
 	auto fs_spv = compileGenerated(*shaders_, fs_final, StageKind::Fragment, ename);
@@ -664,15 +781,26 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 	result->vertex_glsl = vs_final.glsl;
 	result->fragment_glsl = fs_final.glsl;
 	EffectInterface& iface = result->iface;
-	for (const Slot& s : attributes)
-		iface.attributes.push_back({s.name, s.type, s.location});
+	if (path != PathVariant::Classic)
+	{
+		const uint32_t u = uint32_t(uniforms.size());
+		for (uint32_t i = 0; i < attributes.size(); ++i)
+			iface.attributes.push_back({attributes[i].name, attributes[i].type, u + i});
+		for (uint32_t i = 0; i < u; ++i)
+			iface.uniforms.push_back({uniforms[i], *UniformScope::lookup(uniforms[i]), i, 0});
+		iface.header_words = vs_plan.headerWords();
+	}
+	else
+		for (const Slot& s : attributes)
+			iface.attributes.push_back({s.name, s.type, s.location});
 	for (const Slot& s : varyings)
 		iface.varyings.push_back({s.name, s.type, s.location});
 	for (const Slot& s : fs_outputs)
 		iface.outputs.push_back({s.name, s.type, s.location});
+	const uint32_t texture_base = path == PathVariant::Classic ? 1 : kHeapTextureBinding;
 	for (size_t i = 0; i < textures.size(); ++i)
-		iface.textures.push_back({textures[i].name, textures[i].kind, uint32_t(1 + i)});
-	if (!uniforms.empty())
+		iface.textures.push_back({textures[i].name, textures[i].kind, uint32_t(texture_base + i)});
+	if (!uniforms.empty() && path == PathVariant::Classic)
 	{
 		// Both stages declare the same block; reflect it where it survived optimisation.
 		auto refl = reflectActive(*vs_spv.value());

@@ -22,11 +22,26 @@
 namespace quokka::fx
 {
 
-/// Which prelude/main() variant to generate. Only Classic exists today; the heap path (arena loads) is next.
+/// Which prelude/main() variant to generate. The user's stage bodies are the same in every variant.
 enum class PathVariant : uint8_t
 {
 	Classic, ///< vertex attributes + one std140 uniform block + combined image samplers
+	/// Heap path, one indirect command per draw: the draw index is gl_BaseInstance (firstInstance = draw header index),
+	/// the vertex is gl_VertexIndex. Attributes and uniforms are pulled from the arena chunk (set 0, binding 0) through
+	/// the draw header (binding 1); textures at bindings kHeapTextureBinding + i.
+	HeapIndirect,
+	/// Heap path, one non-indexed draw per slot: each vertex finds its record (binding 2, 5 words each) through the tile
+	/// index (binding 3) with qkFindRecord (megacall_glsl.hpp) and reads its index from the arena.
+	HeapMegacall,
 };
+
+/// Heap variants: the draw header of one draw is `header_words` u32: one arena ref (byte offset of the allocation
+/// header; data at ref + 16) per active uniform in EffectInterface::uniforms order (UniformMember::offset = the
+/// header word), then one per active attribute (InterfaceVariable::location = the header word; bit 0 of the ref set =
+/// per-instance), then the vertex base (int: base vertex of indexed draws, first vertex of non-indexed ones; read by
+/// the megacall only) and the first instance (added to the instance index of per-instance attributes).
+inline constexpr uint32_t kHeapTextureBinding = 4;
+inline constexpr uint32_t kHeapPerInstanceBit = 1;
 
 /// The fragment outputs a framebuffer consumes: State field names in location order.
 struct FragmentOutputs
@@ -66,6 +81,7 @@ struct EffectInterface
 	std::vector<UniformMember> uniforms;       ///< members of the uniform block (set 0, binding 0); may be empty
 	uint32_t uniform_block_size = 0;           ///< bytes; 0 when no uniform is active
 	std::vector<TextureBinding> textures;      ///< active combined image samplers (set 0, bindings ≥ 1)
+	uint32_t header_words = 0;                 ///< heap variants: u32 words of one draw header (see PathVariant)
 
 	const UniformMember* uniform(const std::string& name) const;
 	const InterfaceVariable* attribute(const std::string& name) const;

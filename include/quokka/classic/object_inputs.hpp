@@ -1,0 +1,54 @@
+// quokka/classic/object_inputs.hpp — how a render object's inputs become what the GPU reads, shared by the classic
+// and the heap path (so both derive the same uniforms, accept the same formats and build the same pipeline state):
+// uniform packing, attribute format checks, blend/dynamic state conversion and the standard derived trafo uniforms.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include <quokka/base/result.hpp>
+#include <quokka/fx/types.hpp>
+#include <quokka/gpu/pipeline.hpp>
+#include <quokka/scene/render_object.hpp>
+
+namespace quokka::classic
+{
+
+/// "render object #<id>", the prefix of every per-object error.
+std::string objectName(const scene::RenderObject& object);
+
+/// The fx type of a uniform value plus its tightly packed column-major data (Trafo3d → its forward matrix, narrowed).
+struct PackedValue
+{
+	fx::Type type;
+	float f[16];
+};
+PackedValue packUniform(const scene::UniformValue& value);
+
+/// Whether a vertex buffer of `format` can feed a shader input of type `type` (same component class: float-like,
+/// signed or unsigned integer; Vulkan's vertex input rules).
+bool formatFeeds(VkFormat format, fx::Type type);
+
+VkPipelineColorBlendAttachmentState toVk(const scene::BlendState& blend);
+/// The Vulkan 1.3 dynamic part of a pipeline state (depth test/write forced off without a depth attachment).
+gpu::DynamicState dynamicState(const scene::PipelineStateValues& values, bool has_depth);
+
+/// Uniforms an object does not define are derived when they are standard trafos (ModelViewProjTrafo, ViewProjTrafo,
+/// ModelViewTrafo, NormalMatrix, the *Inv variants, CameraLocation; LightLocation defaults to the camera) from its
+/// ModelTrafo/ViewTrafo/ProjTrafo (identity when absent), CPU-side in double precision. Derived values are interned by
+/// their input nodes: 20,000 objects with one camera share one ViewProjTrafo node.
+class DerivedUniforms
+{
+public:
+	/// The object's own uniform `name`, else a derived one. Errors: InvalidArgument naming the object.
+	Result<adaptive::aval<scene::UniformValue>> resolve(const scene::RenderObject& object, const std::string& name);
+	/// Drops the interned nodes (their users keep what they hold).
+	void clear() { derived_.clear(); }
+
+private:
+	std::map<std::tuple<int, const void*, const void*>, adaptive::aval<scene::UniformValue>> derived_;
+};
+
+} // namespace quokka::classic
