@@ -1,0 +1,148 @@
+// quokka/heap/chunk_allocator.hpp — the CPU side of one arena chunk: which byte ranges of its storage buffer are live.
+//
+// The heap renderer keeps every object's data in chunks (one GPU storage buffer each, capped at `max_bytes`). Each
+// allocation is 16-byte aligned and starts with a 16-byte header {typeId, length, strideBytes, pad} that the caller
+// writes; this allocator only hands out and takes back byte ranges: best fit from a coalesced free list, else a bump
+// cursor, with the cursor pulled back over free space at the end, and a compaction planner that packs live blocks to
+// the front and returns the copies plus an OLD→NEW remap. Pure CPU logic; it never touches the buffer (STYLE R7).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <quokka/base/result.hpp>
+
+namespace quokka::heap
+{
+
+/// The byte ranges of one arena chunk: best-fit free list + bump cursor + cursor shrink + compaction planning.
+///
+/// Units are 16 bytes internally, so every offset handed out and every block size is a multiple of 16. The bump region
+/// [0, cursor()) is what the GPU buffer must hold; blocks freed at its end give their bytes back to the cursor, so
+/// freeing everything returns cursor() to 0.
+///
+/// Cost: allocate(), fits(), free() and blockBytes() are O(log n) in the number of live plus free blocks: a std::map
+/// from offset to size for live blocks, one for free blocks (the neighbour search) and a std::set of (size, offset)
+/// keys for the best-fit search. planCompaction() and validate() are O(n).
+///
+/// Limits: capacity ≤ 4 GiB (kMaxCapacity), because the renderer stores references as u32 byte offsets; an offset is
+/// then at most 4 GiB − 16 and fits. Byte totals (cursor, capacity, live/free bytes) are u64 so 4 GiB itself is exact.
+///
+/// Threading: owned by one thread (the one that updates its HeapScene). Move-only: the destructor reports leaks.
+class ChunkAllocator
+{
+public:
+	/// Every offset and block size is a multiple of this (vec4 alignment of the storage-buffer views).
+	static constexpr uint32_t kAlign = 16;
+	/// Largest capacity: 2^32 bytes = 2^28 units, so every byte offset (≤ 2^32 − 16) fits the u32 references.
+	static constexpr uint64_t kMaxCapacity = uint64_t(1) << 32;
+
+	/// One copy of a compaction plan: `bytes` bytes from `from` to `to`, always `to < from` (blocks move towards 0).
+	/// A Move may overlap its own destination (a run moved by less than its length), so a GPU copy must bounce through
+	/// scratch or be split into pieces of at most `from − to` bytes copied in increasing order; Moves of one plan must
+	/// be applied in the order returned (a later Move's destination may overlap an earlier Move's source).
+	struct Move
+	{
+		uint32_t from = 0;  ///< old byte offset of the run's first block
+		uint32_t to = 0;    ///< new byte offset of the run's first block
+		uint32_t bytes = 0; ///< run length in bytes (a multiple of 16)
+	};
+
+	/// A byte range, for freeBlocks() dumps and tests.
+	struct Block
+	{
+		uint32_t offset = 0;
+		uint64_t bytes = 0;
+	};
+
+	/// `max_bytes`: capacity in bytes, a multiple of 16 in [0, kMaxCapacity] (anything else asserts; without asserts it
+	/// is rounded down to 16 and clamped). The buffer itself is sized by the caller from cursor(), not from this.
+	explicit ChunkAllocator(uint64_t max_bytes);
+	/// Prints leakReport() to stderr when blocks are still live; an owner dropping a whole chunk calls reset() first.
+	~ChunkAllocator();
+	/// Moves leave `other` empty (capacity 0, nothing live), so only one of the two can report leaks.
+	ChunkAllocator(ChunkAllocator&& other) noexcept;
+	ChunkAllocator& operator=(ChunkAllocator&& other) noexcept;
+	ChunkAllocator(const ChunkAllocator&) = delete;
+	ChunkAllocator& operator=(const ChunkAllocator&) = delete;
+
+	/// Allocates a block of ALIGN16(bytes) bytes (a request of 0 takes 16, so every live block has its own offset) and
+	/// returns its byte offset. Best fit: the smallest free block that holds it, the lowest offset among equal sizes
+	/// (so placement is deterministic), with the rest split back into the free list; else the bump cursor; nullopt when
+	/// neither has room — the caller then tries another chunk. A free block is preferred to the cursor even when it
+	/// is larger than the request, because bytes below the cursor are already paid for in the GPU buffer.
+	/// `bytes`: any value; more than capacity() simply fails.
+	std::optional<uint32_t> allocate(uint64_t bytes);
+	/// True when allocate(bytes) would succeed now, without allocating. Since allocating never merges or shrinks,
+	/// fits(Σ ALIGN16(part)) also guarantees that every part then allocates, in any order — the renderer's group-fit
+	/// placement asks this before it places any of a draw's inputs.
+	bool fits(uint64_t bytes) const;
+	/// Frees the live block starting at byte offset `offset`, merging it with free neighbours and giving it back to
+	/// the cursor when it ends there. A double free or an offset that is not a live block's start is a programmer
+	/// error: QUOKKA_ASSERT; with asserts compiled out the call is counted in badFreeCount() and changes nothing.
+	void free(uint32_t offset);
+	/// free() that reports a bad offset as an InvalidArgument error instead of asserting (and counts it in
+	/// badFreeCount()); the allocator is unchanged on error. For tests and for callers that validate foreign input.
+	Result<void> freeChecked(uint32_t offset);
+	/// Size in bytes of the live block starting at `offset`; 0 when no live block starts there.
+	uint64_t blockBytes(uint32_t offset) const;
+	/// Forgets every block: cursor 0, nothing live, no leak report. For an owner that drops or recycles the chunk.
+	void reset();
+
+	uint64_t capacity() const { return uint64_t(capacity_) * kAlign; }
+	/// High-water mark of the bump region: the bytes the GPU buffer must hold.
+	uint64_t cursor() const { return uint64_t(cursor_) * kAlign; }
+	uint64_t liveBytes() const { return uint64_t(live_units_) * kAlign; }
+	/// Bytes in the free list, below the cursor: cursor() − liveBytes(). The bytes above the cursor are not counted.
+	uint64_t freeBytes() const { return uint64_t(cursor_ - live_units_) * kAlign; }
+	uint32_t liveCount() const { return uint32_t(live_.size()); }
+	uint32_t freeBlockCount() const { return uint32_t(free_by_offset_.size()); }
+	/// Number of rejected frees (freeChecked() errors, and free() calls that asserted or were ignored).
+	uint64_t badFreeCount() const { return bad_frees_; }
+	/// Every free block in offset order (O(n)), for dumps and tests.
+	std::vector<Block> freeBlocks() const;
+	/// "" when nothing is live, else one line naming the live count and bytes.
+	std::string leakReport() const;
+
+	/// Compaction policy, the reference's (wombat AttributeArena.compact): compact when at least `waste_floor` bytes
+	/// are free below the cursor *and* more than half of the cursor is waste (liveBytes() × 2 < cursor()). The floor
+	/// keeps small chunks from compacting over a few holes (the reference's default is 4 MiB); the ratio bounds the
+	/// copy cost: the bytes moved are at most liveBytes() < freeBytes(), so each byte copied reclaims a byte.
+	bool shouldCompact(uint64_t waste_floor) const;
+	/// Packs all live blocks to the front in address order and returns the copies that do it, in increasing `to`
+	/// (and `from`) order: blocks already in place produce no Move and contiguous runs of moved blocks form one Move
+	/// each (maximal runs). The allocator is updated at once: live blocks are keyed by their new offsets, the free
+	/// list is empty and cursor() == liveBytes(). The caller then copies the runs (see Move for the overlap rule) and
+	/// rewrites every reference with remap(). Cost: O(live) plus the returned vector.
+	std::vector<Move> planCompaction();
+	/// New byte offset of `old_offset` under `moves` (a planCompaction() result): an offset inside a moved run moves by
+	/// that run's delta (so refs to a block's start or to its data at +16 both work); any other offset maps to itself.
+	/// O(log moves), by binary search on `from`.
+	static uint32_t remap(std::span<const Move> moves, uint32_t old_offset);
+
+	/// Checks every invariant: free blocks sorted, non-empty, fully coalesced and not touching the cursor; live and
+	/// free blocks tile [0, cursor) exactly (no overlap, no gap, so live + free == cursor); the size index matches the
+	/// free list; counters match; cursor ≤ capacity ≤ kMaxCapacity. Alignment holds by construction (unit
+	/// arithmetic). O(n). Debug builds and tests call it; the error names the first violation.
+	Result<void> validate() const;
+
+private:
+	// 16-byte units: 2^28 of them cover kMaxCapacity, so u32 holds every offset, size and total below.
+	uint32_t capacity_ = 0;
+	uint32_t cursor_ = 0;
+	uint32_t live_units_ = 0;
+	uint64_t bad_frees_ = 0;
+	std::map<uint32_t, uint32_t> live_;           ///< unit offset → unit size of each live block
+	std::map<uint32_t, uint32_t> free_by_offset_; ///< unit offset → unit size of each free block (neighbour search)
+	std::set<uint64_t> free_by_size_;             ///< (size << 32 | offset) of each free block (best-fit search)
+
+	void insertFree(uint32_t offset, uint32_t size);
+	void eraseFree(std::map<uint32_t, uint32_t>::iterator it);
+};
+
+} // namespace quokka::heap
