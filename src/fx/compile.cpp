@@ -138,8 +138,8 @@ struct ShaderPlan
 	std::vector<Slot> heap_attributes;
 	bool heap_draw_varying = false; ///< the fragment stage reads uniforms: pass the draw index as a flat varying
 	uint32_t heap_draw_location = 0;
+	uint32_t heap_header_words = 0; ///< the draw header's size (the same in both stages)
 	bool heap() const { return path != PathVariant::Classic; }
-	uint32_t headerWords() const { return uint32_t(uniforms.size() + heap_attributes.size()) + 2; }
 };
 
 // Loads of every uniform/attribute type from the u32 arena (tight, column-major, 4 bytes per component).
@@ -217,7 +217,7 @@ struct Writer
 /// and attributes through the draw header.
 std::string heapPrelude(const ShaderPlan& plan, bool vs)
 {
-	const std::string stride = std::to_string(plan.headerWords());
+	const std::string stride = std::to_string(plan.heap_header_words);
 	const uint32_t uniforms = uint32_t(plan.uniforms.size());
 	const uint32_t attributes = uint32_t(plan.heap_attributes.size());
 	std::string m;
@@ -764,6 +764,7 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 			location += v.type.locations();
 		vs_plan.heap_draw_varying = fs_plan.heap_draw_varying = fs_reads_uniforms;
 		vs_plan.heap_draw_location = fs_plan.heap_draw_location = location;
+		vs_plan.heap_header_words = fs_plan.heap_header_words = uint32_t(uniforms.size() + attributes.size()) + 2;
 	}
 	Generated fs_final = generate(fs, fs_plan, ename);
 	Generated vs_final = generate(vs, vs_plan, ename);
@@ -788,7 +789,7 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 			iface.attributes.push_back({attributes[i].name, attributes[i].type, u + i});
 		for (uint32_t i = 0; i < u; ++i)
 			iface.uniforms.push_back({uniforms[i], *UniformScope::lookup(uniforms[i]), i, 0});
-		iface.header_words = vs_plan.headerWords();
+		iface.header_words = vs_plan.heap_header_words;
 	}
 	else
 		for (const Slot& s : attributes)

@@ -148,10 +148,33 @@ Result<Framebuffer> createFramebuffer(gpu::Device& device, const scene::Framebuf
 
 // ---- RenderTask -------------------------------------------------------------------------------------------------
 
-RenderTask::RenderTask(Runtime& runtime, scene::FramebufferSignature signature,
-                       adaptive::alist<scene::Command> commands)
-    : runtime_(&runtime), signature_(std::move(signature)), reader_(commands.getReader())
+const char* pathName(RenderPath path)
 {
+	return path == RenderPath::Heap ? "heap" : "classic";
+}
+
+Result<RenderPath> parsePath(const std::string& name)
+{
+	if (name == "classic")
+		return RenderPath::Classic;
+	if (name == "heap")
+		return RenderPath::Heap;
+	return makeError(ErrorCode::InvalidArgument, "unknown render path '" + name + "' (classic, heap)");
+}
+
+RenderTask::RenderTask(Runtime& runtime, scene::FramebufferSignature signature,
+                       adaptive::alist<scene::Command> commands, RenderOptions options)
+    : runtime_(&runtime), options_(options), signature_(std::move(signature)), reader_(commands.getReader())
+{
+}
+
+std::vector<heap::HeapScene*> RenderTask::heapScenes() const
+{
+	std::vector<heap::HeapScene*> out;
+	for (const auto& [index, e] : entries_)
+		if (e.heap)
+			out.push_back(e.heap.get());
+	return out;
 }
 
 RenderTask::~RenderTask() = default;
@@ -174,18 +197,41 @@ Result<bool> RenderTask::update()
 		entries_.erase(index);
 		if (!op)
 			continue;
-		Entry e{*op, nullptr};
+		Entry e{*op, nullptr, nullptr};
 		if (const auto* render = std::get_if<scene::RenderCommand>(&*op))
-			e.pass = std::make_unique<classic::ScenePass>(runtime_->context(), signature_, render->tree);
+		{
+			if (options_.path == RenderPath::Heap)
+			{
+				const auto leaves = scene::leafSet(render->tree);
+				e.heap = std::make_unique<heap::HeapScene>(
+				    runtime_->context(), signature_,
+				    adaptive::filter(leaves, [](const scene::RenderObjectPtr& o) { return heap::heapEligible(*o); }),
+				    options_.heap);
+				e.pass = std::make_unique<classic::ScenePass>(
+				    runtime_->context(), signature_,
+				    scene::RenderTree::ofObjects(adaptive::filter(
+				        leaves, [](const scene::RenderObjectPtr& o) { return !heap::heapEligible(*o); })));
+			}
+			else
+				e.pass = std::make_unique<classic::ScenePass>(runtime_->context(), signature_, render->tree);
+		}
 		entries_.emplace(index, std::move(e));
 	}
 	for (auto& [index, e] : entries_)
+	{
+		if (e.heap)
+		{
+			QUOKKA_TRY(e.heap->update());
+			const heap::HeapStats& h = e.heap->stats();
+			changed = changed || h.added || h.removed || h.refreshed || h.rebuilt || h.uniform_uploads;
+		}
 		if (e.pass)
 		{
 			QUOKKA_TRY(e.pass->update());
 			const classic::PassStats& s = e.pass->stats();
 			changed = changed || s.prepared || s.released || s.refreshed || s.resorts;
 		}
+	}
 	return changed;
 }
 
@@ -212,6 +258,11 @@ Result<void> RenderTask::encode(gpu::CommandList& list, Framebuffer& fb)
 		{
 			beginPass(list, fb, pending_clear);
 			pending_clear = nullptr;
+			if (e.heap)
+			{
+				e.heap->encode(list);
+				stats_.heap += e.heap->stats();
+			}
 			e.pass->encode(list);
 			gpu::endRendering(list);
 			++stats_.render_passes;
@@ -252,6 +303,18 @@ Result<void> RenderTask::encode(gpu::CommandList& list, Framebuffer& fb)
 	return {};
 }
 
+Result<void> RenderTask::upload(gpu::CommandList& list)
+{
+	for (auto& [index, e] : entries_)
+		if (e.heap)
+			QUOKKA_TRY(e.heap->upload(list));
+	QUOKKA_TRY(runtime_->context().upload(list));
+	for (auto& [index, e] : entries_)
+		if (e.heap)
+			QUOKKA_TRY(e.heap->prepare(list));
+	return {};
+}
+
 Result<void> RenderTask::run(gpu::CommandList& list, Framebuffer& fb)
 {
 	if (!(fb.signature == signature_))
@@ -262,7 +325,7 @@ Result<void> RenderTask::run(gpu::CommandList& list, Framebuffer& fb)
 	QUOKKA_TRY(update());
 	QUOKKA_TRY_ASSIGN(targets, runtime_->renderTargets(list));
 	stats_.render_targets = targets;
-	QUOKKA_TRY(runtime_->context().upload(list));
+	QUOKKA_TRY(upload(list));
 	stats_.update_ms = msSince(t0);
 	const auto t1 = std::chrono::steady_clock::now();
 	QUOKKA_TRY(encode(list, fb));
@@ -348,7 +411,7 @@ Result<void> RenderTarget::render(gpu::CommandList& list)
 		return {};
 	fresh_ = false;
 	++renders_;
-	QUOKKA_TRY(runtime_->context().upload(list));
+	QUOKKA_TRY(task_->upload(list));
 	QUOKKA_TRY(task_->encode(list, *framebuffer_));
 	for (const scene::ColorAttachment& c : signature_.colors)
 		gpu::transitionImage(list, *framebuffer_->output(c.name), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
@@ -367,9 +430,9 @@ Result<std::unique_ptr<Runtime>> Runtime::create(gpu::Device& device)
 Runtime::~Runtime() = default;
 
 std::unique_ptr<RenderTask> Runtime::compile(const scene::FramebufferSignature& signature,
-                                             adaptive::alist<scene::Command> commands)
+                                             adaptive::alist<scene::Command> commands, RenderOptions options)
 {
-	return std::unique_ptr<RenderTask>(new RenderTask(*this, signature, std::move(commands)));
+	return std::unique_ptr<RenderTask>(new RenderTask(*this, signature, std::move(commands), options));
 }
 
 std::shared_ptr<RenderTarget> Runtime::renderTo(const scene::FramebufferSignature& signature,

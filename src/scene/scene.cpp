@@ -227,6 +227,46 @@ RenderTreePtr RenderTree::ofObjects(adaptive::aset<RenderObjectPtr> objects)
 
 namespace
 {
+adaptive::aset<RenderObjectPtr> leavesOfTrees(const adaptive::aset<RenderTreePtr>& trees)
+{
+	auto leaves = adaptive::choose(trees,
+	                               [](const RenderTreePtr& t) -> std::optional<RenderObjectPtr>
+	                               {
+		                               if (t && t->kind == RenderTree::Kind::Leaf && t->leaf)
+			                               return t->leaf;
+		                               return std::nullopt;
+	                               });
+	auto others = adaptive::filter(trees, [](const RenderTreePtr& t)
+	                               { return t && t->kind != RenderTree::Kind::Leaf && t->kind != RenderTree::Kind::Empty; });
+	return adaptive::unionOf(leaves, adaptive::collect(others, [](const RenderTreePtr& t) { return leafSet(t); }));
+}
+} // namespace
+
+adaptive::aset<RenderObjectPtr> leafSet(const RenderTreePtr& tree)
+{
+	if (!tree)
+		return adaptive::asetOf<RenderObjectPtr>({});
+	switch (tree->kind)
+	{
+	case RenderTree::Kind::Empty:
+		return adaptive::asetOf<RenderObjectPtr>({});
+	case RenderTree::Kind::Leaf:
+		return adaptive::asetOf<RenderObjectPtr>({tree->leaf});
+	case RenderTree::Kind::Ordered:
+	case RenderTree::Kind::Unordered:
+		return leavesOfTrees(adaptive::asetOf(tree->children));
+	case RenderTree::Kind::Adaptive:
+		return adaptive::bind(tree->adaptive, [](const RenderTreePtr& t) { return leafSet(t); });
+	case RenderTree::Kind::OrderedFromList:
+		return leavesOfTrees(adaptive::toASet(tree->list));
+	case RenderTree::Kind::UnorderedFromSet:
+		return leavesOfTrees(tree->set);
+	}
+	return adaptive::asetOf<RenderObjectPtr>({});
+}
+
+namespace
+{
 void flattenInto(const RenderTreePtr& tree, adaptive::Token token, std::vector<RenderObjectPtr>& out)
 {
 	if (!tree)

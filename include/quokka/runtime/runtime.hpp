@@ -24,6 +24,7 @@
 #include <quokka/classic/scene_pass.hpp>
 #include <quokka/gpu/device.hpp>
 #include <quokka/gpu/image.hpp>
+#include <quokka/heap/heap_scene.hpp>
 #include <quokka/scene/command.hpp>
 #include <quokka/scene/framebuffer_signature.hpp>
 
@@ -51,10 +52,29 @@ struct Framebuffer
 Result<Framebuffer> createFramebuffer(gpu::Device& device, const scene::FramebufferSignature& signature, uint32_t width,
                                       uint32_t height);
 
+/// Which renderer draws the Render commands' objects.
+enum class RenderPath : uint8_t
+{
+	Classic, ///< per-object draws (classic::ScenePass)
+	/// The heap renderer (heap::HeapScene) for every eligible object, the classic path for the rest (heapEligible);
+	/// the heap's objects are drawn first, order within a Render command is not kept.
+	Heap,
+};
+const char* pathName(RenderPath path);
+/// Parses "classic" | "heap".
+Result<RenderPath> parsePath(const std::string& name);
+
+struct RenderOptions
+{
+	RenderPath path = RenderPath::Classic;
+	heap::HeapOptions heap; ///< path = Heap
+};
+
 /// Counters of the last RenderTask::run(), summed over its Render commands.
 struct TaskStats
 {
 	classic::PassStats passes; ///< summed; update_ms/encode_ms are the sums of the passes'
+	heap::HeapStats heap;      ///< the heap scenes' (path = Heap), counters summed
 	uint32_t render_passes = 0;
 	uint32_t render_targets = 0; ///< renderTo targets re-rendered this frame
 	double update_ms = 0.0;      ///< CPU: pulling changes and preparing (all passes + uploads)
@@ -78,21 +98,29 @@ public:
 	const scene::FramebufferSignature& signature() const { return signature_; }
 	/// The ScenePasses of the Render commands in command order (tests, diagnostics).
 	std::vector<const classic::ScenePass*> passes() const;
+	/// The heap scenes of the Render commands in command order (path = Heap).
+	std::vector<heap::HeapScene*> heapScenes() const;
+	const RenderOptions& options() const { return options_; }
 
 private:
 	friend class Runtime;
 	friend class RenderTarget;
-	RenderTask(Runtime& runtime, scene::FramebufferSignature signature, adaptive::alist<scene::Command> commands);
+	RenderTask(Runtime& runtime, scene::FramebufferSignature signature, adaptive::alist<scene::Command> commands,
+	           RenderOptions options);
 	/// Pulls the command list and updates every pass; true when anything changed (renderTo skips unchanged frames).
 	Result<bool> update();
+	/// Heap growth and staged writes, the context's uploads, then the heap's compute preparation.
+	Result<void> upload(gpu::CommandList& list);
 	Result<void> encode(gpu::CommandList& list, Framebuffer& framebuffer);
 
 	struct Entry
 	{
 		scene::Command command;
-		std::unique_ptr<classic::ScenePass> pass; ///< Render commands
+		std::unique_ptr<classic::ScenePass> pass; ///< Render commands (path Heap: the objects the heap cannot draw)
+		std::unique_ptr<heap::HeapScene> heap;    ///< Render commands, path Heap
 	};
 	Runtime* runtime_;
+	RenderOptions options_;
 	scene::FramebufferSignature signature_;
 	adaptive::ListReader<scene::Command> reader_;
 	std::map<adaptive::Index, Entry> entries_;
@@ -142,7 +170,7 @@ public:
 
 	/// A task over `commands` for framebuffers of `signature`.
 	std::unique_ptr<RenderTask> compile(const scene::FramebufferSignature& signature,
-	                                    adaptive::alist<scene::Command> commands);
+	                                    adaptive::alist<scene::Command> commands, RenderOptions options = {});
 	/// An offscreen scene of `size` pixels (re-allocated when the size changes).
 	std::shared_ptr<RenderTarget> renderTo(const scene::FramebufferSignature& signature,
 	                                       adaptive::alist<scene::Command> commands, adaptive::aval<math::V2i> size);

@@ -58,4 +58,8 @@ struct RenderTree
 /// adaptive part with `token`. A full walk: the reference the incremental ScenePass is tested against.
 std::vector<RenderObjectPtr> flatten(const RenderTreePtr& tree, adaptive::Token token = {});
 
+/// The leaves of `tree` as an adaptive set (order dropped): what a renderer that sorts everything itself (the heap)
+/// consumes. Incremental: a set's leaf members pass through one choose stage, other members are collected.
+adaptive::aset<RenderObjectPtr> leafSet(const RenderTreePtr& tree);
+
 } // namespace quokka::scene

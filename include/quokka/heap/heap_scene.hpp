@@ -1,0 +1,158 @@
+// quokka/heap/heap_scene.hpp — the heap renderer: every object's data in shared GPU heaps, drawn per bucket.
+//
+// A HeapScene renders an adaptive set of render objects (ARCHITECTURE §4). Their inputs live in an arena of chunks
+// (one storage buffer each, ≤ max_chunk_bytes, doubling as the index buffer): every allocation is a 16-byte header
+// {typeId, length, strideBytes, pad} plus tight data, placed by a best-fit allocator per chunk; all inputs of one draw
+// are in one chunk. Inputs are pooled: a uniform aval is one allocation per chunk however many objects use it (one
+// upload per change); equal constants share one; a vertex or index buffer aval likewise (de-interleaved and converted
+// to the shader's type at ingest; u16 indices widened). Objects are grouped into buckets (effect, chunk, textures),
+// each with a draw-header heap (one header of arena refs per object), and within a bucket into slots (one per
+// distinct pipeline state). A slot is drawn with one of two strategies, pixel-identical:
+//  - `indirect`: one VkDrawIndexedIndirectCommand per object (firstInstance = header index), one
+//    vkCmdDraw(Indexed)IndirectCount per slot with the count in a GPU buffer;
+//  - `megacall`: 5-word records, a GPU scan writing each record's first emitted vertex, the draw's arguments and a
+//    tile index, then one non-indexed draw per slot whose vertex shader finds its record by binary search.
+// `auto` picks per slot from the mean vertices emitted per record (small objects: megacall), see HeapOptions.
+//
+// Per frame: update() (CPU: set deltas with removals first, changed inputs — O(changes)), upload(list) (buffer growth,
+// compaction copies, this frame's writes into the context's staging ring), Context::upload(list), prepare(list)
+// (megacall scans of changed slots), then encode(list) inside the render pass: O(buckets × slots) commands.
+// Objects the heap cannot draw (strip/fan topologies) are rejected by heapEligible(); the runtime routes them to the
+// classic path. Draw order inside the heap is unspecified (the heap treats ordered trees as unordered).
+// Owner thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <quokka/adaptive/aset.hpp>
+#include <quokka/base/result.hpp>
+#include <quokka/classic/context.hpp>
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/scene/framebuffer_signature.hpp>
+#include <quokka/scene/render_object.hpp>
+
+namespace quokka::heap
+{
+
+enum class DrawStrategy : uint8_t
+{
+	Auto,
+	Indirect,
+	Megacall,
+};
+const char* strategyName(DrawStrategy strategy);
+/// Parses "auto" | "indirect" | "megacall".
+Result<DrawStrategy> parseStrategy(const std::string& name);
+
+struct HeapOptions
+{
+	DrawStrategy draw = DrawStrategy::Auto;
+	/// Bytes per arena chunk; 0 = min(maxStorageBufferRange, 256 MiB). Small values force paging (tests).
+	uint64_t max_chunk_bytes = 0;
+	/// A chunk is compacted when its free bytes reach this floor and its live bytes are under half its cursor.
+	uint64_t compaction_floor = 4ull << 20;
+	/// `auto`: slots whose records emit fewer vertices than this on average (indexCount × instanceCount) are drawn by
+	/// the megacall, larger ones by indirect commands. Measured crossover: docs/benchmarks.md.
+	uint32_t megacall_below = 96;
+};
+
+/// Counters of the last update() … encode(), plus the heap's current shape.
+struct HeapStats
+{
+	uint32_t added = 0;           ///< objects placed (update)
+	uint32_t removed = 0;         ///< objects released (update)
+	uint32_t refreshed = 0;       ///< objects with a changed draw, active flag or state (update)
+	uint32_t rebuilt = 0;         ///< objects re-placed because a buffer changed (update)
+	uint32_t uniform_uploads = 0; ///< pooled uniform values re-written (update)
+	uint64_t upload_bytes = 0;    ///< bytes staged (upload)
+	uint32_t scans = 0;           ///< megacall scans recorded (prepare)
+	uint32_t draw_calls = 0;      ///< indirect draw commands recorded (encode)
+	uint32_t pipeline_binds = 0;  ///< (encode)
+	uint32_t compactions = 0;     ///< (update)
+	// Shape after the update.
+	uint32_t objects = 0;
+	uint32_t buckets = 0;
+	uint32_t slots = 0;
+	uint32_t indirect_slots = 0; ///< slots drawn with the indirect strategy
+	uint32_t megacall_slots = 0;
+	uint32_t chunks = 0;
+	uint64_t arena_bytes = 0; ///< sum of the chunks' cursors
+	uint64_t live_bytes = 0;  ///< bytes of live allocations
+	double update_ms = 0.0;
+	double encode_ms = 0.0;
+
+	/// Sums every field (a task over several heap scenes).
+	HeapStats& operator+=(const HeapStats& o)
+	{
+		added += o.added;
+		removed += o.removed;
+		refreshed += o.refreshed;
+		rebuilt += o.rebuilt;
+		uniform_uploads += o.uniform_uploads;
+		upload_bytes += o.upload_bytes;
+		scans += o.scans;
+		draw_calls += o.draw_calls;
+		pipeline_binds += o.pipeline_binds;
+		compactions += o.compactions;
+		objects += o.objects;
+		buckets += o.buckets;
+		slots += o.slots;
+		indirect_slots += o.indirect_slots;
+		megacall_slots += o.megacall_slots;
+		chunks += o.chunks;
+		arena_bytes += o.arena_bytes;
+		live_bytes += o.live_bytes;
+		update_ms += o.update_ms;
+		encode_ms += o.encode_ms;
+		return *this;
+	}
+};
+
+/// Whether the heap can draw `object`: list topologies (the megacall emits whole primitives per record) given as
+/// constants. Everything else (attributes, instancing, textures, blending, MSAA, u16/u32 indices) is supported.
+bool heapEligible(const scene::RenderObject& object);
+
+class HeapScene
+{
+public:
+	HeapScene(classic::Context& context, scene::FramebufferSignature signature,
+	          adaptive::aset<scene::RenderObjectPtr> objects, HeapOptions options = {});
+	~HeapScene();
+	HeapScene(const HeapScene&) = delete;
+	HeapScene& operator=(const HeapScene&) = delete;
+
+	/// Pulls the set's changes (removals before additions, additions in object-id order) and the changed inputs.
+	/// Errors: one line naming the offending object (the object is left out until it changes).
+	Result<void> update();
+	/// Grows GPU buffers, records compaction copies and stages this frame's writes. Before Context::upload(list).
+	Result<void> upload(gpu::CommandList& list);
+	/// Records the megacall scans of changed slots. After Context::upload(list), outside a render pass.
+	Result<void> prepare(gpu::CommandList& list);
+	/// Records the draws: per slot one pipeline bind, one descriptor push and one indirect draw.
+	void encode(gpu::CommandList& list);
+
+	const HeapStats& stats() const { return stats_; }
+	const HeapOptions& options() const { return options_; }
+	size_t objectCount() const;
+
+	/// Diagnostics (seed 002), over every chunk and every slot; each returns its findings (empty = clean).
+	/// validateHeap: allocator invariants, pool refcounts, every header ref inside its chunk and on a live allocation
+	/// of the right size, every record consistent with its object; plus (GPU read-back) the allocation headers, the
+	/// draw headers and records as uploaded, and the megacall scans (firstEmit prefix, arguments, tile index).
+	Result<std::vector<std::string>> validateHeap();
+	/// Test hook: overwrites one word of a bucket's uploaded draw header on the GPU (and nowhere else), so that tests
+	/// can check validateHeap reports it.
+	Result<void> corruptHeaderForTest(uint32_t word, uint32_t value);
+
+	struct Impl;
+
+private:
+	std::unique_ptr<Impl> impl_;
+	HeapOptions options_;
+	HeapStats stats_;
+};
+
+} // namespace quokka::heap

@@ -1,0 +1,1567 @@
+// HeapScene: arena chunks and pools, buckets and slots, the two draw strategies.
+//
+// [SECTION] chunks, GPU arrays and pooled inputs
+// [SECTION] buckets and slots
+// [SECTION] objects: placement, refresh, release
+// [SECTION] the frame: update, upload, prepare, encode
+#include <quokka/heap/heap_scene.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include <quokka/base/assert.hpp>
+#include <quokka/classic/object_inputs.hpp>
+#include <quokka/fx/megacall_glsl.hpp>
+#include <quokka/heap/chunk_allocator.hpp>
+#include <quokka/heap/megacall_scan.hpp>
+
+namespace quokka::heap
+{
+
+using adaptive::AdaptiveObject;
+using adaptive::aval;
+using adaptive::Ref;
+using adaptive::Token;
+using scene::RenderObjectPtr;
+using scene::UniformValue;
+
+namespace
+{
+
+double msSince(std::chrono::steady_clock::time_point t0)
+{
+	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+constexpr uint64_t align16(uint64_t x)
+{
+	return (x + 15) & ~uint64_t(15);
+}
+
+/// Allocation header type ids (low 16 bits; the shaders know the layout at compile time, the ids are for the
+/// diagnostics).
+enum TypeId : uint32_t
+{
+	kTypeUniform = 1,
+	kTypeAttribute = 2,
+	kTypeIndex = 3,
+};
+
+uint32_t primitiveVertices(VkPrimitiveTopology t)
+{
+	switch (t)
+	{
+	case VK_PRIMITIVE_TOPOLOGY_POINT_LIST:
+		return 1;
+	case VK_PRIMITIVE_TOPOLOGY_LINE_LIST:
+		return 2;
+	default:
+		return 3;
+	}
+}
+
+/// Converts one vertex-buffer element (one column of `format`) into tight 32-bit components of the vector `type`
+/// (missing components: 0, and 1 for w — Vulkan's vertex input rule), so the shader's loads depend on its own types
+/// only.
+bool convertColumn(const std::byte* src, VkFormat format, fx::Type type, uint32_t* out)
+{
+	const uint32_t n = type.rows * type.cols;
+	uint32_t comps = 0;
+	float f[4] = {0, 0, 0, 1};
+	uint32_t u[4] = {0, 0, 0, 1};
+	bool is_float = true;
+	switch (format)
+	{
+	case VK_FORMAT_R32_SFLOAT:
+	case VK_FORMAT_R32G32_SFLOAT:
+	case VK_FORMAT_R32G32B32_SFLOAT:
+	case VK_FORMAT_R32G32B32A32_SFLOAT:
+		comps = scene::formatSize(format) / 4;
+		std::memcpy(f, src, 4 * comps);
+		break;
+	case VK_FORMAT_R8_UNORM:
+	case VK_FORMAT_R8G8_UNORM:
+	case VK_FORMAT_R8G8B8A8_UNORM:
+		comps = scene::formatSize(format);
+		for (uint32_t c = 0; c < comps; ++c)
+			f[c] = float(uint8_t(src[c])) / 255.0f;
+		break;
+	case VK_FORMAT_R16_UNORM:
+	{
+		uint16_t x;
+		std::memcpy(&x, src, 2);
+		comps = 1;
+		f[0] = float(x) / 65535.0f;
+		break;
+	}
+	case VK_FORMAT_R32_SINT:
+	case VK_FORMAT_R32G32_SINT:
+	case VK_FORMAT_R32G32B32_SINT:
+	case VK_FORMAT_R32G32B32A32_SINT:
+	case VK_FORMAT_R32_UINT:
+	case VK_FORMAT_R32G32_UINT:
+	case VK_FORMAT_R32G32B32_UINT:
+	case VK_FORMAT_R32G32B32A32_UINT:
+		is_float = false;
+		comps = scene::formatSize(format) / 4;
+		std::memcpy(u, src, 4 * comps);
+		break;
+	case VK_FORMAT_R8_UINT:
+	case VK_FORMAT_R8G8B8A8_UINT:
+		is_float = false;
+		comps = scene::formatSize(format);
+		for (uint32_t c = 0; c < comps; ++c)
+			u[c] = uint8_t(src[c]);
+		break;
+	case VK_FORMAT_R16_UINT:
+	case VK_FORMAT_R16G16_UINT:
+	case VK_FORMAT_R16G16B16A16_UINT:
+	case VK_FORMAT_R16_SINT:
+	{
+		is_float = false;
+		comps = scene::formatSize(format) / 2;
+		for (uint32_t c = 0; c < comps; ++c)
+		{
+			uint16_t x;
+			std::memcpy(&x, src + 2 * c, 2);
+			u[c] = format == VK_FORMAT_R16_SINT ? uint32_t(int32_t(int16_t(x))) : x;
+		}
+		break;
+	}
+	default:
+		return false;
+	}
+	for (uint32_t c = 0; c < n; ++c)
+	{
+		if (is_float)
+			std::memcpy(&out[c], &f[std::min(c, 3u)], 4);
+		else
+			out[c] = u[std::min(c, 3u)];
+	}
+	return true;
+}
+
+/// One element of a matrix (or vector) attribute: `type.cols` consecutive columns of `format`, as classic vertex input
+/// reads them.
+bool convertElement(const std::byte* src, VkFormat format, fx::Type type, uint32_t* out)
+{
+	const fx::Type column{type.scalar, type.rows, 1};
+	for (uint32_t c = 0; c < type.cols; ++c)
+		if (!convertColumn(src + uint64_t(c) * scene::formatSize(format), format, column, out + c * type.rows))
+			return false;
+	return true;
+}
+
+} // namespace
+
+const char* strategyName(DrawStrategy s)
+{
+	switch (s)
+	{
+	case DrawStrategy::Auto:
+		return "auto";
+	case DrawStrategy::Indirect:
+		return "indirect";
+	case DrawStrategy::Megacall:
+		return "megacall";
+	}
+	return "?";
+}
+
+Result<DrawStrategy> parseStrategy(const std::string& name)
+{
+	if (name == "auto")
+		return DrawStrategy::Auto;
+	if (name == "indirect")
+		return DrawStrategy::Indirect;
+	if (name == "megacall")
+		return DrawStrategy::Megacall;
+	return makeError(ErrorCode::InvalidArgument, "unknown draw strategy '" + name + "' (auto, indirect, megacall)");
+}
+
+bool heapEligible(const scene::RenderObject& object)
+{
+	if (!object.state.topology.node()->isConstant())
+		return false;
+	const VkPrimitiveTopology t = object.state.topology.force();
+	return t == VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST || t == VK_PRIMITIVE_TOPOLOGY_LINE_LIST ||
+	       t == VK_PRIMITIVE_TOPOLOGY_POINT_LIST;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] chunks, GPU arrays and pooled inputs
+// ---------------------------------------------------------------------------------------------------------------------
+
+namespace
+{
+
+/// One arena chunk: its allocator, its GPU buffer (grown by doubling up to the chunk cap, the old content copied on
+/// the GPU) and the writes staged for it this frame.
+struct Chunk
+{
+	explicit Chunk(uint64_t max_bytes) : allocator(max_bytes) {}
+	ChunkAllocator allocator;
+	gpu::BufferHandle buffer;
+	std::vector<std::byte> pending_bytes;
+	struct Write
+	{
+		uint32_t offset;
+		uint32_t at;
+		uint32_t size;
+	};
+	std::vector<Write> pending;
+	uint32_t users = 0; ///< live objects placed here
+
+	void write(uint32_t offset, const void* data, uint32_t size)
+	{
+		pending.push_back({offset, uint32_t(pending_bytes.size()), size});
+		const auto* b = static_cast<const std::byte*>(data);
+		pending_bytes.insert(pending_bytes.end(), b, b + size);
+	}
+};
+
+/// A GPU array with a full host shadow: edits mark a dirty span, upload() stages it (the whole array after growth —
+/// no GPU copy needed since the shadow holds everything).
+struct GpuArray
+{
+	gpu::BufferUsage usage;
+	std::string name;
+	std::vector<uint32_t> words;
+	gpu::BufferHandle buffer;
+	size_t dirty_lo = SIZE_MAX, dirty_hi = 0;
+
+	void touch(size_t lo, size_t hi)
+	{
+		dirty_lo = std::min(dirty_lo, lo);
+		dirty_hi = std::max(dirty_hi, hi);
+	}
+	void set(size_t i, uint32_t v)
+	{
+		if (words[i] != v)
+		{
+			words[i] = v;
+			touch(i, i + 1);
+		}
+	}
+	Result<uint64_t> upload(gpu::Device& device, gpu::StagingRing& staging)
+	{
+		const uint64_t need = std::max<uint64_t>(16, words.size() * 4);
+		if (!buffer || buffer->size() < need)
+		{
+			uint64_t size = 256;
+			while (size < need)
+				size *= 2;
+			QUOKKA_TRY_ASSIGN(b, device.createBuffer({size, usage | gpu::BufferUsage::TransferDst, gpu::MemoryDomain::DeviceLocal, name}));
+			buffer = std::move(b);
+			dirty_lo = 0;
+			dirty_hi = words.size();
+		}
+		if (dirty_lo >= dirty_hi || words.empty())
+		{
+			dirty_lo = SIZE_MAX;
+			dirty_hi = 0;
+			return uint64_t(0);
+		}
+		const size_t hi = std::min(dirty_hi, words.size());
+		const uint64_t bytes = (hi - dirty_lo) * 4;
+		QUOKKA_TRY(staging.write(buffer, dirty_lo * 4, words.data() + dirty_lo, bytes));
+		dirty_lo = SIZE_MAX;
+		dirty_hi = 0;
+		return bytes;
+	}
+};
+
+} // namespace
+
+struct Entry;
+class HeapObject;
+struct Bucket;
+struct Slot;
+
+/// A pooled input in one chunk: a uniform value, a converted vertex attribute or widened indices. Uniform entries
+/// read their aval themselves (one re-pack per change, however many objects share the value); buffer entries are
+/// read once (objects using a buffer re-place themselves when it changes).
+struct Entry final : AdaptiveObject
+{
+	enum Kind : uint8_t
+	{
+		kUniform,
+		kAttribute,
+		kIndex,
+	};
+	Entry(HeapScene::Impl& s, Kind k, uint32_t c) : AdaptiveObject(kWantsInputChanged), scene(&s), kind(k), chunk(c) {}
+
+	HeapScene::Impl* scene;
+	Kind kind;
+	uint32_t chunk;
+	uint32_t ref = 0;      ///< byte offset of the allocation header in the chunk
+	uint32_t elements = 0; ///< attribute elements / indices / 1
+	uint32_t data_bytes = 0;
+	uint32_t refcount = 0;
+	fx::Type type;
+	aval<UniformValue> uniform;     ///< kUniform with a non-constant source
+	aval<scene::ArrayBuffer> buffer; ///< kAttribute/kIndex: keeps the keyed node alive
+	std::string key;            ///< the pool key (for erasure)
+	bool queued = false;
+
+	void inputChanged(AdaptiveObject*) override;
+	/// Re-reads the uniform value and stages it. Errors: the value changed its type.
+	Result<void> repack();
+
+	using AdaptiveObject::beginEvaluation;
+	using AdaptiveObject::endEvaluation;
+};
+
+/// One pipeline state inside a bucket: its records and, per strategy, its GPU arrays.
+struct Slot
+{
+	Bucket* bucket = nullptr;
+	const classic::PipelineEntry* indirect_pipeline = nullptr;
+	const classic::PipelineEntry* megacall_pipeline = nullptr;
+	classic::PipelineRequest request; ///< (indirect variant) kept to create the megacall pipeline lazily
+	gpu::DynamicState dyn;
+	bool indexed = true;
+	uint32_t prim = 3; ///< vertices per primitive
+	std::vector<HeapObject*> records;
+	uint64_t emit_sum = 0;
+	DrawStrategy active = DrawStrategy::Indirect;
+	// indirect: VkDrawIndexedIndirectCommand (5 words) or VkDrawIndirectCommand (4 words) per record; count word.
+	GpuArray commands{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
+	                  "heap commands"};
+	GpuArray count{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap count"};
+	// megacall: 5-word records, scan scratch, arguments, tile index.
+	GpuArray mrecords{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap megacall records"};
+	std::optional<ScanBuffers> scan;
+	gpu::BufferHandle args;
+	gpu::BufferHandle tiles;
+	bool scan_dirty = true;
+	bool queued = false;
+
+	uint32_t commandWords() const { return indexed ? 5u : 4u; }
+};
+
+/// (effect, chunk, textures): one draw-header heap and its slots.
+struct Bucket
+{
+	std::string key;
+	uint32_t chunk = 0;
+	fx::Effect effect;
+	fx::CompiledEffectPtr indirect_effect;
+	fx::CompiledEffectPtr megacall_effect;
+	uint32_t header_words = 0;
+	GpuArray headers{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap draw headers"};
+	std::vector<uint32_t> free_headers;
+	uint32_t header_count = 0;
+	std::vector<Ref<classic::TextureResource>> textures;
+	std::vector<gpu::SamplerHandle> samplers;
+	std::vector<uint32_t> texture_bindings;
+	std::vector<std::unique_ptr<Slot>> slots;
+	uint32_t objects = 0;
+	uint64_t serial = 0;
+};
+
+struct HeapScene::Impl
+{
+	classic::Context* context;
+	scene::FramebufferSignature signature;
+	fx::FragmentOutputs outputs;
+	HeapOptions options;
+	HeapStats* stats;
+	uint64_t max_chunk_bytes = 0;
+	adaptive::SetReader<RenderObjectPtr> reader;
+	Ref<AdaptiveObject> reader_node;
+	classic::DerivedUniforms derived;
+	std::optional<MegacallScan> scanner;
+
+	std::vector<std::unique_ptr<Chunk>> chunks;
+	std::unordered_map<std::string, Ref<Entry>> pool; ///< key → entry
+	std::map<std::string, std::unique_ptr<Bucket>> buckets;
+	std::vector<Bucket*> bucket_order; ///< by creation (deterministic draw order)
+	uint64_t next_bucket_serial = 0;
+	std::map<const scene::RenderObject*, Ref<HeapObject>> objects;
+	std::vector<Ref<HeapObject>> dirty_objects;
+	std::vector<Ref<Entry>> dirty_entries;
+	std::vector<Slot*> dirty_slots;
+
+	Result<Entry*> acquireUniform(const aval<UniformValue>& value, uint32_t chunk, fx::Type expected,
+	                              const scene::RenderObject& object, const std::string& name);
+	Result<Entry*> acquireBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk,
+	                             const scene::RenderObject& object, const std::string& name);
+	void releaseEntry(Entry* e);
+	Result<uint32_t> allocate(uint32_t chunk, uint32_t data_bytes);
+	uint32_t openChunk();
+	Result<Bucket*> bucketFor(const scene::RenderObject& o, uint32_t chunk);
+	Result<Slot*> slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
+	void markSlot(Slot* s)
+	{
+		s->scan_dirty = true;
+		if (!s->queued)
+		{
+			s->queued = true;
+			dirty_slots.push_back(s);
+		}
+	}
+	/// Drops empty slots and buckets (after the update, so nothing refers to them).
+	void sweep();
+	void chooseStrategy(Slot& s);
+};
+
+void Entry::inputChanged(AdaptiveObject*)
+{
+	if (!queued)
+	{
+		queued = true;
+		scene->dirty_entries.emplace_back(this);
+	}
+}
+
+Result<void> Entry::repack()
+{
+	queued = false;
+	if (refcount == 0 || kind != kUniform)
+		return {};
+	beginEvaluation();
+	classic::PackedValue p;
+	try
+	{
+		p = classic::packUniform(uniform.getValue(Token{this}));
+	}
+	catch (const std::exception& e)
+	{
+		endEvaluation(false);
+		return makeError(ErrorCode::InvalidArgument, std::string("a uniform input threw: ") + e.what());
+	}
+	endEvaluation(true);
+	if (p.type != type)
+		return makeError(ErrorCode::InvalidArgument, "a shared uniform value changed its type from " +
+		                                                 fx::typeName(type) + " to " + fx::typeName(p.type));
+	scene->chunks[chunk]->write(ref + 16, p.f, data_bytes);
+	++scene->stats->uniform_uploads;
+	return {};
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] objects: placement, refresh, release
+// ---------------------------------------------------------------------------------------------------------------------
+
+/// One object in the heap. Reads its draw call, active flag, pipeline-state leaves and buffers (uniform values are
+/// read by their pool entries); inputChanged() tells it which changed.
+class HeapObject final : public AdaptiveObject
+{
+public:
+	HeapObject(HeapScene::Impl& s, RenderObjectPtr o)
+	    : AdaptiveObject(kExplicitInputs | kWantsInputChanged), scene_(&s), object_(std::move(o))
+	{
+	}
+	~HeapObject() override { unplace(); }
+
+	/// Compiles, reads and validates the inputs, then places the object (chunk, entries, bucket, header, slot, record).
+	Result<void> place();
+	/// Applies the changed inputs.
+	Result<void> refresh();
+	/// Leaves the heap (entries released, header freed, record removed).
+	void unplace();
+	void detach()
+	{
+		dead = true;
+		unplace();
+		for (const Input& in : inputs_)
+			removeInput(in.node);
+		inputs_.clear();
+	}
+
+	const scene::RenderObject& object() const { return *object_; }
+	void inputChanged(AdaptiveObject* input) override
+	{
+		dirty_inputs_.push_back(input);
+		if (!queued && !dead)
+		{
+			queued = true;
+			scene_->dirty_objects.emplace_back(this);
+		}
+	}
+
+	// Placement (read by the slot/bucket writers and the diagnostics).
+	Bucket* bucket = nullptr;
+	Slot* slot = nullptr;
+	uint32_t header = 0;
+	uint32_t record = 0;
+	std::vector<Entry*> entries; ///< uniforms then attributes (header order)
+	Entry* indices = nullptr;
+	scene::DrawCall draw;
+	bool active = true;
+	bool queued = false;
+	bool dead = false;
+	bool placed = false;
+
+	/// Vertices emitted per instance (whole primitives) and instances, 0 when hidden.
+	uint32_t count() const
+	{
+		if (!active || !slot)
+			return 0;
+		return draw.count - draw.count % slot->prim;
+	}
+	uint32_t instances() const { return active ? draw.instance_count : 0; }
+	uint64_t emits() const { return uint64_t(count()) * instances(); }
+	/// Writes this object's command and megacall record into its slot's shadows.
+	void writeRecord();
+
+private:
+	enum Role : uint8_t
+	{
+		kState,
+		kDraw,
+		kActive,
+		kBuffer,
+	};
+	struct Input
+	{
+		AdaptiveObject* node;
+		Role role;
+	};
+	Error fail(const std::string& what) const
+	{
+		return makeError(ErrorCode::InvalidArgument, classic::objectName(*object_) + ": " + what);
+	}
+	void track(AdaptiveObject* node, Role role)
+	{
+		if (node && !node->isConstant())
+		{
+			trackInput(node);
+			inputs_.push_back({node, role});
+		}
+	}
+	Result<void> validateDraw();
+	Result<void> readState();
+	void writeHeader();
+	void attachToSlot(Slot* s);
+	void detachFromSlot();
+	template <typename F>
+	Result<void> evaluate(F&& body);
+
+	HeapScene::Impl* scene_;
+	RenderObjectPtr object_;
+	std::vector<Input> inputs_;
+	std::vector<AdaptiveObject*> dirty_inputs_;
+	scene::PipelineStateValues state_;
+	std::vector<const scene::BufferView*> views_; ///< attributes in header order
+};
+
+template <typename F>
+Result<void> HeapObject::evaluate(F&& body)
+{
+	beginEvaluation();
+	Result<void> r;
+	try
+	{
+		r = body();
+	}
+	catch (const std::exception& e)
+	{
+		r = fail(std::string("an input threw: ") + e.what());
+	}
+	endEvaluation(r.ok());
+	return r;
+}
+
+Result<void> HeapObject::validateDraw()
+{
+	if (!active || draw.count == 0 || draw.instance_count == 0)
+		return {};
+	uint64_t vertices = uint64_t(draw.first) + draw.count;
+	if (draw.indexed)
+	{
+		if (!indices)
+			return fail("the draw call is indexed but the object has no index buffer");
+		if (uint64_t(draw.first) + draw.count > indices->elements)
+			return fail("the draw reads indices up to " + std::to_string(uint64_t(draw.first) + draw.count) +
+			            " of " + std::to_string(indices->elements));
+		// The largest index decides how many vertices the draw reads (only when the draw or the buffer changed).
+		const scene::BufferView& v = *object_->indices;
+		const scene::ArrayBuffer& data = v.buffer.getValue(Token{this});
+		const bool u16 = v.format == VK_FORMAT_R16_UINT;
+		const std::byte* base = data.data() + v.offset + uint64_t(draw.first) * (u16 ? 2 : 4);
+		uint32_t max_index = 0;
+		for (uint32_t k = 0; k < draw.count; ++k)
+		{
+			uint32_t x = 0;
+			std::memcpy(&x, base + (u16 ? 2ull : 4ull) * k, u16 ? 2 : 4);
+			max_index = std::max(max_index, x);
+		}
+		const int64_t last = int64_t(max_index) + draw.base_vertex;
+		if (last < 0)
+			return fail("base vertex " + std::to_string(draw.base_vertex) + " makes indices negative");
+		vertices = uint64_t(last) + 1;
+	}
+	const uint64_t instances = uint64_t(draw.first_instance) + draw.instance_count;
+	const size_t uniforms = bucket ? entries.size() - views_.size() : 0;
+	for (size_t i = 0; i < views_.size(); ++i)
+	{
+		const Entry* e = entries[uniforms + i];
+		const uint64_t n = views_[i]->per_instance ? instances : vertices;
+		if (n > e->elements)
+			return fail("an attribute holds " + std::to_string(e->elements) + " elements but the draw reads " +
+			            std::to_string(n) + (views_[i]->per_instance ? " instances" : " vertices"));
+	}
+	return {};
+}
+
+Result<void> HeapObject::readState()
+{
+	state_ = object_->state.snapshot(Token{this});
+	return {};
+}
+
+void HeapObject::writeHeader()
+{
+	GpuArray& h = bucket->headers;
+	const uint32_t base = header * bucket->header_words;
+	const size_t uniforms = entries.size() - views_.size();
+	for (size_t i = 0; i < entries.size(); ++i)
+	{
+		uint32_t ref = entries[i]->ref;
+		if (i >= uniforms && views_[i - uniforms]->per_instance)
+			ref |= fx::kHeapPerInstanceBit;
+		h.set(base + i, ref);
+	}
+	const int32_t vertex_base = draw.indexed ? draw.base_vertex : int32_t(draw.first);
+	h.set(base + uint32_t(entries.size()), uint32_t(vertex_base));
+	h.set(base + uint32_t(entries.size()) + 1, draw.first_instance);
+}
+
+void HeapObject::writeRecord()
+{
+	Slot& s = *slot;
+	const uint32_t n = count(), inst = instances();
+	const uint32_t cw = s.commandWords();
+	const size_t c = size_t(record) * cw;
+	if (s.indexed)
+	{
+		const uint32_t first_index = (indices ? (indices->ref + 16) / 4 : 0) + draw.first;
+		s.commands.set(c + 0, n);
+		s.commands.set(c + 1, inst);
+		s.commands.set(c + 2, first_index);
+		s.commands.set(c + 3, uint32_t(draw.base_vertex));
+		s.commands.set(c + 4, header);
+		const size_t m = size_t(record) * fx::kRecordWords;
+		s.mrecords.set(m + 1, header);
+		s.mrecords.set(m + 2, first_index);
+		s.mrecords.set(m + 3, n);
+		s.mrecords.set(m + 4, inst);
+	}
+	else
+	{
+		s.commands.set(c + 0, n);
+		s.commands.set(c + 1, inst);
+		s.commands.set(c + 2, draw.first);
+		s.commands.set(c + 3, header);
+		const size_t m = size_t(record) * fx::kRecordWords;
+		s.mrecords.set(m + 1, header);
+		s.mrecords.set(m + 2, fx::kNonIndexed);
+		s.mrecords.set(m + 3, n);
+		s.mrecords.set(m + 4, inst);
+	}
+}
+
+void HeapObject::attachToSlot(Slot* s)
+{
+	slot = s;
+	record = uint32_t(s->records.size());
+	s->records.push_back(this);
+	s->commands.words.resize(s->records.size() * s->commandWords(), 0);
+	s->mrecords.words.resize(s->records.size() * fx::kRecordWords, 0);
+	s->count.set(0, uint32_t(s->records.size()));
+	s->emit_sum += emits();
+	writeRecord();
+	scene_->markSlot(s);
+}
+
+void HeapObject::detachFromSlot()
+{
+	Slot* s = slot;
+	if (!s)
+		return;
+	s->emit_sum -= emits();
+	// Swap-pop: the last record fills the hole.
+	HeapObject* last = s->records.back();
+	s->records[record] = last;
+	s->records.pop_back();
+	if (last != this)
+	{
+		last->record = record;
+		last->writeRecord();
+	}
+	s->commands.words.resize(s->records.size() * s->commandWords());
+	s->mrecords.words.resize(s->records.size() * fx::kRecordWords);
+	s->count.set(0, uint32_t(s->records.size()));
+	slot = nullptr;
+	scene_->markSlot(s);
+}
+
+Result<void> HeapObject::place()
+{
+	const scene::RenderObject& o = *object_;
+	QUOKKA_TRY_ASSIGN(effect, scene_->context->effects().compile(o.effect, scene_->outputs, fx::PathVariant::HeapIndirect));
+	const fx::EffectInterface& iface = effect->iface;
+	inputs_.clear();
+	views_.clear();
+	Result<void> r = evaluate(
+	    [&]() -> Result<void>
+	    {
+		    // Read everything first (shader-driven: only what the compiled effect uses), then place.
+		    std::vector<aval<UniformValue>> uniforms;
+		    for (const fx::UniformMember& m : iface.uniforms)
+		    {
+			    QUOKKA_TRY_ASSIGN(value, scene_->derived.resolve(o, m.name));
+			    uniforms.push_back(std::move(value));
+		    }
+		    for (const fx::InterfaceVariable& a : iface.attributes)
+		    {
+			    auto it = o.attributes.find(a.name);
+			    if (it == o.attributes.end())
+				    return fail("effect needs the vertex attribute '" + a.name + "' (" + fx::typeName(a.type) +
+				                "), which the object does not have");
+			    if (scene::formatSize(it->second.format) == 0 || !classic::formatFeeds(it->second.format, a.type))
+				    return fail("attribute '" + a.name + "' has a format that cannot feed a " + fx::typeName(a.type) +
+				                " input");
+			    views_.push_back(&it->second);
+			    track(it->second.buffer.node().get(), kBuffer);
+		    }
+		    if (o.indices)
+		    {
+			    if (o.indices->format != VK_FORMAT_R16_UINT && o.indices->format != VK_FORMAT_R32_UINT)
+				    return fail("indices must be R16_UINT or R32_UINT");
+			    if (o.indices->offset % (o.indices->format == VK_FORMAT_R16_UINT ? 2 : 4) != 0)
+				    return fail("the index offset must be a multiple of the index size");
+			    track(o.indices->buffer.node().get(), kBuffer);
+		    }
+		    const scene::PipelineState& st = o.state;
+		    auto trackState = [&](const auto&... leaves) { (track(leaves.node().get(), kState), ...); };
+		    trackState(st.topology, st.cull_mode, st.front_face, st.depth_test, st.depth_write, st.depth_compare,
+		               st.depth_clamp, st.depth_bias, st.stencil, st.default_blend, st.alpha_to_coverage);
+		    for (const auto& [name, b] : st.blend)
+			    trackState(b);
+		    QUOKKA_TRY(readState());
+		    track(o.draw_call.node().get(), kDraw);
+		    draw = o.draw_call.getValue(Token{this});
+		    track(o.active.node().get(), kActive);
+		    active = o.active.getValue(Token{this});
+
+		    // Group-fit placement: a chunk already holding one of the inputs, else the newest, else a new one; the
+		    // first where every input fits (allocations are rolled back when one does not).
+		    std::vector<uint32_t> candidates;
+		    auto consider = [&](uint32_t c)
+		    {
+			    if (std::find(candidates.begin(), candidates.end(), c) == candidates.end())
+				    candidates.push_back(c);
+		    };
+		    for (uint32_t c = 0; c < scene_->chunks.size(); ++c)
+			    for (const aval<UniformValue>& u : uniforms)
+				    if (!u.node()->isConstant() &&
+				        scene_->pool.count("u" + std::to_string(uintptr_t(u.node().get())) + "/" + std::to_string(c)))
+				    {
+					    consider(c);
+					    break;
+				    }
+		    if (!scene_->chunks.empty())
+			    consider(uint32_t(scene_->chunks.size() - 1));
+		    for (size_t attempt = 0;; ++attempt)
+		    {
+			    uint32_t chunk;
+			    if (attempt < candidates.size())
+				    chunk = candidates[attempt];
+			    else if (attempt == candidates.size())
+				    chunk = scene_->openChunk();
+			    else
+				    return fail("its inputs do not fit in one arena chunk of " +
+				                std::to_string(scene_->max_chunk_bytes) + " bytes");
+			    std::vector<Entry*> got;
+			    Entry* idx = nullptr;
+			    Result<void> acquired = [&]() -> Result<void>
+			    {
+				    for (size_t i = 0; i < uniforms.size(); ++i)
+				    {
+					    QUOKKA_TRY_ASSIGN(e, scene_->acquireUniform(uniforms[i], chunk, iface.uniforms[i].type, o,
+					                                                iface.uniforms[i].name));
+					    got.push_back(e);
+				    }
+				    for (size_t i = 0; i < views_.size(); ++i)
+				    {
+					    QUOKKA_TRY_ASSIGN(e, scene_->acquireBuffer(Entry::kAttribute, *views_[i],
+					                                               iface.attributes[i].type, chunk, o,
+					                                               iface.attributes[i].name));
+					    got.push_back(e);
+				    }
+				    if (o.indices)
+				    {
+					    QUOKKA_TRY_ASSIGN(e, scene_->acquireBuffer(Entry::kIndex, *o.indices, fx::U32, chunk, o,
+					                                               "indices"));
+					    idx = e;
+				    }
+				    return {};
+			    }();
+			    if (!acquired.ok())
+			    {
+				    for (Entry* e : got)
+					    scene_->releaseEntry(e);
+				    if (idx)
+					    scene_->releaseEntry(idx);
+				    if (acquired.error().code != ErrorCode::OutOfMemory)
+					    return acquired;
+				    continue;
+			    }
+			    entries = std::move(got);
+			    indices = idx;
+			    QUOKKA_TRY_ASSIGN(b, scene_->bucketFor(o, chunk));
+			    bucket = b;
+			    ++bucket->objects;
+			    ++scene_->chunks[chunk]->users;
+			    break;
+		    }
+		    if (bucket->free_headers.empty())
+		    {
+			    header = bucket->header_count++;
+			    bucket->headers.words.resize(size_t(bucket->header_count) * bucket->header_words, 0);
+		    }
+		    else
+		    {
+			    header = bucket->free_headers.back();
+			    bucket->free_headers.pop_back();
+		    }
+		    placed = true;
+		    writeHeader();
+		    QUOKKA_TRY(validateDraw());
+		    QUOKKA_TRY_ASSIGN(s, scene_->slotFor(*bucket, state_, draw.indexed));
+		    attachToSlot(s);
+		    dirty_inputs_.clear();
+		    ++scene_->stats->added;
+		    return {};
+	    });
+	if (!r.ok())
+		unplace(); // left out until an input changes (its edges are kept)
+	return r;
+}
+
+void HeapObject::unplace()
+{
+	detachFromSlot();
+	for (Entry* e : entries)
+		scene_->releaseEntry(e);
+	entries.clear();
+	if (indices)
+		scene_->releaseEntry(indices);
+	indices = nullptr;
+	if (bucket)
+	{
+		--scene_->chunks[bucket->chunk]->users;
+		if (placed)
+			bucket->free_headers.push_back(header);
+		--bucket->objects;
+	}
+	bucket = nullptr;
+	placed = false;
+}
+
+Result<void> HeapObject::refresh()
+{
+	queued = false;
+	if (dead)
+		return {};
+	std::vector<AdaptiveObject*> dirty;
+	dirty.swap(dirty_inputs_);
+	if (!placed || !slot)
+	{
+		unplace();
+		return place();
+	}
+	std::sort(dirty.begin(), dirty.end());
+	dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+	bool state = false, draw_changed = false, rebuild = false;
+	for (const Input& in : inputs_)
+		if (std::binary_search(dirty.begin(), dirty.end(), in.node))
+		{
+			state = state || in.role == kState;
+			draw_changed = draw_changed || in.role == kDraw || in.role == kActive;
+			rebuild = rebuild || in.role == kBuffer;
+		}
+	if (rebuild)
+	{
+		++scene_->stats->rebuilt;
+		unplace();
+		return place();
+	}
+	++scene_->stats->refreshed;
+	return evaluate(
+	    [&]() -> Result<void>
+	    {
+		    if (draw_changed)
+		    {
+			    const uint64_t before = emits();
+			    draw = object_->draw_call.getValue(Token{this});
+			    active = object_->active.getValue(Token{this});
+			    QUOKKA_TRY(validateDraw());
+			    if (draw.indexed != slot->indexed)
+				    state = true; // another slot
+			    else
+			    {
+				    slot->emit_sum = slot->emit_sum - before + emits();
+				    writeHeader();
+				    writeRecord();
+				    scene_->markSlot(slot);
+			    }
+		    }
+		    if (state)
+		    {
+			    QUOKKA_TRY(readState());
+			    writeHeader();
+			    QUOKKA_TRY_ASSIGN(s, scene_->slotFor(*bucket, state_, draw.indexed));
+			    if (s != slot)
+			    {
+				    detachFromSlot();
+				    attachToSlot(s);
+			    }
+		    }
+		    return {};
+	    });
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] pools, buckets and slots
+// ---------------------------------------------------------------------------------------------------------------------
+
+uint32_t HeapScene::Impl::openChunk()
+{
+	chunks.push_back(std::make_unique<Chunk>(max_chunk_bytes));
+	return uint32_t(chunks.size() - 1);
+}
+
+Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
+{
+	const std::optional<uint32_t> at = chunks[chunk]->allocator.allocate(16ull + data_bytes);
+	if (!at)
+		return makeError(ErrorCode::OutOfMemory, "arena chunk full");
+	return *at;
+}
+
+namespace
+{
+/// Stages an allocation: its 16-byte header and the data.
+void stageAllocation(Chunk& chunk, uint32_t ref, uint32_t type_id, uint32_t length, const void* data,
+                     uint32_t data_bytes)
+{
+	std::vector<uint32_t> words(4 + (data_bytes + 3) / 4, 0);
+	words[0] = type_id;
+	words[1] = length;
+	words[2] = length ? data_bytes / length : 0;
+	if (data_bytes)
+		std::memcpy(words.data() + 4, data, data_bytes);
+	chunk.write(ref, words.data(), uint32_t(words.size() * 4));
+}
+} // namespace
+
+Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, uint32_t chunk, fx::Type expected,
+                                               const scene::RenderObject& object, const std::string& name)
+{
+	auto mismatch = [&](fx::Type got)
+	{
+		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": uniform '" + name + "' is " +
+		                                                 fx::typeName(expected) + " in the effect but the value is " +
+		                                                 fx::typeName(got));
+	};
+	const bool constant = value.node()->isConstant();
+	classic::PackedValue packed{};
+	std::string key;
+	if (constant)
+	{
+		// Equal constants share one allocation: the key is the value itself.
+		packed = classic::packUniform(value.force());
+		key = "c";
+		key += fx::typeName(packed.type);
+		key.append(reinterpret_cast<const char*>(packed.f), packed.type.packedBytes());
+		key += "/";
+		key += std::to_string(chunk);
+	}
+	else
+		key = "u" + std::to_string(uintptr_t(value.node().get())) + "/" + std::to_string(chunk);
+	if (auto it = pool.find(key); it != pool.end())
+	{
+		Entry* e = it->second.get();
+		if (e->type != expected)
+			return mismatch(e->type);
+		++e->refcount;
+		return e;
+	}
+	Ref<Entry> e = adaptive::makeRef<Entry>(*this, Entry::kUniform, chunk);
+	if (!constant)
+	{
+		e->uniform = value;
+		e->beginEvaluation();
+		try
+		{
+			packed = classic::packUniform(value.getValue(Token{e.get()}));
+		}
+		catch (const std::exception& ex)
+		{
+			e->endEvaluation(false);
+			return makeError(ErrorCode::InvalidArgument,
+			                 classic::objectName(object) + ": uniform '" + name + "' threw: " + ex.what());
+		}
+		e->endEvaluation(true);
+	}
+	if (packed.type != expected)
+		return mismatch(packed.type);
+	e->type = packed.type;
+	e->elements = 1;
+	e->data_bytes = packed.type.packedBytes();
+	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, e->data_bytes));
+	e->ref = ref;
+	e->refcount = 1;
+	e->key = key;
+	stageAllocation(*chunks[chunk], ref, kTypeUniform, 1, packed.f, e->data_bytes);
+	Entry* raw = e.get();
+	pool.emplace(key, std::move(e));
+	return raw;
+}
+
+Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
+                                              uint32_t chunk, const scene::RenderObject& object,
+                                              const std::string& name)
+{
+	const std::string key = std::string(kind == Entry::kIndex ? "i" : "a") +
+	                        std::to_string(uintptr_t(view.buffer.node().get())) + ":" +
+	                        std::to_string(int(view.format)) + ":" + std::to_string(view.offset) + ":" +
+	                        std::to_string(view.stride) + ":" + fx::typeName(type) + "/" + std::to_string(chunk);
+	if (auto it = pool.find(key); it != pool.end())
+	{
+		++it->second->refcount;
+		return it->second.get();
+	}
+	// Read once without subscribing: the objects using this buffer track it and re-place themselves on a change.
+	const scene::ArrayBuffer data = view.buffer.getValue(Token{});
+	std::vector<uint32_t> words;
+	uint32_t n = 0;
+	if (kind == Entry::kIndex)
+	{
+		const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
+		n = data.size() > view.offset ? uint32_t((data.size() - view.offset) / isize) : 0;
+		words.resize(n);
+		const std::byte* src = data.data() + view.offset;
+		for (uint32_t i = 0; i < n; ++i)
+		{
+			uint32_t x = 0;
+			std::memcpy(&x, src + uint64_t(i) * isize, isize);
+			words[i] = x;
+		}
+	}
+	else
+	{
+		const uint32_t element = scene::formatSize(view.format) * type.cols;
+		const uint32_t stride = view.stride ? view.stride : element;
+		n = data.size() >= uint64_t(view.offset) + element
+		        ? uint32_t((data.size() - view.offset - element) / stride + 1)
+		        : 0;
+		const uint32_t comps = type.rows * type.cols;
+		words.resize(size_t(n) * comps);
+		for (uint32_t i = 0; i < n; ++i)
+			if (!convertElement(data.data() + view.offset + uint64_t(i) * stride, view.format, type,
+			                    words.data() + size_t(i) * comps))
+				return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": attribute '" + name +
+				                                                 "' has a format the heap cannot convert to " +
+				                                                 fx::typeName(type));
+	}
+	if (words.size() * 4 + 16 > max_chunk_bytes)
+		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": " + name + " needs " +
+		                                                 std::to_string(words.size() * 4 + 16) +
+		                                                 " bytes, more than one arena chunk holds");
+	Ref<Entry> e = adaptive::makeRef<Entry>(*this, kind, chunk);
+	e->buffer = view.buffer;
+	e->type = type;
+	e->elements = n;
+	e->data_bytes = uint32_t(words.size() * 4);
+	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, e->data_bytes));
+	e->ref = ref;
+	e->refcount = 1;
+	e->key = key;
+	stageAllocation(*chunks[chunk], ref, kind == Entry::kIndex ? kTypeIndex : kTypeAttribute, n, words.data(),
+	                e->data_bytes);
+	Entry* raw = e.get();
+	pool.emplace(key, std::move(e));
+	return raw;
+}
+
+void HeapScene::Impl::releaseEntry(Entry* e)
+{
+	QUOKKA_ASSERT(e->refcount > 0, "pool entry released more often than acquired");
+	if (--e->refcount > 0)
+		return;
+	chunks[e->chunk]->allocator.free(e->ref);
+	pool.erase(e->key); // may destroy e (unless queued for a re-pack, which then skips it)
+}
+
+Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_t chunk)
+{
+	QUOKKA_TRY_ASSIGN(effect, context->effects().compile(o.effect, outputs, fx::PathVariant::HeapIndirect));
+	std::vector<Ref<classic::TextureResource>> textures;
+	std::vector<gpu::SamplerHandle> samplers;
+	std::string key = effect->key.hex() + "/" + std::to_string(chunk);
+	for (const fx::TextureBinding& t : effect->iface.textures)
+	{
+		auto it = o.textures.find(t.name);
+		if (it == o.textures.end())
+			return makeError(ErrorCode::InvalidArgument, classic::objectName(o) + ": effect samples the texture '" +
+			                                                 t.name + "', which the object does not have");
+		textures.push_back(context->texture(it->second));
+		auto sit = o.samplers.find(t.name);
+		QUOKKA_TRY_ASSIGN(sampler, context->sampler(sit == o.samplers.end() ? scene::SamplerState{} : sit->second));
+		key += "/" + std::to_string(uintptr_t(textures.back().get())) + ":" + std::to_string(uintptr_t(sampler.get()));
+		samplers.push_back(std::move(sampler));
+	}
+	auto it = buckets.find(key);
+	if (it != buckets.end())
+		return it->second.get();
+	auto b = std::make_unique<Bucket>();
+	b->key = key;
+	b->chunk = chunk;
+	b->effect = o.effect;
+	b->indirect_effect = effect;
+	b->header_words = effect->iface.header_words;
+	b->textures = std::move(textures);
+	b->samplers = std::move(samplers);
+	for (const fx::TextureBinding& t : effect->iface.textures)
+		b->texture_bindings.push_back(t.binding);
+	b->serial = next_bucket_serial++;
+	Bucket* raw = b.get();
+	buckets.emplace(key, std::move(b));
+	bucket_order.push_back(raw);
+	return raw;
+}
+
+Result<Slot*> HeapScene::Impl::slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
+{
+	classic::PipelineRequest req;
+	req.effect = b.indirect_effect;
+	req.topology = state.topology;
+	for (const scene::ColorAttachment& c : signature.colors)
+	{
+		req.color_formats.push_back(c.format);
+		req.blend.push_back(classic::toVk(state.blendFor(c.name)));
+	}
+	req.depth_format = signature.depth_format;
+	req.samples = signature.samples;
+	req.alpha_to_coverage = state.alpha_to_coverage;
+	req.depth_clamp = state.depth_clamp;
+	QUOKKA_TRY_ASSIGN(entry, context->pipeline(req));
+	const gpu::DynamicState dyn = classic::dynamicState(state, signature.hasDepth());
+	for (const auto& s : b.slots)
+		if (s->indirect_pipeline == entry && s->dyn == dyn && s->indexed == indexed)
+			return s.get();
+	auto s = std::make_unique<Slot>();
+	s->bucket = &b;
+	s->indirect_pipeline = entry;
+	s->request = std::move(req);
+	s->dyn = dyn;
+	s->indexed = indexed;
+	s->prim = primitiveVertices(state.topology);
+	s->count.words = {0};
+	s->active = options.draw == DrawStrategy::Megacall ? DrawStrategy::Megacall : DrawStrategy::Indirect;
+	b.slots.push_back(std::move(s));
+	return b.slots.back().get();
+}
+
+void HeapScene::Impl::chooseStrategy(Slot& s)
+{
+	if (options.draw != DrawStrategy::Auto || s.records.empty())
+		return;
+	// Mean vertices emitted per record, with a ±25 % band so a slot hovering at the crossover does not flip every
+	// frame (a flip re-uploads the slot's whole array).
+	const double mean = double(s.emit_sum) / double(s.records.size());
+	const double t = options.megacall_below;
+	DrawStrategy want = s.active;
+	if (s.active == DrawStrategy::Indirect && mean < t * 0.75)
+		want = DrawStrategy::Megacall;
+	else if (s.active == DrawStrategy::Megacall && mean > t * 1.25)
+		want = DrawStrategy::Indirect;
+	if (want == s.active)
+		return;
+	s.active = want;
+	GpuArray& a = want == DrawStrategy::Megacall ? s.mrecords : s.commands;
+	a.touch(0, a.words.size());
+	s.count.touch(0, 1);
+	s.scan_dirty = true;
+}
+
+void HeapScene::Impl::sweep()
+{
+	std::erase_if(dirty_slots, [](const Slot* s) { return s->records.empty(); });
+	for (Bucket* b : bucket_order)
+		std::erase_if(b->slots, [](const std::unique_ptr<Slot>& s) { return s->records.empty(); });
+	std::erase_if(bucket_order, [](const Bucket* b) { return b->objects == 0; });
+	std::erase_if(buckets, [](const auto& kv) { return kv.second->objects == 0; });
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] the frame: update, upload, prepare, encode
+// ---------------------------------------------------------------------------------------------------------------------
+
+HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature signature,
+                     adaptive::aset<RenderObjectPtr> objects, HeapOptions options)
+    : impl_(std::make_unique<Impl>()), options_(options)
+{
+	Impl& p = *impl_;
+	p.context = &context;
+	p.signature = std::move(signature);
+	p.outputs.colors = p.signature.colorNames();
+	p.options = options;
+	p.stats = &stats_;
+	const uint64_t range = context.device().info().max_storage_buffer_range;
+	p.max_chunk_bytes = options.max_chunk_bytes ? options.max_chunk_bytes : std::min<uint64_t>(range, 256ull << 20);
+	p.max_chunk_bytes = std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15);
+	p.reader = objects.getReader();
+}
+
+HeapScene::~HeapScene()
+{
+	// Objects release their entries into the pools: destroy them while the pools exist.
+	for (auto& [o, h] : impl_->objects)
+		h->detach();
+	impl_->objects.clear();
+	impl_->dirty_objects.clear();
+	impl_->dirty_entries.clear();
+}
+
+size_t HeapScene::objectCount() const
+{
+	return impl_->objects.size();
+}
+
+Result<void> HeapScene::update()
+{
+	const auto t0 = std::chrono::steady_clock::now();
+	Impl& p = *impl_;
+	const HeapStats keep = stats_;
+	stats_ = HeapStats{};
+	stats_.compactions = keep.compactions;
+	auto changes = p.reader->getChanges(Token{});
+	// Removals first, so their blocks are reused by this frame's additions.
+	std::vector<RenderObjectPtr> added;
+	for (const auto& [object, count] : changes)
+	{
+		if (count > 0)
+		{
+			added.push_back(object);
+			continue;
+		}
+		auto it = p.objects.find(object.get());
+		if (it == p.objects.end())
+			continue;
+		it->second->detach();
+		p.objects.erase(it);
+		++stats_.removed;
+	}
+	// Additions in object-id order: placement, and therefore the draw order, never depends on addresses.
+	std::sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
+	Result<void> result;
+	for (const RenderObjectPtr& object : added)
+	{
+		Ref<HeapObject> h = adaptive::makeRef<HeapObject>(p, object);
+		p.objects.emplace(object.get(), h);
+		Result<void> r = h->place();
+		if (!r.ok() && result.ok())
+			result = r;
+	}
+	// Changed shared values: one re-pack each.
+	std::vector<Ref<Entry>> entries;
+	entries.swap(p.dirty_entries);
+	for (const Ref<Entry>& e : entries)
+	{
+		Result<void> r = e->repack();
+		if (!r.ok() && result.ok())
+			result = r;
+	}
+	std::vector<Ref<HeapObject>> dirty;
+	dirty.swap(p.dirty_objects);
+	std::sort(dirty.begin(), dirty.end(),
+	          [](const Ref<HeapObject>& a, const Ref<HeapObject>& b) { return a->object().id < b->object().id; });
+	for (const Ref<HeapObject>& h : dirty)
+	{
+		Result<void> r = h->refresh();
+		if (!r.ok() && result.ok())
+			result = r;
+	}
+	p.sweep();
+	for (Slot* s : p.dirty_slots)
+		p.chooseStrategy(*s);
+
+	stats_.objects = uint32_t(p.objects.size());
+	stats_.buckets = uint32_t(p.bucket_order.size());
+	for (const Bucket* b : p.bucket_order)
+		for (const auto& s : b->slots)
+		{
+			++stats_.slots;
+			++(s->active == DrawStrategy::Megacall ? stats_.megacall_slots : stats_.indirect_slots);
+		}
+	stats_.chunks = uint32_t(p.chunks.size());
+	for (const auto& c : p.chunks)
+	{
+		stats_.arena_bytes += c->allocator.cursor();
+		stats_.live_bytes += c->allocator.liveBytes();
+	}
+	stats_.update_ms = msSince(t0);
+	return result;
+}
+
+Result<void> HeapScene::upload(gpu::CommandList& list)
+{
+	Impl& p = *impl_;
+	gpu::Device& device = p.context->device();
+	gpu::StagingRing& staging = p.context->staging();
+	// Blocks freed and re-used this frame were read by earlier frames: their reads complete before this frame's
+	// transfers (an execution dependency across the queue's submission order).
+	list.memoryBarrier(VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
+	                       VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT |
+	                       VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT |
+	                       VK_ACCESS_2_INDEX_READ_BIT,
+	                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+	bool copied = false;
+	for (size_t i = 0; i < p.chunks.size(); ++i)
+	{
+		Chunk& c = *p.chunks[i];
+		const uint64_t need = std::max<uint64_t>(c.allocator.cursor(), 16);
+		if (!c.buffer || c.buffer->size() < need)
+		{
+			uint64_t size = 64ull << 10;
+			while (size < need)
+				size *= 2;
+			size = std::min(size, p.max_chunk_bytes);
+			QUOKKA_TRY_ASSIGN(buffer, device.createBuffer({size,
+			                                               gpu::BufferUsage::Storage | gpu::BufferUsage::Index |
+			                                                   gpu::BufferUsage::TransferSrc |
+			                                                   gpu::BufferUsage::TransferDst,
+			                                               gpu::MemoryDomain::DeviceLocal,
+			                                               "heap chunk " + std::to_string(i)}));
+			if (c.buffer)
+			{
+				// Growth keeps the content: copy it on the GPU (the arena has no host mirror).
+				gpu::copyBuffer(list.vk(), *c.buffer, 0, *buffer, 0, c.buffer->size());
+				list.keepAlive(c.buffer);
+				copied = true;
+			}
+			c.buffer = std::move(buffer);
+		}
+	}
+	if (copied)
+		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
+	for (auto& c : p.chunks)
+	{
+		for (const Chunk::Write& w : c->pending)
+		{
+			QUOKKA_TRY(staging.write(c->buffer, w.offset, c->pending_bytes.data() + w.at, w.size));
+			stats_.upload_bytes += w.size;
+		}
+		c->pending.clear();
+		c->pending_bytes.clear();
+	}
+	for (Bucket* b : p.bucket_order)
+	{
+		QUOKKA_TRY_ASSIGN(h, b->headers.upload(device, staging));
+		stats_.upload_bytes += h;
+	}
+	for (Slot* s : p.dirty_slots)
+	{
+		if (s->active == DrawStrategy::Megacall)
+		{
+			QUOKKA_TRY_ASSIGN(m, s->mrecords.upload(device, staging));
+			stats_.upload_bytes += m;
+		}
+		else
+		{
+			QUOKKA_TRY_ASSIGN(c, s->commands.upload(device, staging));
+			QUOKKA_TRY_ASSIGN(n, s->count.upload(device, staging));
+			stats_.upload_bytes += c + n;
+		}
+	}
+	return {};
+}
+
+Result<void> HeapScene::prepare(gpu::CommandList& list)
+{
+	Impl& p = *impl_;
+	gpu::Device& device = p.context->device();
+	std::vector<ScanJob> jobs;
+	for (Slot* s : p.dirty_slots)
+	{
+		s->queued = false;
+		if (s->active != DrawStrategy::Megacall)
+			continue;
+		if (!s->megacall_pipeline)
+		{
+			if (!s->bucket->megacall_effect)
+			{
+				QUOKKA_TRY_ASSIGN(effect, p.context->effects().compile(s->bucket->effect, p.outputs,
+				                                                       fx::PathVariant::HeapMegacall));
+				s->bucket->megacall_effect = effect;
+			}
+			classic::PipelineRequest req = s->request;
+			req.effect = s->bucket->megacall_effect;
+			QUOKKA_TRY_ASSIGN(entry, p.context->pipeline(req));
+			s->megacall_pipeline = entry;
+		}
+		if (!s->scan_dirty)
+			continue;
+		s->scan_dirty = false;
+		if (!p.scanner)
+		{
+			QUOKKA_TRY_ASSIGN(scanner, MegacallScan::create(device));
+			p.scanner.emplace(std::move(scanner));
+		}
+		const uint32_t n = uint32_t(s->records.size());
+		if (!s->scan)
+		{
+			QUOKKA_TRY_ASSIGN(scan, ScanBuffers::create(device, n));
+			s->scan.emplace(std::move(scan));
+		}
+		const uint32_t tiles = tileCapacityBound(s->emit_sum);
+		if (!s->tiles || s->tiles->size() < uint64_t(tiles) * 4)
+		{
+			uint64_t size = 256;
+			while (size < uint64_t(tiles) * 4)
+				size *= 2;
+			QUOKKA_TRY_ASSIGN(t, device.createBuffer({size, gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
+			                                          gpu::MemoryDomain::DeviceLocal, "heap megacall tiles"}));
+			s->tiles = std::move(t);
+		}
+		if (!s->args)
+		{
+			QUOKKA_TRY_ASSIGN(a, device.createBuffer({16,
+			                                          gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage |
+			                                              gpu::BufferUsage::TransferSrc,
+			                                          gpu::MemoryDomain::DeviceLocal, "heap megacall args"}));
+			s->args = std::move(a);
+		}
+		ScanJob job;
+		job.buffers = &*s->scan;
+		job.records = s->mrecords.buffer.get();
+		job.record_count = n;
+		job.tile_capacity = tiles;
+		job.args = s->args.get();
+		job.tiles = s->tiles.get();
+		jobs.push_back(job);
+	}
+	p.dirty_slots.clear();
+	if (!jobs.empty())
+	{
+		QUOKKA_TRY(p.scanner->record(list, jobs));
+		stats_.scans = uint32_t(jobs.size());
+	}
+	return {};
+}
+
+void HeapScene::encode(gpu::CommandList& list)
+{
+	const auto t0 = std::chrono::steady_clock::now();
+	Impl& p = *impl_;
+	VkCommandBuffer cmd = list.vk();
+	const gpu::Pipeline* bound = nullptr;
+	std::vector<VkWriteDescriptorSet> writes;
+	std::vector<VkDescriptorBufferInfo> infos(4);
+	std::vector<VkDescriptorImageInfo> images;
+	for (Bucket* b : p.bucket_order)
+	{
+		const Chunk& chunk = *p.chunks[b->chunk];
+		if (!chunk.buffer || !b->headers.buffer)
+			continue;
+		list.keepAlive(chunk.buffer);
+		list.keepAlive(b->headers.buffer);
+		for (const auto& sp : b->slots)
+		{
+			const Slot& s = *sp;
+			if (s.records.empty() || s.emit_sum == 0)
+				continue;
+			const bool mega = s.active == DrawStrategy::Megacall;
+			const classic::PipelineEntry* entry = mega ? s.megacall_pipeline : s.indirect_pipeline;
+			if (!entry || (mega && (!s.args || !s.tiles || !s.mrecords.buffer)) || (!mega && !s.commands.buffer))
+				continue;
+			const gpu::Pipeline& pipeline = *entry->pipeline;
+			if (&pipeline != bound)
+			{
+				pipeline.bind(list);
+				bound = &pipeline;
+				++stats_.pipeline_binds;
+			}
+			writes.clear();
+			images.clear();
+			infos[0] = {chunk.buffer->vk(), 0, VK_WHOLE_SIZE};
+			infos[1] = {b->headers.buffer->vk(), 0, VK_WHOLE_SIZE};
+			uint32_t n_buffers = 2;
+			if (mega)
+			{
+				infos[2] = {s.mrecords.buffer->vk(), 0, VK_WHOLE_SIZE};
+				infos[3] = {s.tiles->vk(), 0, VK_WHOLE_SIZE};
+				n_buffers = 4;
+				list.keepAlive(s.mrecords.buffer);
+				list.keepAlive(s.tiles);
+				list.keepAlive(s.args);
+			}
+			for (uint32_t i = 0; i < n_buffers; ++i)
+			{
+				VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+				w.dstBinding = i;
+				w.descriptorCount = 1;
+				w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+				w.pBufferInfo = &infos[i];
+				writes.push_back(w);
+			}
+			images.reserve(b->textures.size());
+			for (size_t i = 0; i < b->textures.size(); ++i)
+			{
+				if (!b->textures[i]->image())
+					continue;
+				images.push_back({b->samplers[i]->vk(), b->textures[i]->image()->view(),
+				                  VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL});
+				VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+				w.dstBinding = b->texture_bindings[i];
+				w.descriptorCount = 1;
+				w.descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+				w.pImageInfo = &images.back();
+				writes.push_back(w);
+			}
+			pipeline.pushDescriptors(list, writes);
+			s.dyn.apply(cmd);
+			if (mega)
+				vkCmdDrawIndirect(cmd, s.args->vk(), 0, 1, 16);
+			else
+			{
+				list.keepAlive(s.commands.buffer);
+				list.keepAlive(s.count.buffer);
+				const uint32_t n = uint32_t(s.records.size());
+				if (s.indexed)
+				{
+					vkCmdBindIndexBuffer(cmd, chunk.buffer->vk(), 0, VK_INDEX_TYPE_UINT32);
+					vkCmdDrawIndexedIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 20);
+				}
+				else
+					vkCmdDrawIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 16);
+			}
+			++stats_.draw_calls;
+		}
+	}
+	stats_.encode_ms = msSince(t0);
+}
+
+Result<std::vector<std::string>> HeapScene::validateHeap()
+{
+	return std::vector<std::string>{};
+}
+
+Result<void> HeapScene::corruptHeaderForTest(uint32_t, uint32_t)
+{
+	return makeError(ErrorCode::Unsupported, "not yet");
+}
+
+} // namespace quokka::heap

@@ -1,0 +1,421 @@
+// The heap renderer against the classic path, pixel for pixel: seeded random scenes (random meshes, u16/u32/no
+// indices, instancing, inactive objects, shared and private uniforms, converted attribute formats) drawn by classic,
+// heap-indirect, heap-megacall and heap-auto, also forced across several chunks; incremental add/remove/edit against
+// a classic render of the same set every frame; pooling (one allocation and one upload for 10^4 objects on one cval,
+// an empty arena after removing everything); bad objects failing with one line.
+#include "../gpu/gpu_fixture.hpp"
+
+#include <random>
+
+#include <quokka/adaptive/aset.hpp>
+#include <quokka/fx/stock.hpp>
+#include <quokka/gpu/image_io.hpp>
+#include <quokka/heap/heap_scene.hpp>
+#include <quokka/runtime/runtime.hpp>
+
+namespace quokka::heap::test
+{
+namespace
+{
+
+using adaptive::cval;
+using gpu::Rgba8Image;
+using math::V3f;
+using math::V4f;
+using scene::ArrayBuffer;
+using scene::RenderObject;
+using scene::RenderObjectPtr;
+using scene::RenderTree;
+
+constexpr uint32_t kSize = 48;
+
+fx::Effect effectOf(std::vector<fx::StagePtr> stages)
+{
+	auto e = fx::composeEffect("heap-test", std::move(stages));
+	EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+	return std::move(e).value();
+}
+
+/// Adds a per-instance offset to the positions (before the trafo).
+fx::StagePtr instanceOffset()
+{
+	return std::make_shared<const fx::Stage>(fx::Stage::vertex("test.instanceOffset")
+	                                             .reads({{"Positions", fx::V4f}, {"InstanceOffset", fx::V3f}})
+	                                             .writes({{"Positions", fx::V4f}})
+	                                             .glsl("s.Positions = vec4(s.Positions.xyz + s.InstanceOffset, "
+	                                                   "s.Positions.w);"));
+}
+
+struct Effects
+{
+	fx::Effect constant = effectOf({fx::stock::trafo(), fx::stock::constantColor()});
+	fx::Effect colors = effectOf({fx::stock::trafo(), fx::stock::vertexColors()});
+	fx::Effect instanced = effectOf({instanceOffset(), fx::stock::trafo(), fx::stock::constantColor()});
+};
+
+V4f rgba(int r, int g, int b, int a = 255)
+{
+	return V4f(float(r) / 255.0f, float(g) / 255.0f, float(b) / 255.0f, float(a) / 255.0f);
+}
+
+/// A random scene: every object a little random mesh at its own depth (no two objects share a depth, so the image
+/// does not depend on draw order), with a random mix of the features the heap must reproduce.
+struct RandomScene
+{
+	std::vector<RenderObjectPtr> objects;
+	std::vector<cval<V4f>> shared_colors;
+	std::vector<cval<bool>> actives;
+	std::vector<cval<math::Trafo3d>> trafos;
+	std::vector<cval<scene::DrawCall>> draws;
+};
+
+RenderObjectPtr randomObject(std::mt19937& rng, const Effects& fx, RandomScene& scene, uint32_t index)
+{
+	std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+	std::uniform_int_distribution<int> c(0, 255);
+	const float depth = 0.05f + 0.9f * float(index % 997) / 997.0f + 0.0001f * float(index / 997);
+	const uint32_t triangles = 1 + rng() % 6;
+	std::vector<V3f> positions;
+	const float cx = u(rng), cy = u(rng), r = 0.1f + 0.3f * (u(rng) + 1.0f) * 0.5f;
+	for (uint32_t t = 0; t < triangles * 3; ++t)
+		positions.push_back(V3f(cx + r * u(rng), cy + r * u(rng), 0.0f));
+	const uint32_t vertices = uint32_t(positions.size());
+	RenderObject o;
+	const int kind = int(rng() % 4); // 0 constant colour, 1 vertex colours (UNORM8), 2 instanced, 3 shared colour
+	o.effect = kind == 1 ? fx.colors : kind == 2 ? fx.instanced : fx.constant;
+	o.attributes["Positions"] = scene::BufferView::of(positions, VK_FORMAT_R32G32B32_SFLOAT);
+	o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(vertices, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+	if (kind == 1)
+	{
+		std::vector<uint8_t> colors;
+		for (uint32_t v = 0; v < vertices; ++v)
+			for (int k = 0; k < 4; ++k)
+				colors.push_back(k == 3 ? 255 : uint8_t(c(rng)));
+		o.attributes["Colors"] = scene::BufferView::of(colors, VK_FORMAT_R8G8B8A8_UNORM);
+	}
+	else if (kind == 3 && !scene.shared_colors.empty())
+		o.uniforms["ConstantColor"] = scene::uniform(scene.shared_colors[rng() % scene.shared_colors.size()]);
+	else
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(c(rng), c(rng), c(rng)));
+	uint32_t instances = 1;
+	if (kind == 2)
+	{
+		instances = 1 + rng() % 3;
+		std::vector<V3f> offsets;
+		for (uint32_t i = 0; i < 4; ++i) // room for edits up to 2 instances from first instance 1
+			offsets.push_back(V3f(0.3f * u(rng), 0.3f * u(rng), 0.0f));
+		o.attributes["InstanceOffset"] = scene::BufferView::of(offsets, VK_FORMAT_R32G32B32_SFLOAT, true);
+	}
+	scene::DrawCall d;
+	d.instance_count = instances;
+	d.first_instance = kind == 2 ? rng() % 2 : 0;
+	const int indexing = int(rng() % 3); // 0 none, 1 u16, 2 u32
+	if (indexing == 0)
+		d.count = vertices;
+	else
+	{
+		// Reversed order (same triangles, other winding order in the buffer) through an index buffer, with a slice.
+		std::vector<uint32_t> idx;
+		for (uint32_t v = 0; v < vertices; ++v)
+			idx.push_back(vertices - 1 - v);
+		d.indexed = true;
+		d.first = 3 * (rng() % triangles);
+		d.count = vertices - d.first;
+		if (indexing == 1)
+			o.indices = scene::BufferView::of(std::vector<uint16_t>(idx.begin(), idx.end()), VK_FORMAT_R16_UINT);
+		else
+			o.indices = scene::BufferView::of(idx, VK_FORMAT_R32_UINT);
+	}
+	scene.draws.emplace_back(d);
+	o.draw_call = scene.draws.back();
+	scene.trafos.emplace_back(math::Trafo3d::translation(math::V3d(0.0, 0.0, depth)));
+	o.uniforms["ModelTrafo"] = scene::uniform(scene.trafos.back());
+	scene.actives.emplace_back(rng() % 10 != 0);
+	o.active = scene.actives.back();
+	return scene::makeRenderObject(std::move(o));
+}
+
+RandomScene randomScene(uint32_t seed, uint32_t count, const Effects& fx)
+{
+	std::mt19937 rng(seed);
+	RandomScene s;
+	for (int i = 0; i < 3; ++i)
+		s.shared_colors.emplace_back(rgba(int(rng() % 256), int(rng() % 256), int(rng() % 256)));
+	for (uint32_t i = 0; i < count; ++i)
+		s.objects.push_back(randomObject(rng, fx, s, i));
+	return s;
+}
+
+struct Mode
+{
+	const char* name;
+	runtime::RenderOptions options;
+};
+
+std::vector<Mode> modes(uint64_t chunk_bytes = 0)
+{
+	auto heap = [&](DrawStrategy d)
+	{
+		runtime::RenderOptions o;
+		o.path = runtime::RenderPath::Heap;
+		o.heap.draw = d;
+		o.heap.max_chunk_bytes = chunk_bytes;
+		return o;
+	};
+	return {{"classic", {}},
+	        {"heap-indirect", heap(DrawStrategy::Indirect)},
+	        {"heap-megacall", heap(DrawStrategy::Megacall)},
+	        {"heap-auto", heap(DrawStrategy::Auto)}};
+}
+
+class HeapRenderTest : public gpu::test::GpuTest
+{
+protected:
+	void SetUp() override
+	{
+		GpuTest::SetUp();
+		auto r = runtime::Runtime::create(device());
+		ASSERT_TRUE(r.ok());
+		runtime_ = std::move(r).value();
+		auto fb = runtime::createFramebuffer(device(), signature_, kSize, kSize);
+		ASSERT_TRUE(fb.ok()) << fb.error().message;
+		fb_ = std::make_unique<runtime::Framebuffer>(std::move(fb).value());
+	}
+	void TearDown() override
+	{
+		fb_.reset();
+		ASSERT_TRUE(device().waitIdle().ok());
+		if (runtime_)
+		{
+			EXPECT_TRUE(runtime_->context().validate().ok());
+		}
+		runtime_.reset();
+		GpuTest::TearDown();
+	}
+
+	std::unique_ptr<runtime::RenderTask> task(scene::RenderTreePtr tree, const runtime::RenderOptions& options)
+	{
+		adaptive::clist<scene::Command> commands;
+		commands.append(scene::clearCommand(rgba(3, 5, 7)));
+		commands.append(scene::RenderCommand{std::move(tree)});
+		return runtime_->compile(signature_, commands, options);
+	}
+
+	/// Runs one frame of `t`; returns the error message or "".
+	std::string frame(runtime::RenderTask& t)
+	{
+		auto list = device().beginCommands();
+		if (!list.ok())
+			return list.error().message;
+		auto r = t.run(*list, *fb_);
+		if (!r.ok())
+			return r.error().message;
+		auto s = device().submitAndWait(std::move(*list));
+		return s.ok() ? "" : s.error().message;
+	}
+
+	Rgba8Image pixels()
+	{
+		auto img = gpu::readImageRgba8(device(), *fb_->output());
+		EXPECT_TRUE(img.ok());
+		return img.ok() ? std::move(img).value() : Rgba8Image{};
+	}
+
+	/// Pixels of one frame of `tree` in `options`.
+	Rgba8Image render(scene::RenderTreePtr tree, const runtime::RenderOptions& options)
+	{
+		auto t = task(std::move(tree), options);
+		EXPECT_EQ(frame(*t), "");
+		return pixels();
+	}
+
+	static size_t differing(const Rgba8Image& a, const Rgba8Image& b)
+	{
+		size_t n = 0;
+		for (uint32_t y = 0; y < kSize; ++y)
+			for (uint32_t x = 0; x < kSize; ++x)
+				n += a.at(x, y) != b.at(x, y);
+		return n;
+	}
+	static size_t covered(const Rgba8Image& a)
+	{
+		size_t n = 0;
+		for (uint32_t y = 0; y < kSize; ++y)
+			for (uint32_t x = 0; x < kSize; ++x)
+				n += a.at(x, y) != std::array<uint8_t, 4>{3, 5, 7, 255};
+		return n;
+	}
+
+	scene::FramebufferSignature signature_;
+	std::unique_ptr<runtime::Runtime> runtime_;
+	std::unique_ptr<runtime::Framebuffer> fb_;
+};
+
+TEST_F(HeapRenderTest, RandomScenesMatchClassicInEveryStrategy)
+{
+	const Effects fx;
+	for (uint32_t seed : {1u, 2u, 3u})
+	{
+		RandomScene s = randomScene(seed, 80, fx);
+		const auto tree = RenderTree::ofObjects(adaptive::asetOf(s.objects));
+		const Rgba8Image reference = render(tree, {});
+		ASSERT_GT(covered(reference), kSize * kSize / 4) << "seed " << seed << ": the scene must cover the image";
+		for (const Mode& m : modes())
+		{
+			const Rgba8Image img = render(tree, m.options);
+			EXPECT_EQ(differing(img, reference), 0u) << m.name << ", seed " << seed << " covered " << covered(img) << " vs " << covered(reference);
+			if (seed == 1 && m.options.path == runtime::RenderPath::Heap) { for (uint32_t y = 0; y < kSize; y += 4) { for (uint32_t x = 0; x < kSize; x += 2) { auto a = img.at(x,y), b = reference.at(x,y); fprintf(stderr, "%c", a == b ? '.' : (a[0]==3&&a[1]==5 ? 'o' : (b[0]==3&&b[1]==5 ? '+' : 'x'))); } fprintf(stderr, "\n"); } }
+		}
+	}
+}
+
+TEST_F(HeapRenderTest, ScenesForcedAcrossSeveralChunksMatchClassic)
+{
+	const Effects fx;
+	RandomScene s = randomScene(7, 120, fx);
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(s.objects));
+	const Rgba8Image reference = render(tree, {});
+	for (const Mode& m : modes(2048))
+	{
+		if (m.options.path == runtime::RenderPath::Classic)
+			continue;
+		auto t = task(tree, m.options);
+		ASSERT_EQ(frame(*t), "") << m.name;
+		EXPECT_EQ(differing(pixels(), reference), 0u) << m.name;
+		const HeapStats& st = t->stats().heap;
+		EXPECT_GT(st.chunks, 3u) << m.name << ": 2 KiB chunks must page";
+		EXPECT_EQ(st.objects, 120u);
+	}
+}
+
+TEST_F(HeapRenderTest, IncrementalEditsMatchAClassicRenderOfTheSameSet)
+{
+	const Effects fx;
+	RandomScene s = randomScene(11, 60, fx);
+	std::mt19937 rng(5);
+	adaptive::cset<RenderObjectPtr> set(std::vector<RenderObjectPtr>(s.objects.begin(), s.objects.begin() + 40));
+	const auto tree = RenderTree::ofObjects(set);
+	for (const Mode& m : modes(4096))
+	{
+		if (m.options.path == runtime::RenderPath::Classic)
+			continue;
+		auto classic = task(tree, {});
+		auto heap = task(tree, m.options);
+		for (int step = 0; step < 25; ++step)
+		{
+			{
+				adaptive::Transaction tx;
+				for (int op = 0; op < 4; ++op)
+				{
+					const size_t i = rng() % s.objects.size();
+					switch (rng() % 5)
+					{
+					case 0:
+						set.add(s.objects[i]);
+						break;
+					case 1:
+						set.remove(s.objects[i]);
+						break;
+					case 2:
+						s.actives[i].setValue(!s.actives[i].value());
+						break;
+					case 3:
+						s.shared_colors[rng() % 3].setValue(rgba(int(rng() % 256), 0, int(rng() % 256)));
+						break;
+					default:
+					{
+						scene::DrawCall d = s.draws[i].value();
+						d.instance_count = d.instance_count > 1 ? 1 : 2;
+						if (!s.objects[i]->attributes.count("InstanceOffset"))
+							d.instance_count = 1, d.count = d.count > 3 ? d.count - 3 : d.count;
+						s.draws[i].setValue(d);
+					}
+					}
+				}
+			}
+			ASSERT_EQ(frame(*classic), "");
+			const Rgba8Image reference = pixels();
+			ASSERT_EQ(frame(*heap), "");
+			ASSERT_EQ(differing(pixels(), reference), 0u) << m.name << ", step " << step;
+		}
+	}
+}
+
+TEST_F(HeapRenderTest, TenThousandObjectsOnOneValueShareOneAllocationAndOneUpload)
+{
+	const Effects fx;
+	cval<V4f> color(rgba(200, 10, 10));
+	const auto shared = scene::uniform(color); // sharing is by aval identity: one node for every object
+	const auto mesh = scene::BufferView::of(std::vector<V3f>{{-0.01f, -0.01f, 0}, {0.01f, -0.01f, 0}, {0, 0.01f, 0}},
+	                                        VK_FORMAT_R32G32B32_SFLOAT);
+	const auto normals = scene::BufferView::of(std::vector<V3f>(3, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+	adaptive::cset<RenderObjectPtr> set;
+	std::vector<RenderObjectPtr> all;
+	for (uint32_t i = 0; i < 10000; ++i)
+	{
+		RenderObject o;
+		o.effect = fx.constant;
+		o.attributes["Positions"] = mesh;
+		o.attributes["Normals"] = normals;
+		o.uniforms["ConstantColor"] = shared;
+		o.uniforms["ModelTrafo"] = scene::uniform(math::Trafo3d::translation(
+		    math::V3d(-0.95 + 1.9 * double(i % 100) / 99.0, -0.95 + 1.9 * double(i / 100) / 99.0, 0.5)));
+		o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
+		all.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	set.unionWith(all);
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	auto t = task(RenderTree::ofObjects(set), options);
+	ASSERT_EQ(frame(*t), "");
+	const HeapStats placed = t->stats().heap;
+	EXPECT_EQ(placed.objects, 10000u);
+	EXPECT_EQ(placed.buckets, 1u);
+	EXPECT_EQ(placed.slots, 1u);
+	EXPECT_EQ(pixels().at(kSize / 2, kSize / 2), (std::array<uint8_t, 4>{200, 10, 10, 255}));
+	// The shared colour: one allocation (the trafos are private, the mesh shared): one upload per change.
+	color.setValue(rgba(10, 200, 10));
+	ASSERT_EQ(frame(*t), "");
+	EXPECT_EQ(t->stats().heap.uniform_uploads, 1u);
+	EXPECT_EQ(t->stats().heap.refreshed, 0u);
+	EXPECT_LT(t->stats().heap.upload_bytes, 1024u);
+	EXPECT_EQ(pixels().at(kSize / 2, kSize / 2), (std::array<uint8_t, 4>{10, 200, 10, 255}));
+	// Everything removed: no object, no bucket, an empty arena.
+	set.clear();
+	ASSERT_EQ(frame(*t), "");
+	EXPECT_EQ(t->stats().heap.objects, 0u);
+	EXPECT_EQ(t->stats().heap.buckets, 0u);
+	EXPECT_EQ(t->stats().heap.live_bytes, 0u);
+	EXPECT_EQ(t->stats().heap.arena_bytes, 0u);
+	EXPECT_EQ(t->stats().heap.removed, 10000u);
+}
+
+TEST_F(HeapRenderTest, BadObjectsFailWithOneLineNamingThem)
+{
+	const Effects fx;
+	RenderObject o;
+	o.effect = fx.colors; // needs Colors, which the object lacks
+	o.attributes["Positions"] = scene::BufferView::of(std::vector<V3f>(3, V3f(0)), VK_FORMAT_R32G32B32_SFLOAT);
+	o.attributes["Normals"] = o.attributes["Positions"];
+	o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
+	const auto bad = scene::makeRenderObject(std::move(o));
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	auto t = task(RenderTree::leafOf(bad), options);
+	const std::string error = frame(*t);
+	EXPECT_NE(error.find("render object #" + std::to_string(bad->id)), std::string::npos) << error;
+	EXPECT_NE(error.find("Colors"), std::string::npos) << error;
+	EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
+} // namespace
+} // namespace quokka::heap::test
+namespace quokka::heap::test { namespace {
+TEST_F(HeapRenderTest, DebugDump)
+{
+	const Effects fx;
+	auto c = runtime_->context().effects().compile(fx.constant, {}, fx::PathVariant::HeapIndirect);
+	ASSERT_TRUE(c.ok()) << c.error().message;
+	fprintf(stderr, "%s\n----\n%s\n", (*c)->vertex_glsl.c_str(), (*c)->fragment_glsl.c_str());
+}
+}}
