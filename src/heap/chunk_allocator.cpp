@@ -1,7 +1,8 @@
 // ChunkAllocator: best-fit free list + bump cursor + cursor shrink + compaction planning, in 16-byte units.
-// Prior art: wombat's AttributeArena and Freelist (notes/wombat-rendering.md §1.7.2), whose free list keeps sizes in a
-// sorted array plus start/end maps; here one ordered set of (size, offset) keys gives the best fit with the lowest
-// offset among equal sizes in one lower_bound, and the offset map finds both neighbours with one lower_bound.
+// Prior art: wombat's AttributeArena and Freelist (notes/wombat-rendering.md §1.7.2): free blocks indexed by start and
+// by end (O(1) merging) plus a size index for the best fit. There the size index is a sorted array of sizes with a set
+// of offsets per size; here one ordered set of (size, offset) keys gives the best fit with the lowest offset among
+// equal sizes in a single lower_bound, and the start/end/live indices are flat hash maps (detail::OffsetMap).
 //
 // Because the free list is always fully coalesced and never touches the cursor, the reference's cascading cursor
 // shrink is a single step here: after merging with its free neighbours, a freed block that ends at the cursor has a
@@ -9,6 +10,7 @@
 #include <quokka/heap/chunk_allocator.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <iterator>
 #include <utility>
@@ -30,7 +32,98 @@ std::string bytesText(uint64_t units)
 {
 	return std::to_string(units << kUnitShift);
 }
+
+// (offset, size) pairs of a map's entries, sorted by offset: the address-order view that planning and checks need.
+std::vector<std::pair<uint32_t, uint32_t>> sortedEntries(const detail::OffsetMap& map)
+{
+	std::vector<std::pair<uint32_t, uint32_t>> out;
+	out.reserve(map.size());
+	for (const detail::OffsetMap::Slot& slot : map.slots())
+		if (slot.key != detail::OffsetMap::kEmpty)
+			out.emplace_back(slot.key, slot.value);
+	std::sort(out.begin(), out.end());
+	return out;
+}
 } // namespace
+
+// ---- detail::OffsetMap -------------------------------------------------------------------------------------------
+
+namespace detail
+{
+
+OffsetMap::Slot* OffsetMap::find(uint32_t key)
+{
+	return const_cast<Slot*>(std::as_const(*this).find(key));
+}
+
+const OffsetMap::Slot* OffsetMap::find(uint32_t key) const
+{
+	if (slots_.empty())
+		return nullptr;
+	const uint32_t mask = uint32_t(slots_.size() - 1);
+	for (uint32_t i = home(key);; i = (i + 1) & mask)
+	{
+		const Slot& slot = slots_[i];
+		if (slot.key == key)
+			return &slot;
+		if (slot.key == kEmpty)
+			return nullptr;
+	}
+}
+
+void OffsetMap::insert(uint32_t key, uint32_t value)
+{
+	// Load ≤ 1/2: linear probing's expected probe count stays below 2.5 for misses, 1.5 for hits.
+	if ((size_ + 1) * 2 > slots_.size())
+		grow();
+	const uint32_t mask = uint32_t(slots_.size() - 1);
+	uint32_t i = home(key);
+	while (slots_[i].key != kEmpty)
+		i = (i + 1) & mask;
+	slots_[i] = {key, value};
+	++size_;
+}
+
+void OffsetMap::erase(Slot* slot)
+{
+	// Backward-shift deletion: pull later members of the probe run into the hole whenever the hole lies between
+	// their home slot and where they sit, so no tombstone is left and every lookup still finds its key.
+	const uint32_t mask = uint32_t(slots_.size() - 1);
+	uint32_t hole = uint32_t(slot - slots_.data());
+	for (uint32_t j = (hole + 1) & mask; slots_[j].key != kEmpty; j = (j + 1) & mask)
+	{
+		const uint32_t home_j = home(slots_[j].key);
+		if (((j - home_j) & mask) >= ((j - hole) & mask))
+		{
+			slots_[hole] = slots_[j];
+			hole = j;
+		}
+	}
+	slots_[hole] = Slot{};
+	--size_;
+}
+
+void OffsetMap::clear()
+{
+	std::fill(slots_.begin(), slots_.end(), Slot{});
+	size_ = 0;
+}
+
+void OffsetMap::grow()
+{
+	std::vector<Slot> old = std::move(slots_);
+	const size_t capacity = std::max<size_t>(16, old.size() * 2);
+	slots_.assign(capacity, Slot{});
+	shift_ = 32 - uint32_t(std::countr_zero(capacity));
+	size_ = 0;
+	for (const Slot& slot : old)
+		if (slot.key != kEmpty)
+			insert(slot.key, slot.value);
+}
+
+} // namespace detail
+
+// ---- ChunkAllocator ----------------------------------------------------------------------------------------------
 
 ChunkAllocator::ChunkAllocator(uint64_t max_bytes)
 {
@@ -41,19 +134,21 @@ ChunkAllocator::ChunkAllocator(uint64_t max_bytes)
 
 ChunkAllocator::~ChunkAllocator()
 {
-	if (!live_.empty())
+	if (live_.size() != 0)
 		std::fprintf(stderr, "quokka: %s\n", leakReport().c_str());
 }
 
 ChunkAllocator::ChunkAllocator(ChunkAllocator&& other) noexcept
     : capacity_(std::exchange(other.capacity_, 0)), cursor_(std::exchange(other.cursor_, 0)),
       live_units_(std::exchange(other.live_units_, 0)), bad_frees_(std::exchange(other.bad_frees_, 0)),
-      live_(std::move(other.live_)), free_by_offset_(std::move(other.free_by_offset_)),
+      live_(std::move(other.live_)), free_start_(std::move(other.free_start_)), free_end_(std::move(other.free_end_)),
       free_by_size_(std::move(other.free_by_size_))
 {
-	// A moved-from std::map is valid but unspecified; clear so `other` reports nothing and validates.
+	// Moved-from containers are valid but unspecified (and OffsetMap's counter is copied): clear so `other` reports
+	// nothing and validates.
 	other.live_.clear();
-	other.free_by_offset_.clear();
+	other.free_start_.clear();
+	other.free_end_.clear();
 	other.free_by_size_.clear();
 }
 
@@ -61,17 +156,19 @@ ChunkAllocator& ChunkAllocator::operator=(ChunkAllocator&& other) noexcept
 {
 	if (this != &other)
 	{
-		if (!live_.empty())
+		if (live_.size() != 0)
 			std::fprintf(stderr, "quokka: %s\n", leakReport().c_str());
 		capacity_ = std::exchange(other.capacity_, 0);
 		cursor_ = std::exchange(other.cursor_, 0);
 		live_units_ = std::exchange(other.live_units_, 0);
 		bad_frees_ = std::exchange(other.bad_frees_, 0);
 		live_ = std::move(other.live_);
-		free_by_offset_ = std::move(other.free_by_offset_);
+		free_start_ = std::move(other.free_start_);
+		free_end_ = std::move(other.free_end_);
 		free_by_size_ = std::move(other.free_by_size_);
 		other.live_.clear();
-		other.free_by_offset_.clear();
+		other.free_start_.clear();
+		other.free_end_.clear();
 		other.free_by_size_.clear();
 	}
 	return *this;
@@ -79,14 +176,18 @@ ChunkAllocator& ChunkAllocator::operator=(ChunkAllocator&& other) noexcept
 
 void ChunkAllocator::insertFree(uint32_t offset, uint32_t size)
 {
-	free_by_offset_.emplace(offset, size);
+	free_start_.insert(offset, size);
+	free_end_.insert(offset + size, offset);
 	free_by_size_.insert(sizeKey(size, offset));
 }
 
-void ChunkAllocator::eraseFree(std::map<uint32_t, uint32_t>::iterator it)
+void ChunkAllocator::eraseFree(detail::OffsetMap::Slot* start)
 {
-	free_by_size_.erase(sizeKey(it->second, it->first));
-	free_by_offset_.erase(it);
+	const uint32_t offset = start->key;
+	const uint32_t size = start->value;
+	free_by_size_.erase(sizeKey(size, offset));
+	free_end_.erase(free_end_.find(offset + size));
+	free_start_.erase(start);
 }
 
 std::optional<uint32_t> ChunkAllocator::allocate(uint64_t bytes)
@@ -102,17 +203,20 @@ std::optional<uint32_t> ChunkAllocator::allocate(uint64_t bytes)
 	{
 		const uint32_t size = uint32_t(*best >> 32);
 		offset = uint32_t(*best);
-		free_by_size_.erase(best);
-		auto node = free_by_offset_.extract(offset);
-		// The remainder sits between the new live block and whatever followed the free block — a live block, since
-		// free blocks are coalesced and never touch the cursor — so it needs no merging. It reuses the map node.
+		auto node = free_by_size_.extract(best);
+		free_start_.erase(free_start_.find(offset));
 		if (size > units)
 		{
-			node.key() = offset + units;
-			node.mapped() = size - units;
-			free_by_offset_.insert(std::move(node));
-			free_by_size_.insert(sizeKey(size - units, offset + units));
+			// The remainder sits between the new live block and whatever followed the free block — a live block,
+			// since free blocks are coalesced and never touch the cursor — so it needs no merging. Its end is the
+			// free block's end: only that entry's value changes. Its size key reuses the set node (no allocation).
+			free_start_.insert(offset + units, size - units);
+			free_end_.find(offset + size)->value = offset + units;
+			node.value() = sizeKey(size - units, offset + units);
+			free_by_size_.insert(std::move(node));
 		}
+		else
+			free_end_.erase(free_end_.find(offset + size));
 	}
 	else if (capacity_ - cursor_ >= units)
 	{
@@ -122,7 +226,7 @@ std::optional<uint32_t> ChunkAllocator::allocate(uint64_t bytes)
 	else
 		return std::nullopt;
 
-	live_.emplace(offset, units);
+	live_.insert(offset, units);
 	live_units_ += units;
 	return offset << kUnitShift;
 }
@@ -145,34 +249,31 @@ void ChunkAllocator::free(uint32_t offset)
 
 Result<void> ChunkAllocator::freeChecked(uint32_t offset)
 {
-	auto live = offset % kAlign == 0 ? live_.find(offset >> kUnitShift) : live_.end();
-	if (live == live_.end())
+	detail::OffsetMap::Slot* live = offset % kAlign == 0 ? live_.find(offset >> kUnitShift) : nullptr;
+	if (!live)
 	{
 		++bad_frees_;
 		return makeError(ErrorCode::InvalidArgument, "ChunkAllocator: free of byte offset " + std::to_string(offset) +
 		                                                 ", which is not the start of a live block (double free?)");
 	}
-	uint32_t start = live->first;
-	uint32_t size = live->second;
+	uint32_t start = live->key;
+	uint32_t size = live->value;
 	live_.erase(live);
 	live_units_ -= size;
 
-	// One search finds both neighbours: the first free block after `start` and the one before it.
-	auto next = free_by_offset_.lower_bound(start);
-	if (next != free_by_offset_.begin())
+	// A free block ending at `start` is the left neighbour; one starting at the end is the right neighbour.
+	if (const detail::OffsetMap::Slot* left_end = free_end_.find(start))
 	{
-		auto prev = std::prev(next);
-		if (prev->first + prev->second == start)
-		{
-			start = prev->first;
-			size += prev->second;
-			eraseFree(prev);
-		}
+		const uint32_t left = left_end->value;
+		detail::OffsetMap::Slot* left_start = free_start_.find(left);
+		size += left_start->value;
+		start = left;
+		eraseFree(left_start);
 	}
-	if (next != free_by_offset_.end() && next->first == start + size)
+	if (detail::OffsetMap::Slot* right = free_start_.find(start + size))
 	{
-		size += next->second;
-		eraseFree(next);
+		size += right->value;
+		eraseFree(right);
 	}
 	// Cursor shrink. The merged block has a live block or offset 0 on its left (the list is coalesced), so this one
 	// step is the whole cascade.
@@ -187,8 +288,8 @@ uint64_t ChunkAllocator::blockBytes(uint32_t offset) const
 {
 	if (offset % kAlign != 0)
 		return 0;
-	auto it = live_.find(offset >> kUnitShift);
-	return it == live_.end() ? 0 : uint64_t(it->second) << kUnitShift;
+	const detail::OffsetMap::Slot* live = live_.find(offset >> kUnitShift);
+	return live ? uint64_t(live->value) << kUnitShift : 0;
 }
 
 void ChunkAllocator::reset()
@@ -196,22 +297,22 @@ void ChunkAllocator::reset()
 	cursor_ = 0;
 	live_units_ = 0;
 	live_.clear();
-	free_by_offset_.clear();
+	free_start_.clear();
+	free_end_.clear();
 	free_by_size_.clear();
 }
 
 std::vector<ChunkAllocator::Block> ChunkAllocator::freeBlocks() const
 {
 	std::vector<Block> blocks;
-	blocks.reserve(free_by_offset_.size());
-	for (const auto& [offset, size] : free_by_offset_)
+	for (const auto& [offset, size] : sortedEntries(free_start_))
 		blocks.push_back({offset << kUnitShift, uint64_t(size) << kUnitShift});
 	return blocks;
 }
 
 std::string ChunkAllocator::leakReport() const
 {
-	if (live_.empty())
+	if (live_.size() == 0)
 		return "";
 	return "ChunkAllocator leak: " + std::to_string(live_.size()) + " live block(s), " + bytesText(live_units_) +
 	       " bytes, still allocated at destruction";
@@ -225,15 +326,13 @@ bool ChunkAllocator::shouldCompact(uint64_t waste_floor) const
 std::vector<ChunkAllocator::Move> ChunkAllocator::planCompaction()
 {
 	std::vector<Move> moves;
-	std::map<uint32_t, uint32_t> packed;
+	const std::vector<std::pair<uint32_t, uint32_t>> blocks = sortedEntries(live_);
+	live_.clear();
 	uint32_t to = 0;
 	// Blocks before the first hole stay; every block after it moves, by a delta that only grows at each hole, so a
 	// run of blocks without a hole between them is one Move.
-	for (auto it = live_.begin(); it != live_.end();)
+	for (const auto& [from, size] : blocks)
 	{
-		auto node = live_.extract(it++);
-		const uint32_t from = node.key();
-		const uint32_t size = node.mapped();
 		if (from != to)
 		{
 			Move* last = moves.empty() ? nullptr : &moves.back();
@@ -242,12 +341,11 @@ std::vector<ChunkAllocator::Move> ChunkAllocator::planCompaction()
 			else
 				moves.push_back({from << kUnitShift, to << kUnitShift, size << kUnitShift});
 		}
-		node.key() = to;
-		packed.insert(packed.end(), std::move(node)); // keys arrive in increasing order: amortised O(1)
+		live_.insert(to, size);
 		to += size;
 	}
-	live_ = std::move(packed);
-	free_by_offset_.clear();
+	free_start_.clear();
+	free_end_.clear();
 	free_by_size_.clear();
 	cursor_ = to;
 	return moves;
@@ -273,26 +371,28 @@ Result<void> ChunkAllocator::validate() const
 		return fail("capacity " + bytesText(capacity_) + " exceeds 4 GiB");
 	if (cursor_ > capacity_)
 		return fail("cursor " + bytesText(cursor_) + " beyond capacity " + bytesText(capacity_));
-	if (free_by_size_.size() != free_by_offset_.size())
-		return fail("size index holds " + std::to_string(free_by_size_.size()) + " blocks, free list " +
-		            std::to_string(free_by_offset_.size()));
-	for (uint64_t key : free_by_size_)
+	if (free_by_size_.size() != free_start_.size() || free_end_.size() != free_start_.size())
+		return fail("free list indices disagree: " + std::to_string(free_start_.size()) + " by start, " +
+		            std::to_string(free_end_.size()) + " by end, " + std::to_string(free_by_size_.size()) + " by size");
+	const std::vector<std::pair<uint32_t, uint32_t>> free_blocks = sortedEntries(free_start_);
+	for (const auto& [offset, size] : free_blocks)
 	{
-		auto it = free_by_offset_.find(uint32_t(key));
-		if (it == free_by_offset_.end() || it->second != uint32_t(key >> 32))
-			return fail("size index entry at " + bytesText(uint32_t(key)) + " does not match the free list");
+		const detail::OffsetMap::Slot* end = free_end_.find(offset + size);
+		if (!end || end->value != offset || !free_by_size_.contains(sizeKey(size, offset)))
+			return fail("free block at " + bytesText(offset) + " is missing from the end or size index");
 	}
+	const std::vector<std::pair<uint32_t, uint32_t>> live_blocks = sortedEntries(live_);
 
 	// Walk live and free blocks together in address order: each must start where the previous one ended.
-	auto live_it = live_.begin();
-	auto free_it = free_by_offset_.begin();
+	auto live_it = live_blocks.begin();
+	auto free_it = free_blocks.begin();
 	uint64_t position = 0;
 	uint64_t live_sum = 0;
 	bool previous_free = false;
-	while (live_it != live_.end() || free_it != free_by_offset_.end())
+	while (live_it != live_blocks.end() || free_it != free_blocks.end())
 	{
 		const bool is_free =
-		    live_it == live_.end() || (free_it != free_by_offset_.end() && free_it->first < live_it->first);
+		    live_it == live_blocks.end() || (free_it != free_blocks.end() && free_it->first < live_it->first);
 		const auto [offset, size] = is_free ? *free_it++ : *live_it++;
 		const std::string kind = is_free ? "free" : "live";
 		if (size == 0)

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -554,6 +555,46 @@ TEST(ChunkAllocatorCompaction, ShouldCompactNeedsTheFloorAndMoreThanHalfWaste)
 	EXPECT_EQ(allocator.cursor(), 4112u);
 	allocator.reset();
 	EXPECT_FALSE(allocator.shouldCompact(0)); // empty: 0 × 2 < 0 is false
+}
+
+// ---- detail::OffsetMap ------------------------------------------------------------------------------------------
+
+TEST(OffsetMap, RandomInsertsAndErasesMatchAStdMap)
+{
+	// Keys from a small range collide and form long probe runs that wrap around the table end, which is where
+	// backward-shift deletion can lose a key.
+	std::mt19937 rng(testSeed(11));
+	detail::OffsetMap map;
+	std::map<uint32_t, uint32_t> model;
+	for (int op = 0; op < 200000; ++op)
+	{
+		const uint32_t key = op < 100000 ? rng() % 512 : rng() % (1u << 28);
+		detail::OffsetMap::Slot* slot = map.find(key);
+		ASSERT_EQ(slot != nullptr, model.count(key) == 1) << "op " << op << " key " << key;
+		if (slot)
+		{
+			ASSERT_EQ(slot->value, model[key]) << "op " << op;
+			map.erase(slot);
+			model.erase(key);
+		}
+		else if (rng() % 3 != 0)
+		{
+			map.insert(key, op);
+			model[key] = op;
+		}
+		ASSERT_EQ(map.size(), model.size());
+		if (op % 50000 == 0)
+		{
+			map.clear();
+			model.clear();
+		}
+	}
+	for (const auto& [key, value] : model)
+	{
+		const detail::OffsetMap::Slot* slot = map.find(key);
+		ASSERT_NE(slot, nullptr) << key;
+		EXPECT_EQ(slot->value, value);
+	}
 }
 
 // ---- randomized differential test ----------------------------------------------------------------------------

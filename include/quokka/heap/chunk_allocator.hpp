@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -20,15 +19,57 @@
 namespace quokka::heap
 {
 
+namespace detail
+{
+/// A flat u32 → u32 hash map for ChunkAllocator's offset indices: open addressing with linear probing and
+/// backward-shift deletion (no tombstones, so probe runs stay short however many erases happen), load ≤ 1/2,
+/// Fibonacci hashing. A lookup touches one or two cache lines where a std::map lookup chases ~14 scattered nodes.
+class OffsetMap
+{
+public:
+	/// Never a key: ChunkAllocator keys are unit offsets and ends, ≤ 2^28.
+	static constexpr uint32_t kEmpty = 0xffffffffu;
+	struct Slot
+	{
+		uint32_t key = kEmpty;
+		uint32_t value = 0;
+	};
+
+	/// The slot holding `key`, or nullptr. Valid until the next insert() or erase().
+	Slot* find(uint32_t key);
+	const Slot* find(uint32_t key) const;
+	/// Adds `key` (which must be absent and not kEmpty).
+	void insert(uint32_t key, uint32_t value);
+	/// Removes the entry in `slot` (a find() result).
+	void erase(Slot* slot);
+	uint32_t size() const { return size_; }
+	/// Removes every entry and keeps the table.
+	void clear();
+	/// Every entry, in table (not key) order.
+	const std::vector<Slot>& slots() const { return slots_; }
+
+private:
+	uint32_t home(uint32_t key) const { return uint32_t(key * 0x9e3779b9u) >> shift_; }
+	void grow();
+
+	std::vector<Slot> slots_; ///< a power of two, or empty
+	uint32_t size_ = 0;
+	uint32_t shift_ = 32; ///< 32 − log2(slots_.size())
+};
+} // namespace detail
+
 /// The byte ranges of one arena chunk: best-fit free list + bump cursor + cursor shrink + compaction planning.
 ///
 /// Units are 16 bytes internally, so every offset handed out and every block size is a multiple of 16. The bump region
 /// [0, cursor()) is what the GPU buffer must hold; blocks freed at its end give their bytes back to the cursor, so
 /// freeing everything returns cursor() to 0.
 ///
-/// Cost: allocate(), fits(), free() and blockBytes() are O(log n) in the number of live plus free blocks: a std::map
-/// from offset to size for live blocks, one for free blocks (the neighbour search) and a std::set of (size, offset)
-/// keys for the best-fit search. planCompaction() and validate() are O(n).
+/// Cost: free(), blockBytes() and the bookkeeping of allocate() are O(1) expected, in flat hash maps (live blocks by
+/// start; free blocks by start and by end, which is all that merging with neighbours needs); the best-fit search and
+/// the size index updates are O(log n) in a std::set of (size, offset) keys; fits() is O(1). planCompaction(),
+/// freeBlocks() and validate() sort, O(n log n). The flat maps made a free+allocate pair 2–4× faster than std::map
+/// indices (bench/heap/chunk_allocator_bench.cpp); about half of what remains is the std::set, whose next step would
+/// be one set per size class.
 ///
 /// Limits: capacity ≤ 4 GiB (kMaxCapacity), because the renderer stores references as u32 byte offsets; an offset is
 /// then at most 4 GiB − 16 and fits. Byte totals (cursor, capacity, live/free bytes) are u64 so 4 GiB itself is exact.
@@ -100,11 +141,11 @@ public:
 	uint64_t liveBytes() const { return uint64_t(live_units_) * kAlign; }
 	/// Bytes in the free list, below the cursor: cursor() − liveBytes(). The bytes above the cursor are not counted.
 	uint64_t freeBytes() const { return uint64_t(cursor_ - live_units_) * kAlign; }
-	uint32_t liveCount() const { return uint32_t(live_.size()); }
-	uint32_t freeBlockCount() const { return uint32_t(free_by_offset_.size()); }
+	uint32_t liveCount() const { return live_.size(); }
+	uint32_t freeBlockCount() const { return free_start_.size(); }
 	/// Number of rejected frees (freeChecked() errors, and free() calls that asserted or were ignored).
 	uint64_t badFreeCount() const { return bad_frees_; }
-	/// Every free block in offset order (O(n)), for dumps and tests.
+	/// Every free block in offset order (O(n log n), a sort), for dumps and tests.
 	std::vector<Block> freeBlocks() const;
 	/// "" when nothing is live, else one line naming the live count and bytes.
 	std::string leakReport() const;
@@ -118,17 +159,18 @@ public:
 	/// (and `from`) order: blocks already in place produce no Move and contiguous runs of moved blocks form one Move
 	/// each (maximal runs). The allocator is updated at once: live blocks are keyed by their new offsets, the free
 	/// list is empty and cursor() == liveBytes(). The caller then copies the runs (see Move for the overlap rule) and
-	/// rewrites every reference with remap(). Cost: O(live) plus the returned vector.
+	/// rewrites every reference with remap(). Cost: O(live · log live), a sort of the live blocks.
 	std::vector<Move> planCompaction();
 	/// New byte offset of `old_offset` under `moves` (a planCompaction() result): an offset inside a moved run moves by
 	/// that run's delta (so refs to a block's start or to its data at +16 both work); any other offset maps to itself.
 	/// O(log moves), by binary search on `from`.
 	static uint32_t remap(std::span<const Move> moves, uint32_t old_offset);
 
-	/// Checks every invariant: free blocks sorted, non-empty, fully coalesced and not touching the cursor; live and
-	/// free blocks tile [0, cursor) exactly (no overlap, no gap, so live + free == cursor); the size index matches the
-	/// free list; counters match; cursor ≤ capacity ≤ kMaxCapacity. Alignment holds by construction (unit
-	/// arithmetic). O(n). Debug builds and tests call it; the error names the first violation.
+	/// Checks every invariant: free blocks non-empty, fully coalesced and not touching the cursor; live and free
+	/// blocks, sorted by offset, tile [0, cursor) exactly (no overlap, no gap, so live + free == cursor); the start,
+	/// end and size indices of the free list agree; counters match; cursor ≤ capacity ≤ kMaxCapacity. Alignment holds
+	/// by construction (unit arithmetic). O(n log n). Tests and debug builds of the renderer call it; the error names
+	/// the first violation.
 	Result<void> validate() const;
 
 private:
@@ -137,12 +179,13 @@ private:
 	uint32_t cursor_ = 0;
 	uint32_t live_units_ = 0;
 	uint64_t bad_frees_ = 0;
-	std::map<uint32_t, uint32_t> live_;           ///< unit offset → unit size of each live block
-	std::map<uint32_t, uint32_t> free_by_offset_; ///< unit offset → unit size of each free block (neighbour search)
-	std::set<uint64_t> free_by_size_;             ///< (size << 32 | offset) of each free block (best-fit search)
+	detail::OffsetMap live_;          ///< unit offset → unit size of each live block
+	detail::OffsetMap free_start_;    ///< unit offset → unit size of each free block (right-neighbour merges)
+	detail::OffsetMap free_end_;      ///< unit end → unit offset of each free block (left-neighbour merges)
+	std::set<uint64_t> free_by_size_; ///< (size << 32 | offset) of each free block (best-fit search)
 
 	void insertFree(uint32_t offset, uint32_t size);
-	void eraseFree(std::map<uint32_t, uint32_t>::iterator it);
+	void eraseFree(detail::OffsetMap::Slot* start);
 };
 
 } // namespace quokka::heap
