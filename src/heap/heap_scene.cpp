@@ -239,6 +239,14 @@ struct GpuArray
 		dirty_lo = std::min(dirty_lo, lo);
 		dirty_hi = std::max(dirty_hi, hi);
 	}
+	/// Grows or shrinks the shadow; grown words are uploaded even when they are 0 (the GPU copy may hold stale data
+	/// of a record that lived there before).
+	void resize(size_t n)
+	{
+		if (n > words.size())
+			touch(words.size(), n);
+		words.resize(n, 0);
+	}
 	void set(size_t i, uint32_t v)
 	{
 		if (words[i] != v)
@@ -672,8 +680,8 @@ void HeapObject::attachToSlot(Slot* s)
 	slot = s;
 	record = uint32_t(s->records.size());
 	s->records.push_back(this);
-	s->commands.words.resize(s->records.size() * s->commandWords(), 0);
-	s->mrecords.words.resize(s->records.size() * fx::kRecordWords, 0);
+	s->commands.resize(s->records.size() * s->commandWords());
+	s->mrecords.resize(s->records.size() * fx::kRecordWords);
 	s->count.set(0, uint32_t(s->records.size()));
 	s->emit_sum += emits();
 	writeRecord();
@@ -695,8 +703,8 @@ void HeapObject::detachFromSlot()
 		last->record = record;
 		last->writeRecord();
 	}
-	s->commands.words.resize(s->records.size() * s->commandWords());
-	s->mrecords.words.resize(s->records.size() * fx::kRecordWords);
+	s->commands.resize(s->records.size() * s->commandWords());
+	s->mrecords.resize(s->records.size() * fx::kRecordWords);
 	s->count.set(0, uint32_t(s->records.size()));
 	slot = nullptr;
 	scene_->markSlot(s);
@@ -825,7 +833,7 @@ Result<void> HeapObject::place()
 		    if (bucket->free_headers.empty())
 		    {
 			    header = bucket->header_count++;
-			    bucket->headers.words.resize(size_t(bucket->header_count) * bucket->header_words, 0);
+			    bucket->headers.resize(size_t(bucket->header_count) * bucket->header_words);
 		    }
 		    else
 		    {
