@@ -48,9 +48,13 @@ struct RenderOptions
 	std::string gltf;                  ///< `--gltf FILE`: import instead of a built-in scene
 	uint32_t objects = 0;              ///< generated scenes; 0 = the scene's default
 	uint64_t seed = 1;
-	std::string path = "classic";
+	std::string path = "classic";     ///< classic | heap
+	std::string draw = "auto";        ///< heap draw strategy: auto | indirect | megacall
+	uint64_t max_chunk_bytes = 0;     ///< heap arena chunk cap; 0 = the device's default
 };
 int runRender(const RenderOptions& options);
+/// `quokka validate`: renders a scene on the heap path and runs every heap diagnostic (cmd_validate.cpp).
+int runValidate(const RenderOptions& options);
 
 struct BenchOptions
 {
@@ -61,7 +65,9 @@ struct BenchOptions
 	uint32_t reps = 5;             ///< runs per figure (the median is reported)
 	uint64_t mib = 0;              ///< GPU working set in MiB; 0 = 512 on a GPU, 64 on a CPU device
 	std::vector<uint32_t> objects; ///< draw: object counts
-	std::string path = "classic";  ///< draw: render path
+	std::string path = "classic";  ///< draw/update: render path (classic | heap)
+	std::string draw = "auto";     ///< heap draw strategy: auto | indirect | megacall (draw: or "all")
+	uint64_t max_chunk_bytes = 0;  ///< heap arena chunk cap; 0 = the device's default
 };
 int runBench(const BenchOptions& options);
 int runBenchMeshlet(const BenchOptions& options);

@@ -23,7 +23,13 @@ int main(int argc, char** argv)
 	render_cmd->add_option("--objects", render.objects, "objects of a generated scene (grid: 1000, city: 20000)")
 	    ->check(CLI::Range(1u, 10000000u));
 	render_cmd->add_option("--seed", render.seed, "seed of a generated scene");
-	render_cmd->add_option("--path", render.path, "render path: classic")->check(CLI::IsMember({"classic"}));
+	render_cmd->add_option("--path", render.path, "render path: classic, heap")
+	    ->check(CLI::IsMember({"classic", "heap"}));
+	render_cmd->add_option("--draw", render.draw, "heap draw strategy: auto, indirect, megacall")
+	    ->check(CLI::IsMember({"auto", "indirect", "megacall"}));
+	render_cmd->add_option("--max-chunk-bytes", render.max_chunk_bytes,
+	                       "heap arena chunk size in bytes (default: min(maxStorageBufferRange, 256 MiB))")
+	    ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));
 	render_cmd->add_option("--width", render.width, "framebuffer width in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--height", render.height, "framebuffer height in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--frames", render.frames, "frames to render (timed; the last is written)")
@@ -43,7 +49,33 @@ int main(int argc, char** argv)
 	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw")->required();
 	bench_cmd->add_option("--objects", bench.objects, "draw: object counts (default 1000 10000 100000)")
 	    ->check(CLI::Range(1u, 10000000u));
-	bench_cmd->add_option("--path", bench.path, "draw: render path (classic)");
+	bench_cmd->add_option("--path", bench.path, "draw, update: render path (classic, heap)")
+	    ->check(CLI::IsMember({"classic", "heap"}));
+	bench_cmd->add_option("--draw", bench.draw, "heap draw strategy: auto, indirect, megacall, all")
+	    ->check(CLI::IsMember({"auto", "indirect", "megacall", "all"}));
+	bench_cmd->add_option("--max-chunk-bytes", bench.max_chunk_bytes, "heap arena chunk size in bytes")
+	    ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));
+
+	RenderOptions validate;
+	CLI::App* validate_cmd =
+	    app.add_subcommand("validate", "render a scene on the heap path, then check every chunk and slot of the heap");
+	validate.device.addTo(*validate_cmd);
+	validate.path = "heap";
+	validate.frames = 3;
+	validate.samples = 1;
+	validate_cmd->add_option("--scene", validate.scene, "built-in scene: grid, city")
+	    ->check(CLI::IsMember({"grid", "city"}));
+	validate_cmd->add_option("--gltf", validate.gltf, "a glTF 2.0 file instead of a built-in scene");
+	validate_cmd->add_option("--objects", validate.objects, "objects of a generated scene")
+	    ->check(CLI::Range(1u, 10000000u));
+	validate_cmd->add_option("--seed", validate.seed, "seed of a generated scene");
+	validate_cmd->add_option("--draw", validate.draw, "heap draw strategy: auto, indirect, megacall")
+	    ->check(CLI::IsMember({"auto", "indirect", "megacall"}));
+	validate_cmd->add_option("--max-chunk-bytes", validate.max_chunk_bytes, "heap arena chunk size in bytes")
+	    ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));
+	validate_cmd->add_option("--frames", validate.frames, "frames to render before validating")
+	    ->check(CLI::Range(1u, 100000u));
+	validate_cmd->add_flag("--json", validate.json, "one JSON object on stdout");
 	bench_cmd->add_flag("--json", bench.json, "one JSON object on stdout");
 	bench_cmd->add_option("--ops", bench.ops, "allocator alloc+free pairs per run")
 	    ->check(CLI::Range(1000, 1000000000));
@@ -52,10 +84,12 @@ int main(int argc, char** argv)
 	    ->check(CLI::Range(1, 65536));
 
 	const std::string first = argc > 1 ? argv[1] : "";
-	if (!first.empty() && first[0] != '-' && first != "info" && first != "render" && first != "bench")
+	if (!first.empty() && first[0] != '-' && first != "info" && first != "render" && first != "bench" &&
+	    first != "validate")
 	{
 		std::fprintf(stderr,
-		             "quokka: error: unknown command '%s' (expected info, render or bench; see quokka --help)\n",
+		             "quokka: error: unknown command '%s' (expected info, render, bench or validate; see quokka "
+		             "--help)\n",
 		             argv[1]);
 		return 2;
 	}
@@ -83,5 +117,11 @@ int main(int argc, char** argv)
 		return runRender(render);
 	if (bench_cmd->parsed())
 		return runBench(bench);
+	if (validate_cmd->parsed())
+	{
+		if (validate.scene == "triangle" && validate.gltf.empty())
+			validate.scene = "grid";
+		return runValidate(validate);
+	}
 	return fail("no command given (see quokka --help)");
 }

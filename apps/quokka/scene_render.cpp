@@ -3,6 +3,7 @@
 // frame timings, draw calls and pipeline binds.
 #include "commands.hpp"
 #include "render_common.hpp"
+#include "scene_run.hpp"
 #include "scenes.hpp"
 
 #include <chrono>
@@ -19,7 +20,6 @@ namespace quokka::app
 
 namespace
 {
-
 constexpr double kPi = 3.14159265358979323846;
 
 /// Camera of frame `frame` of `frames`: orbits the bounds' centre once over the run, from 35° above the horizon.
@@ -39,21 +39,7 @@ void placeCamera(SceneGlobals& g, const math::Box3d& bounds, uint32_t frame, uin
 	    });
 }
 
-struct FrameRecord
-{
-	double update_ms, encode_ms, gpu_ms, frame_ms;
-	uint32_t draws, pipeline_binds, prepared, uniform_uploads;
-};
-
-struct SceneRun
-{
-	std::vector<FrameRecord> per_frame;
-	FrameSeries frames;
-	std::vector<double> update_ms;
-	std::vector<double> gpu_ms;
-	runtime::TaskStats last;
-	uint32_t prepared_first = 0;
-};
+} // namespace
 
 Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g)
 {
@@ -69,7 +55,8 @@ Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g)
 
 /// Renders `frames` frames of `scene` (orbiting unless `orbit` is false) into `fb`.
 Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::Framebuffer& fb,
-                           const GeneratedScene& scene, SceneGlobals& g, uint32_t frames, bool orbit)
+                           const GeneratedScene& scene, SceneGlobals& g, uint32_t frames, bool orbit,
+                           const runtime::RenderOptions& options)
 {
 	adaptive::cset<scene::RenderObjectPtr> objects;
 	adaptive::transact(
@@ -81,7 +68,7 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 	adaptive::clist<scene::Command> commands;
 	commands.append(scene::clearCommand(math::V4f(0.06f, 0.07f, 0.09f, 1.0f)));
 	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(objects)});
-	auto task = rt.compile(fb.signature, commands);
+	auto task = rt.compile(fb.signature, commands, options);
 	gpu::FrameTimer timer(device);
 	SceneRun run;
 	run.frames.source = timer.source();
@@ -105,10 +92,12 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		run.frames.encode_ms.push_back(s.encode_ms);
 		run.gpu_ms.push_back(timing.ms);
 		run.frames.frame_ms.push_back(frame_ms);
-		run.per_frame.push_back({s.update_ms, s.encode_ms, timing.ms, frame_ms, s.passes.draws, s.passes.pipeline_binds,
-		                         s.passes.prepared, s.passes.uniform_uploads});
+		run.per_frame.push_back({s.update_ms, s.encode_ms, timing.ms, frame_ms, s.passes.draws + s.heap.draw_calls,
+		                         s.passes.pipeline_binds + s.heap.pipeline_binds, s.passes.prepared + s.heap.added,
+		                         s.passes.uniform_uploads + s.heap.uniform_uploads});
 		run.last = s;
 	}
+	run.task = std::move(task);
 	return run;
 }
 
@@ -120,7 +109,17 @@ scene::FramebufferSignature signatureFor(uint32_t samples)
 	return sig;
 }
 
-} // namespace
+Result<runtime::RenderOptions> renderOptionsOf(const std::string& path, const std::string& draw,
+                                               uint64_t max_chunk_bytes)
+{
+	runtime::RenderOptions r;
+	QUOKKA_TRY_ASSIGN(p, runtime::parsePath(path));
+	QUOKKA_TRY_ASSIGN(d, heap::parseStrategy(draw));
+	r.path = p;
+	r.heap.draw = d;
+	r.heap.max_chunk_bytes = max_chunk_bytes;
+	return r;
+}
 
 int runRenderScene(const RenderOptions& o)
 {
@@ -138,9 +137,21 @@ int runRenderScene(const RenderOptions& o)
 	auto fb = runtime::createFramebuffer(dev, signatureFor(o.samples), o.width, o.height);
 	if (!fb.ok())
 		return fail(fb.error());
-	auto run = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, o.frames, true);
+	auto options = renderOptionsOf(o.path, o.draw, o.max_chunk_bytes);
+	if (!options.ok())
+		return fail(options.error());
+	auto run = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, o.frames, true, options.value());
 	if (!run.ok())
 		return fail(run.error());
+	// --validate on the heap path also runs the heap's diagnostics over every chunk and slot.
+	std::vector<std::string> findings;
+	if (o.device.validate && options->path == runtime::RenderPath::Heap)
+	{
+		auto f = heapFindings(*run->task);
+		if (!f.ok())
+			return fail(f.error());
+		findings = std::move(f).value();
+	}
 	RenderTargets targets;
 	targets.color = fb->output();
 	auto out = writeRenderOutput(dev, targets, o);
@@ -153,13 +164,29 @@ int runRenderScene(const RenderOptions& o)
 		nlohmann::ordered_json j = renderJson(o, dev, r.frames);
 		if (!o.gltf.empty())
 			j["gltf"] = o.gltf;
-		j["path"] = "classic";
+		j["path"] = o.path;
+		if (options->path == runtime::RenderPath::Heap)
+		{
+			const heap::HeapStats& h = r.last.heap;
+			j["draw"] = o.draw;
+			j["heap"] = {{"objects", h.objects},
+			             {"buckets", h.buckets},
+			             {"slots", h.slots},
+			             {"indirect_slots", h.indirect_slots},
+			             {"megacall_slots", h.megacall_slots},
+			             {"chunks", h.chunks},
+			             {"arena_bytes", h.arena_bytes},
+			             {"live_bytes", h.live_bytes},
+			             {"draw_calls", h.draw_calls}};
+			if (o.device.validate)
+				j["heap_findings"] = findings;
+		}
 		j["objects"] = scene->objects.size();
 		j["triangles"] = scene->triangles;
 		j["cpu_update_ms"] = {{"median", median(r.update_ms)}, {"first", r.update_ms.front()}};
 		j["gpu_ms"] = {{"median", median(r.gpu_ms)}};
-		j["draw_calls"] = p.draws;
-		j["pipeline_binds"] = p.pipeline_binds;
+		j["draw_calls"] = p.draws + r.last.heap.draw_calls;
+		j["pipeline_binds"] = p.pipeline_binds + r.last.heap.pipeline_binds;
 		j["descriptor_pushes"] = p.descriptor_pushes;
 		j["vertex_binds"] = p.vertex_binds;
 		j["prepared_first_frame"] = r.prepared_first;
@@ -184,11 +211,27 @@ int runRenderScene(const RenderOptions& o)
 		std::printf(
 		    "  %zu objects, %llu triangles: %u draw calls, %u pipeline binds, %llu pipelines; CPU update %.2f ms "
 		    "(first frame %.1f ms), encode %.2f ms; GPU %.2f ms (%s)\n",
-		    scene->objects.size(), (unsigned long long)scene->triangles, p.draws, p.pipeline_binds,
+		    scene->objects.size(), (unsigned long long)scene->triangles, p.draws + r.last.heap.draw_calls,
+		    p.pipeline_binds + r.last.heap.pipeline_binds,
 		    (unsigned long long)rt.value()->context().stats().pipelines_created, median(r.update_ms),
 		    r.update_ms.front(), median(r.frames.encode_ms), median(r.gpu_ms), gpu::timingSourceName(r.frames.source));
+		if (options->path == runtime::RenderPath::Heap)
+		{
+			const heap::HeapStats& h = r.last.heap;
+			std::printf("  heap (%s): %u objects in %u buckets, %u slots (%u indirect, %u megacall), %u chunks, %.1f "
+			            "MiB arena; %u indirect draws\n",
+			            o.draw.c_str(), h.objects, h.buckets, h.slots, h.indirect_slots, h.megacall_slots, h.chunks,
+			            double(h.arena_bytes) / double(1 << 20), h.draw_calls);
+			if (o.device.validate)
+				std::printf("  heap diagnostics: %zu findings\n", findings.size());
+		}
 		std::printf("  wrote %s\n", out.value().c_str());
 	}
+	for (const std::string& f : findings)
+		std::fprintf(stderr, "quokka: heap: %s\n", f.c_str());
+	run->task.reset();
+	if (!findings.empty())
+		return 1;
 	fb = Error{};
 	rt = Error{};
 	return validationExit(dev);
@@ -229,11 +272,12 @@ int runBenchDraw(const BenchOptions& b)
 			return fail(fb.error());
 		// Frame 0 prepares everything (reported separately); then static frames (steady state: nothing changed) and
 		// orbit frames (the camera changes every frame: every object's uniform block is re-uploaded).
-		auto first = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, 1, false);
+		const runtime::RenderOptions classic;
+		auto first = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, 1, false, classic);
 		if (!first.ok())
 			return fail(first.error());
-		auto still = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, b.reps + 1, false);
-		auto orbit = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, b.reps + 1, true);
+		auto still = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, b.reps + 1, false, classic);
+		auto orbit = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, b.reps + 1, true, classic);
 		if (!still.ok() || !orbit.ok())
 			return fail(still.ok() ? orbit.error() : still.error());
 		auto drop = [](std::vector<double> v)

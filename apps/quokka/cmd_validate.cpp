@@ -1,0 +1,78 @@
+// `quokka validate`: renders a scene on the heap path for a few (orbiting) frames, then runs every heap diagnostic over
+// every chunk and slot and exits non-zero on any finding. Also used by `render --path heap --validate`.
+#include "scene_run.hpp"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace quokka::app
+{
+
+Result<std::vector<std::string>> heapFindings(runtime::RenderTask& task)
+{
+	std::vector<std::string> all;
+	uint32_t index = 0;
+	for (heap::HeapScene* scene : task.heapScenes())
+	{
+		QUOKKA_TRY_ASSIGN(findings, scene->validateHeap());
+		for (std::string& f : findings)
+			all.push_back("render command " + std::to_string(index) + ": " + f);
+		++index;
+	}
+	return all;
+}
+
+int runValidate(const RenderOptions& o)
+{
+	auto device = createRenderDevice(o);
+	if (!device.ok())
+		return fail(device.error());
+	gpu::Device& dev = *device.value();
+	SceneGlobals globals;
+	auto scene = loadScene(o, globals);
+	if (!scene.ok())
+		return fail(scene.error());
+	auto rt = runtime::Runtime::create(dev);
+	if (!rt.ok())
+		return fail(rt.error());
+	auto fb = runtime::createFramebuffer(dev, signatureFor(o.samples), o.width, o.height);
+	if (!fb.ok())
+		return fail(fb.error());
+	auto options = renderOptionsOf("heap", o.draw, o.max_chunk_bytes);
+	if (!options.ok())
+		return fail(options.error());
+	auto run = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, o.frames, true, options.value());
+	if (!run.ok())
+		return fail(run.error());
+	auto findings = heapFindings(*run->task);
+	if (!findings.ok())
+		return fail(findings.error());
+	const heap::HeapStats& h = run->last.heap;
+	if (o.json)
+	{
+		nlohmann::ordered_json j;
+		j["device"] = dev.info().name;
+		j["objects"] = h.objects;
+		j["buckets"] = h.buckets;
+		j["slots"] = h.slots;
+		j["chunks"] = h.chunks;
+		j["findings"] = findings.value();
+		std::printf("%s\n", j.dump(2).c_str());
+	}
+	else
+	{
+		std::printf("quokka validate on %s: %u objects, %u buckets, %u slots (%u megacall), %u chunks — %zu findings\n",
+		            dev.info().name.c_str(), h.objects, h.buckets, h.slots, h.megacall_slots, h.chunks,
+		            findings->size());
+		for (const std::string& f : findings.value())
+			std::printf("  %s\n", f.c_str());
+	}
+	run->task.reset();
+	fb = Error{};
+	rt = Error{};
+	const int v = validationExit(dev);
+	return findings->empty() ? v : 1;
+}
+
+} // namespace quokka::app

@@ -1,0 +1,50 @@
+// The frame loop shared by `render --scene`, `validate` and the draw/update benchmarks: scenes through the Runtime on
+// either render path, an orbiting camera, per-frame CPU and GPU timings.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "render_common.hpp"
+#include "scenes.hpp"
+
+#include <quokka/runtime/runtime.hpp>
+
+namespace quokka::app
+{
+
+struct FrameRecord
+{
+	double update_ms, encode_ms, gpu_ms, frame_ms;
+	uint32_t draws, pipeline_binds, prepared, uniform_uploads;
+};
+
+struct SceneRun
+{
+	std::unique_ptr<runtime::RenderTask> task; ///< kept for diagnostics; destroy before the runtime
+	std::vector<FrameRecord> per_frame;
+	FrameSeries frames;
+	std::vector<double> update_ms;
+	std::vector<double> gpu_ms;
+	runtime::TaskStats last;
+	uint32_t prepared_first = 0;
+};
+
+/// The built-in scene or glTF file `o` names.
+Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g);
+/// Renders `frames` frames of `scene` (the camera orbiting unless `orbit` is false) into `fb` with `options`; the
+/// task stays in SceneRun::task for diagnostics.
+Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::Framebuffer& fb,
+                           const GeneratedScene& scene, SceneGlobals& g, uint32_t frames, bool orbit,
+                           const runtime::RenderOptions& options);
+/// A single-colour-attachment sRGB signature with `samples`.
+scene::FramebufferSignature signatureFor(uint32_t samples);
+/// The runtime options of --path/--draw/--max-chunk-bytes. Errors: InvalidArgument for unknown names.
+Result<runtime::RenderOptions> renderOptionsOf(const std::string& path, const std::string& draw,
+                                               uint64_t max_chunk_bytes);
+/// Every heap diagnostic over every heap scene of `task` (cmd_validate.cpp); empty when clean.
+Result<std::vector<std::string>> heapFindings(runtime::RenderTask& task);
+
+} // namespace quokka::app
