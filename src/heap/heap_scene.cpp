@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -268,13 +269,13 @@ struct GpuArray
 			dirty_lo = 0;
 			dirty_hi = words.size();
 		}
-		if (dirty_lo >= dirty_hi || words.empty())
+		const size_t hi = std::min(dirty_hi, words.size()); // the shadow may have shrunk since the touch
+		if (dirty_lo >= hi)
 		{
 			dirty_lo = SIZE_MAX;
 			dirty_hi = 0;
 			return uint64_t(0);
 		}
-		const size_t hi = std::min(dirty_hi, words.size());
 		const uint64_t bytes = (hi - dirty_lo) * 4;
 		QUOKKA_TRY(staging.write(buffer, dirty_lo * 4, words.data() + dirty_lo, bytes));
 		dirty_lo = SIZE_MAX;
@@ -1562,14 +1563,272 @@ void HeapScene::encode(gpu::CommandList& list)
 	stats_.encode_ms = msSince(t0);
 }
 
-Result<std::vector<std::string>> HeapScene::validateHeap()
+// ---------------------------------------------------------------------------------------------------------------------
+// [SECTION] diagnostics
+// ---------------------------------------------------------------------------------------------------------------------
+
+namespace
 {
-	return std::vector<std::string>{};
+Result<std::vector<uint32_t>> readWords(gpu::Device& device, const gpu::Buffer& buffer, uint64_t words)
+{
+	std::vector<uint32_t> out(words, 0);
+	if (words == 0)
+		return out;
+	QUOKKA_TRY_ASSIGN(bytes, device.readBuffer(buffer, 0, words * 4));
+	std::memcpy(out.data(), bytes.data(), words * 4);
+	return out;
 }
 
-Result<void> HeapScene::corruptHeaderForTest(uint32_t, uint32_t)
+/// Collects findings, at most `limit` lines per kind plus a count of the rest.
+struct Findings
 {
-	return makeError(ErrorCode::Unsupported, "not yet");
+	std::vector<std::string> lines;
+	std::map<std::string, uint32_t> per_kind;
+	void add(const std::string& kind, const std::string& what)
+	{
+		if (++per_kind[kind] <= 8)
+			lines.push_back(kind + ": " + what);
+	}
+	std::vector<std::string> done()
+	{
+		for (const auto& [kind, n] : per_kind)
+			if (n > 8)
+				lines.push_back(kind + ": … and " + std::to_string(n - 8) + " more");
+		return std::move(lines);
+	}
+};
+} // namespace
+
+Result<std::vector<std::string>> HeapScene::validateHeap()
+{
+	Impl& p = *impl_;
+	gpu::Device& device = p.context->device();
+	QUOKKA_TRY(device.waitIdle());
+	Findings f;
+	// --- CPU: allocators, pools, objects, slots.
+	for (size_t c = 0; c < p.chunks.size(); ++c)
+		if (auto v = p.chunks[c]->allocator.validate(); !v.ok())
+			f.add("allocator", "chunk " + std::to_string(c) + ": " + v.error().message);
+	std::unordered_map<const Entry*, uint32_t> uses;
+	for (const auto& [o, h] : p.objects)
+	{
+		if (!h->placed)
+			continue;
+		const std::string name = classic::objectName(h->object());
+		for (const Entry* e : h->entries)
+			++uses[e];
+		if (h->indices)
+			++uses[h->indices];
+		if (!h->bucket || !h->slot)
+		{
+			f.add("object", name + " is placed but has no bucket or slot");
+			continue;
+		}
+		const Bucket& b = *h->bucket;
+		for (const Entry* e : h->entries)
+			if (e->chunk != b.chunk)
+				f.add("object", name + ": an input lives in chunk " + std::to_string(e->chunk) + ", its bucket in " +
+				                    std::to_string(b.chunk));
+		const size_t base = size_t(h->header) * b.header_words;
+		for (size_t i = 0; i < h->entries.size(); ++i)
+			if ((b.headers.words[base + i] & ~15u) != h->entries[i]->ref)
+				f.add("header", name + ": word " + std::to_string(i) + " is " + std::to_string(b.headers.words[base + i]) +
+				                    ", its input is at " + std::to_string(h->entries[i]->ref));
+		if (h->record >= h->slot->records.size() || h->slot->records[h->record] != h.get())
+			f.add("record", name + ": its record " + std::to_string(h->record) + " does not point back at it");
+	}
+	for (const auto& [key, e] : p.pool)
+	{
+		const uint32_t n = uses.count(e.get()) ? uses[e.get()] : 0;
+		if (n != e->refcount)
+			f.add("pool", "an entry at chunk " + std::to_string(e->chunk) + " offset " + std::to_string(e->ref) +
+			                  " has refcount " + std::to_string(e->refcount) + " but " + std::to_string(n) + " users");
+		const uint64_t block = p.chunks[e->chunk]->allocator.blockBytes(e->ref);
+		if (block != align16(16ull + e->data_bytes))
+			f.add("pool", "the allocation at chunk " + std::to_string(e->chunk) + " offset " + std::to_string(e->ref) +
+			                  " is " + std::to_string(block) + " bytes, its entry needs " +
+			                  std::to_string(align16(16ull + e->data_bytes)));
+	}
+	for (const Bucket* b : p.bucket_order)
+		for (const auto& sp : b->slots)
+		{
+			const Slot& s = *sp;
+			uint64_t emits = 0;
+			for (const HeapObject* h : s.records)
+				emits += h->emits();
+			if (emits != s.emit_sum)
+				f.add("slot", "bucket " + std::to_string(b->serial) + ": emit sum " + std::to_string(s.emit_sum) +
+				                  " but its records emit " + std::to_string(emits));
+		}
+	// --- GPU: allocation headers, draw headers, commands and records as uploaded; the megacall scans and search.
+	std::vector<std::vector<uint32_t>> arenas(p.chunks.size());
+	for (size_t c = 0; c < p.chunks.size(); ++c)
+	{
+		const Chunk& chunk = *p.chunks[c];
+		if (!chunk.buffer || chunk.allocator.cursor() == 0)
+			continue;
+		QUOKKA_TRY_ASSIGN(words, readWords(device, *chunk.buffer, chunk.allocator.cursor() / 4));
+		arenas[c] = std::move(words);
+		const std::vector<uint32_t>& arena = arenas[c];
+		for (const auto& [key, e] : p.pool)
+		{
+			if (e->chunk != c)
+				continue;
+			const uint32_t w = e->ref / 4;
+			const uint32_t want_type = e->kind == Entry::kUniform ? kTypeUniform
+			                           : e->kind == Entry::kIndex ? kTypeIndex
+			                                                      : kTypeAttribute;
+			if (arena[w] != want_type || arena[w + 1] != e->elements ||
+			    arena[w + 2] != (e->elements ? e->data_bytes / e->elements : 0))
+				f.add("arena", "chunk " + std::to_string(c) + " offset " + std::to_string(e->ref) +
+				                   ": allocation header {" + std::to_string(arena[w]) + ", " +
+				                   std::to_string(arena[w + 1]) + ", " + std::to_string(arena[w + 2]) + "} differs");
+			if (e->kind != Entry::kIndex && e->type.scalar == fx::Scalar::F32)
+				for (uint32_t k = 0; k < e->data_bytes / 4; ++k)
+				{
+					float v;
+					std::memcpy(&v, &arena[w + 4 + k], 4);
+					if (!std::isfinite(v))
+					{
+						f.add("arena", "chunk " + std::to_string(c) + " offset " + std::to_string(e->ref) +
+						                   ": a non-finite float at element word " + std::to_string(k));
+						break;
+					}
+				}
+		}
+		// simulateDraws: replay every draw's vertex fetches from the uploaded indices — each index range inside its
+		// allocation, every attribute element a vertex or instance reads inside the attribute's allocation.
+		for (const Bucket* b : p.bucket_order)
+		{
+			if (b->chunk != c)
+				continue;
+			for (const auto& sp : b->slots)
+				for (const HeapObject* h : sp->records)
+				{
+					if (!h->count() || !h->instances())
+						continue;
+					const std::string name = classic::objectName(h->object());
+					int64_t max_vertex = int64_t(h->draw.first) + h->count() - 1;
+					if (h->draw.indexed)
+					{
+						if (!h->indices)
+							continue;
+						const uint64_t first = (h->indices->ref + 16) / 4 + uint64_t(h->draw.first);
+						if (first + h->count() > (uint64_t(h->indices->ref) + 16 + h->indices->data_bytes) / 4)
+						{
+							f.add("simulate", name + ": indices past its index allocation");
+							continue;
+						}
+						uint32_t m = 0;
+						for (uint32_t i = 0; i < h->count(); ++i)
+							m = std::max(m, arena[first + i]);
+						max_vertex = int64_t(m) + h->draw.base_vertex;
+					}
+					const uint64_t max_instance = uint64_t(h->draw.first_instance) + h->instances() - 1;
+					const uint32_t hdr = h->header * b->header_words;
+					for (size_t i = 0; i < h->entries.size(); ++i)
+					{
+						const Entry* e = h->entries[i];
+						if (e->kind != Entry::kAttribute)
+							continue;
+						const bool per_instance = (b->headers.words[hdr + i] & fx::kHeapPerInstanceBit) != 0;
+						const uint64_t need = per_instance ? max_instance : uint64_t(std::max<int64_t>(max_vertex, 0));
+						if (max_vertex < 0 || need >= e->elements)
+							f.add("simulate", name + ": reads element " + std::to_string(need) + " of an attribute of " +
+							                      std::to_string(e->elements));
+					}
+				}
+		}
+	}
+	for (const Bucket* b : p.bucket_order)
+	{
+		if (!b->headers.buffer)
+			continue;
+		QUOKKA_TRY_ASSIGN(gpu_headers, readWords(device, *b->headers.buffer, b->headers.words.size()));
+		std::vector<bool> live(b->header_count, true);
+		for (uint32_t free_header : b->free_headers)
+			live[free_header] = false;
+		for (uint32_t hdr = 0; hdr < b->header_count; ++hdr)
+			for (uint32_t k = 0; live[hdr] && k < b->header_words; ++k)
+			{
+				const size_t w = size_t(hdr) * b->header_words + k;
+				if (gpu_headers[w] != b->headers.words[w])
+				{
+					f.add("header", "bucket " + std::to_string(b->serial) + " header " + std::to_string(hdr) +
+					                    " word " + std::to_string(k) + " is " + std::to_string(gpu_headers[w]) +
+					                    " on the GPU, " + std::to_string(b->headers.words[w]) + " expected");
+					break;
+				}
+			}
+		for (const auto& sp : b->slots)
+		{
+			const Slot& s = *sp;
+			const std::string where = "bucket " + std::to_string(b->serial) + " slot";
+			if (s.active == DrawStrategy::Indirect)
+			{
+				if (!s.commands.buffer || !s.count.buffer)
+					continue;
+				QUOKKA_TRY_ASSIGN(cmds, readWords(device, *s.commands.buffer, s.commands.words.size()));
+				QUOKKA_TRY_ASSIGN(count, readWords(device, *s.count.buffer, 1));
+				if (cmds != s.commands.words)
+					f.add("commands", where + ": the indirect commands on the GPU differ from the slot's");
+				if (count[0] != s.records.size())
+					f.add("commands", where + ": draw count " + std::to_string(count[0]) + ", " +
+					                      std::to_string(s.records.size()) + " records");
+				continue;
+			}
+			if (!s.mrecords.buffer || !s.tiles || !s.args || !p.scanner)
+				continue;
+			QUOKKA_TRY_ASSIGN(recs, readWords(device, *s.mrecords.buffer, s.mrecords.words.size()));
+			for (size_t r = 0; r < s.records.size(); ++r)
+				for (uint32_t k = 1; k < fx::kRecordWords; ++k)
+					if (recs[r * fx::kRecordWords + k] != s.mrecords.words[r * fx::kRecordWords + k])
+					{
+						f.add("records", where + " record " + std::to_string(r) + " word " + std::to_string(k) +
+						                     " differs on the GPU");
+						break;
+					}
+			const uint32_t tiles = tileCapacityBound(s.emit_sum);
+			QUOKKA_TRY_ASSIGN(tile_words, readWords(device, *s.tiles, std::min<uint64_t>(tiles, s.tiles->size() / 4)));
+			QUOKKA_TRY_ASSIGN(args, readWords(device, *s.args, 4));
+			for (const std::string& line : checkScan(recs, tile_words, args))
+				f.add("scan", where + ": " + line);
+			if (s.emit_sum == 0)
+				continue;
+			ProbeDesc probe;
+			probe.records = s.mrecords.buffer.get();
+			probe.record_count = uint32_t(s.records.size());
+			probe.tiles = s.tiles.get();
+			probe.arena = p.chunks[b->chunk]->buffer.get();
+			probe.random_emits = 2048;
+			probe.seed = uint32_t(b->serial + 1);
+			QUOKKA_TRY_ASSIGN(report, p.scanner->probeSlot(probe));
+			if (report.mismatch_count)
+				f.add("probe", where + ": probeBinarySearch found " + std::to_string(report.mismatch_count) +
+				                   " of " + std::to_string(report.probed) + " emits where the GPU search and the CPU "
+				                   "replay disagree (first: emit " + std::to_string(report.mismatches.front().emit) + ")");
+			// Triangle coherence: the emits of one primitive come from one record and one instance.
+			for (size_t r = 0; r < s.records.size(); ++r)
+			{
+				const uint32_t n = recs[r * fx::kRecordWords + 3];
+				if (n % s.prim != 0)
+					f.add("triangles", where + " record " + std::to_string(r) + ": " + std::to_string(n) +
+					                       " vertices per instance, not whole primitives of " + std::to_string(s.prim));
+			}
+		}
+	}
+	return f.done();
+}
+
+Result<void> HeapScene::corruptHeaderForTest(uint32_t word, uint32_t value)
+{
+	Impl& p = *impl_;
+	if (p.bucket_order.empty() || !p.bucket_order.front()->headers.buffer)
+		return makeError(ErrorCode::InvalidArgument, "corruptHeaderForTest: no uploaded bucket");
+	const gpu::BufferHandle& buffer = p.bucket_order.front()->headers.buffer;
+	if (uint64_t(word) * 4 + 4 > buffer->size())
+		return makeError(ErrorCode::InvalidArgument, "corruptHeaderForTest: word outside the header buffer");
+	return p.context->device().uploadBuffer(*buffer, uint64_t(word) * 4, &value, 4);
 }
 
 } // namespace quokka::heap
