@@ -215,7 +215,8 @@ struct Chunk
 		uint32_t size;
 	};
 	std::vector<Write> pending;
-	uint32_t users = 0; ///< live objects placed here
+	std::vector<ChunkAllocator::Move> moves; ///< compaction copies to record before this frame's writes
+	uint32_t users = 0;                      ///< live objects placed here
 
 	void write(uint32_t offset, const void* data, uint32_t size)
 	{
@@ -416,6 +417,9 @@ struct HeapScene::Impl
 	}
 	/// Drops empty slots and buckets (after the update, so nothing refers to them).
 	void sweep();
+	/// Compacts chunks whose waste passed the floor: plans the moves, re-seats every reference (pool entries, draw
+	/// headers, index starts in commands and records); upload() records the copies.
+	void compact();
 	void chooseStrategy(Slot& s);
 };
 
@@ -518,6 +522,12 @@ public:
 	uint64_t emits() const { return uint64_t(count()) * instances(); }
 	/// Writes this object's command and megacall record into its slot's shadows.
 	void writeRecord();
+	/// Re-writes header and record after its inputs moved (compaction).
+	void rewrite()
+	{
+		writeHeader();
+		writeRecord();
+	}
 
 private:
 	enum Role : uint8_t
@@ -1203,6 +1213,35 @@ void HeapScene::Impl::chooseStrategy(Slot& s)
 	s.scan_dirty = true;
 }
 
+void HeapScene::Impl::compact()
+{
+	for (uint32_t c = 0; c < chunks.size(); ++c)
+	{
+		Chunk& chunk = *chunks[c];
+		if (!chunk.buffer || !chunk.moves.empty() || !chunk.allocator.shouldCompact(options.compaction_floor))
+			continue;
+		std::vector<ChunkAllocator::Move> moves = chunk.allocator.planCompaction();
+		if (moves.empty())
+			continue;
+		for (auto& [key, e] : pool)
+			if (e->chunk == c)
+				e->ref = ChunkAllocator::remap(moves, e->ref);
+		for (Bucket* b : bucket_order)
+		{
+			if (b->chunk != c)
+				continue;
+			for (const auto& s : b->slots)
+			{
+				for (HeapObject* h : s->records)
+					h->rewrite();
+				markSlot(s.get());
+			}
+		}
+		chunk.moves = std::move(moves);
+		++stats->compactions;
+	}
+}
+
 void HeapScene::Impl::sweep()
 {
 	std::erase_if(dirty_slots, [](const Slot* s) { return s->records.empty(); });
@@ -1254,6 +1293,7 @@ Result<void> HeapScene::update()
 	const HeapStats keep = stats_;
 	stats_ = HeapStats{};
 	stats_.compactions = keep.compactions;
+	p.compact();
 	auto changes = p.reader->getChanges(Token{});
 	// Removals first, so their blocks are reused by this frame's additions.
 	std::vector<RenderObjectPtr> added;
@@ -1365,7 +1405,32 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 	}
 	if (copied)
 		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+	// Compaction: live runs move to the front. A run may overlap its own destination, so everything bounces through
+	// one scratch buffer (chunk → scratch, then scratch → chunk), before this frame's writes land at the new places.
+	for (auto& c : p.chunks)
+	{
+		if (c->moves.empty())
+			continue;
+		uint64_t total = 0;
+		std::vector<VkBufferCopy> out, back;
+		for (const ChunkAllocator::Move& m : c->moves)
+		{
+			out.push_back({m.from, total, m.bytes});
+			back.push_back({total, m.to, m.bytes});
+			total += m.bytes;
+		}
+		QUOKKA_TRY_ASSIGN(scratch, device.createBuffer({total, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+		                                                gpu::MemoryDomain::DeviceLocal, "heap compaction scratch"}));
+		vkCmdCopyBuffer(list.vk(), c->buffer->vk(), scratch->vk(), uint32_t(out.size()), out.data());
+		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT,
+		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+		vkCmdCopyBuffer(list.vk(), scratch->vk(), c->buffer->vk(), uint32_t(back.size()), back.data());
+		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
 		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
+		list.keepAlive(scratch);
+		c->moves.clear();
+	}
 	for (auto& c : p.chunks)
 	{
 		for (const Chunk::Write& w : c->pending)

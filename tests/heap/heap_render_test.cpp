@@ -455,6 +455,50 @@ TEST_F(HeapRenderTest, ValidatorsStayCleanThroughTenThousandRandomOperations)
 	}
 }
 
+TEST_F(HeapRenderTest, CompactionLeavesTheImageUnchanged)
+{
+	const Effects fx;
+	RandomScene s = randomScene(13, 200, fx);
+	adaptive::cset<RenderObjectPtr> set(s.objects);
+	const auto tree = RenderTree::ofObjects(set);
+	for (DrawStrategy d : {DrawStrategy::Indirect, DrawStrategy::Megacall})
+	{
+		runtime::RenderOptions options;
+		options.path = runtime::RenderPath::Heap;
+		options.heap.draw = d;
+		options.heap.compaction_floor = 1024;
+		auto heap = task(tree, options);
+		auto classic = task(tree, {});
+		ASSERT_EQ(frame(*heap), "");
+		// Remove every other object from the front half: holes below live blocks, waste over the floor.
+		{
+			adaptive::Transaction tx;
+			for (size_t i = 0; i < 160; ++i)
+				if (i % 5 != 0)
+					set.remove(s.objects[i]);
+		}
+		ASSERT_EQ(frame(*heap), "");
+		const uint64_t before = heap->stats().heap.arena_bytes;
+		ASSERT_EQ(frame(*heap), ""); // compacts at the start of this update
+		EXPECT_EQ(heap->stats().heap.compactions, 1u) << strategyName(d);
+		EXPECT_LT(heap->stats().heap.arena_bytes, before) << strategyName(d);
+		EXPECT_EQ(heap->stats().heap.arena_bytes, heap->stats().heap.live_bytes);
+		ASSERT_EQ(frame(*classic), "");
+		const Rgba8Image reference = pixels();
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_EQ(differing(pixels(), reference), 0u) << strategyName(d);
+		auto findings = heap->heapScenes().front()->validateHeap();
+		ASSERT_TRUE(findings.ok());
+		EXPECT_TRUE(findings->empty()) << findings->front();
+		// Put them back (reusing the compacted chunk) and compare again.
+		set.unionWith(s.objects);
+		ASSERT_EQ(frame(*classic), "");
+		const Rgba8Image full = pixels();
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_EQ(differing(pixels(), full), 0u) << strategyName(d);
+	}
+}
+
 TEST_F(HeapRenderTest, ValidatorReportsACorruptedDrawHeader)
 {
 	const Effects fx;
