@@ -499,6 +499,144 @@ TEST_F(HeapRenderTest, CompactionLeavesTheImageUnchanged)
 	}
 }
 
+/// A quad [x0,x1]×[y0,y1] at depth z as 4 vertices + 6 indices (both windings drawn unless culled).
+struct Quad
+{
+	std::vector<V3f> positions;
+	std::vector<uint32_t> indices = {0, 1, 2, 0, 2, 3};
+};
+Quad quad(float x0, float y0, float x1, float y1, float z)
+{
+	return {{{x0, y0, z}, {x1, y0, z}, {x1, y1, z}, {x0, y1, z}}};
+}
+
+TEST_F(HeapRenderTest, TexturesBlendingInterleavingBaseVertexInstanceTrafosAndCullFlipsMatchClassic)
+{
+	const Effects fx;
+		std::vector<RenderObjectPtr> objects;
+	// 1. A textured quad (nearest 2×2 texture), indexed.
+	{
+		auto texels = std::make_shared<std::vector<uint8_t>>(
+		    std::vector<uint8_t>{255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 255});
+		RenderObject o;
+		o.effect = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::diffuseTexture()});
+		const Quad q = quad(-1, -1, 0, 0, 0.5f);
+		o.attributes["Positions"] = scene::BufferView::of(q.positions, VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(4, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["DiffuseColorCoordinates"] =
+		    scene::BufferView::of(std::vector<math::V2f>{{0, 0}, {1, 0}, {1, 1}, {0, 1}}, VK_FORMAT_R32G32_SFLOAT);
+		o.indices = scene::BufferView::of(q.indices, VK_FORMAT_R32_UINT);
+		o.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f));
+		o.textures["DiffuseColorTexture"] = adaptive::constant(scene::TextureData{2, 2, texels, false, nullptr});
+		o.samplers["DiffuseColorTexture"] =
+		    scene::SamplerState{scene::Filter::Nearest, scene::AddressMode::ClampToEdge, false};
+		o.draw_call = adaptive::constant(scene::DrawCall{true, 6});
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	// 2. Interleaved positions + normals in one buffer, drawn through indices with a base vertex (the first 4
+	//    vertices of the buffer are decoys far away).
+	{
+		std::vector<float> interleaved;
+		const Quad decoy = quad(5, 5, 6, 6, 0.5f), q = quad(0.1f, -1, 1, -0.1f, 0.4f);
+		for (const auto* qq : {&decoy, &q})
+			for (const V3f& p : qq->positions)
+				for (float x : {p.x, p.y, p.z, 0.0f, 0.0f, -1.0f})
+					interleaved.push_back(x);
+		const auto buffer = adaptive::constant(ArrayBuffer::of(interleaved));
+		RenderObject o;
+		o.effect = fx.constant;
+		o.attributes["Positions"] = scene::BufferView{buffer, VK_FORMAT_R32G32B32_SFLOAT, 0, 24};
+		o.attributes["Normals"] = scene::BufferView{buffer, VK_FORMAT_R32G32B32_SFLOAT, 12, 24};
+		o.indices = scene::BufferView::of(std::vector<uint16_t>(q.indices.begin(), q.indices.end()), VK_FORMAT_R16_UINT);
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(20, 220, 90));
+		scene::DrawCall d{true, 6};
+		d.base_vertex = 4;
+		o.draw_call = adaptive::constant(d);
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	// 3. Instance trafos (a per-instance M44f attribute): three small quads.
+	{
+		RenderObject o;
+		o.effect = effectOf({fx::stock::instanceTrafo(), fx::stock::trafo(), fx::stock::constantColor()});
+		const Quad q = quad(-0.1f, -0.1f, 0.1f, 0.1f, 0.3f);
+		o.attributes["Positions"] = scene::BufferView::of(q.positions, VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(4, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+		std::vector<math::M44f> trafos;
+		for (int i = 0; i < 3; ++i)
+		{
+			math::M44f m(1.0f);
+			m[3] = math::V4f(-0.8f + 0.3f * float(i), 0.6f, 0.0f, 1.0f);
+			trafos.push_back(m);
+		}
+		o.attributes["InstanceTrafo"] = scene::BufferView::of(trafos, VK_FORMAT_R32G32B32A32_SFLOAT, true);
+		o.indices = scene::BufferView::of(q.indices, VK_FORMAT_R32_UINT);
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(250, 200, 0));
+		scene::DrawCall d{true, 6};
+		d.instance_count = 3;
+		o.draw_call = adaptive::constant(d);
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	// 4. A blended quad over the others, and 5. a quad whose cull mode flips (CW as given: culled by BACK).
+	cval<VkCullModeFlags> cull{VkCullModeFlags(VK_CULL_MODE_NONE)};
+	{
+		RenderObject o;
+		o.effect = fx.constant;
+		const Quad q = quad(-0.6f, -0.6f, 0.6f, 0.6f, 0.1f);
+		o.attributes["Positions"] = scene::BufferView::of(q.positions, VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(4, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+		o.indices = scene::BufferView::of(q.indices, VK_FORMAT_R32_UINT);
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(0, 0, 255, 102));
+		o.state.default_blend = adaptive::constant(scene::BlendState::alpha());
+		o.draw_call = adaptive::constant(scene::DrawCall{true, 6});
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+		RenderObject c;
+		c.effect = fx.constant;
+		const Quad cq = quad(0.2f, 0.2f, 0.9f, 0.9f, 0.2f);
+		c.attributes["Positions"] = scene::BufferView::of(cq.positions, VK_FORMAT_R32G32B32_SFLOAT);
+		c.attributes["Normals"] = o.attributes["Normals"];
+		c.indices = scene::BufferView::of(cq.indices, VK_FORMAT_R32_UINT);
+		c.uniforms["ConstantColor"] = scene::uniform(rgba(255, 0, 255));
+		c.state.cull_mode = cull;
+		c.draw_call = adaptive::constant(scene::DrawCall{true, 6});
+		objects.push_back(scene::makeRenderObject(std::move(c)));
+	}
+	// Opaque first, the blended quad last, in both paths (the heap draws in bucket order; an ordered list keeps the
+	// classic order): the opaque parts do not overlap, so only the blend's order matters.
+	for (VkSampleCountFlagBits samples : {VK_SAMPLE_COUNT_1_BIT, VK_SAMPLE_COUNT_4_BIT})
+	{
+		signature_.samples = samples;
+		auto fb = runtime::createFramebuffer(device(), signature_, kSize, kSize);
+		ASSERT_TRUE(fb.ok());
+		*fb_ = std::move(fb).value();
+		const auto opaque = RenderTree::ofObjects(
+		    adaptive::asetOf(std::vector<RenderObjectPtr>{objects[0], objects[1], objects[2], objects[4]}));
+		adaptive::clist<scene::Command> cmds;
+		cmds.append(scene::clearCommand(rgba(3, 5, 7)));
+		cmds.append(scene::RenderCommand{opaque});
+		cmds.append(scene::RenderCommand{RenderTree::leafOf(objects[3])});
+		auto classic = runtime_->compile(signature_, cmds, {});
+		for (DrawStrategy d : {DrawStrategy::Indirect, DrawStrategy::Megacall})
+		{
+			runtime::RenderOptions options;
+			options.path = runtime::RenderPath::Heap;
+			options.heap.draw = d;
+			auto heap = runtime_->compile(signature_, cmds, options);
+			for (VkCullModeFlags c : {VkCullModeFlags(VK_CULL_MODE_NONE), VkCullModeFlags(VK_CULL_MODE_BACK_BIT),
+			                          VkCullModeFlags(VK_CULL_MODE_FRONT_BIT)})
+			{
+				cull.setValue(c);
+				ASSERT_EQ(frame(*classic), "");
+				const Rgba8Image reference = pixels();
+				ASSERT_GT(covered(reference), kSize * kSize / 3);
+				ASSERT_EQ(frame(*heap), "");
+				EXPECT_EQ(differing(pixels(), reference), 0u) << strategyName(d) << " samples " << samples
+				                                              << " cull " << c;
+			}
+			EXPECT_EQ(heap->stats().heap.objects, 5u); // summed over both Render commands' heap scenes
+		}
+	}
+}
+
 TEST_F(HeapRenderTest, ValidatorReportsACorruptedDrawHeader)
 {
 	const Effects fx;
