@@ -218,11 +218,13 @@ struct Chunk
 	std::vector<ChunkAllocator::Move> moves; ///< compaction copies to record before this frame's writes
 	uint32_t users = 0;                      ///< live objects placed here
 
-	void write(uint32_t offset, const void* data, uint32_t size)
+	void write(uint32_t offset, const void* data, uint32_t size) { std::memcpy(reserve(offset, size), data, size); }
+	/// Space for a write of `size` bytes at `offset`, filled by the caller before the next reserve().
+	std::byte* reserve(uint32_t offset, uint32_t size)
 	{
 		pending.push_back({offset, uint32_t(pending_bytes.size()), size});
-		const auto* b = static_cast<const std::byte*>(data);
-		pending_bytes.insert(pending_bytes.end(), b, b + size);
+		pending_bytes.resize(pending_bytes.size() + size);
+		return pending_bytes.data() + pending_bytes.size() - size;
 	}
 };
 
@@ -969,16 +971,13 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 namespace
 {
 /// Stages an allocation: its 16-byte header and the data.
-void stageAllocation(Chunk& chunk, uint32_t ref, uint32_t type_id, uint32_t length, const void* data,
-                     uint32_t data_bytes)
+/// Stages an allocation's header and returns where its `data_bytes` of data go (filled by the caller at once).
+std::byte* stageAllocation(Chunk& chunk, uint32_t ref, uint32_t type_id, uint32_t length, uint32_t data_bytes)
 {
-	std::vector<uint32_t> words(4 + (data_bytes + 3) / 4, 0);
-	words[0] = type_id;
-	words[1] = length;
-	words[2] = length ? data_bytes / length : 0;
-	if (data_bytes)
-		std::memcpy(words.data() + 4, data, data_bytes);
-	chunk.write(ref, words.data(), uint32_t(words.size() * 4));
+	std::byte* out = chunk.reserve(ref, 16 + data_bytes);
+	const uint32_t header[4] = {type_id, length, length ? data_bytes / length : 0, 0};
+	std::memcpy(out, header, 16);
+	return out + 16;
 }
 } // namespace
 
@@ -1040,7 +1039,7 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	e->ref = ref;
 	e->refcount = 1;
 	e->key = key;
-	stageAllocation(*chunks[chunk], ref, kTypeUniform, 1, packed.f, e->data_bytes);
+	std::memcpy(stageAllocation(*chunks[chunk], ref, kTypeUniform, 1, e->data_bytes), packed.f, e->data_bytes);
 	Entry* raw = e.get();
 	pool.emplace(key, std::move(e));
 	return raw;
@@ -1061,52 +1060,57 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	}
 	// Read once without subscribing: the objects using this buffer track it and re-place themselves on a change.
 	const scene::ArrayBuffer data = view.buffer.getValue(Token{});
-	std::vector<uint32_t> words;
-	uint32_t n = 0;
-	if (kind == Entry::kIndex)
-	{
-		const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
-		n = data.size() > view.offset ? uint32_t((data.size() - view.offset) / isize) : 0;
-		words.resize(n);
-		const std::byte* src = data.data() + view.offset;
+	const bool index = kind == Entry::kIndex;
+	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
+	const uint32_t element = index ? isize : scene::formatSize(view.format) * type.cols;
+	const uint32_t stride = index ? isize : view.stride ? view.stride : element;
+	const uint32_t comps = index ? 1 : type.rows * type.cols;
+	const uint32_t n = data.size() >= uint64_t(view.offset) + element
+	                       ? uint32_t((data.size() - view.offset - element) / stride + 1)
+	                       : 0;
+	const uint64_t data_bytes = uint64_t(n) * comps * 4;
+	if (data_bytes + 16 > max_chunk_bytes)
+		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": " + name + " needs " +
+		                                                 std::to_string(data_bytes + 16) +
+		                                                 " bytes, more than one arena chunk holds");
+	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, uint32_t(data_bytes)));
+	// Convert straight into the staged bytes: tight 32-bit data of the shader's type.
+	auto* out = reinterpret_cast<uint32_t*>(
+	    stageAllocation(*chunks[chunk], ref, index ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes)));
+	const std::byte* src = data.data() + view.offset;
+	const bool tight_copy = (index && isize == 4) || (!index && stride == element && element == comps * 4 &&
+	                                                  (view.format == VK_FORMAT_R32_SFLOAT ||
+	                                                   view.format == VK_FORMAT_R32G32_SFLOAT ||
+	                                                   view.format == VK_FORMAT_R32G32B32_SFLOAT ||
+	                                                   view.format == VK_FORMAT_R32G32B32A32_SFLOAT ||
+	                                                   view.format == VK_FORMAT_R32_UINT ||
+	                                                   view.format == VK_FORMAT_R32_SINT));
+	if (tight_copy)
+		std::memcpy(out, src, data_bytes);
+	else if (index)
 		for (uint32_t i = 0; i < n; ++i)
 		{
-			uint32_t x = 0;
-			std::memcpy(&x, src + uint64_t(i) * isize, isize);
-			words[i] = x;
+			uint16_t x;
+			std::memcpy(&x, src + 2ull * i, 2);
+			out[i] = x;
 		}
-	}
 	else
-	{
-		const uint32_t element = scene::formatSize(view.format) * type.cols;
-		const uint32_t stride = view.stride ? view.stride : element;
-		n = data.size() >= uint64_t(view.offset) + element
-		        ? uint32_t((data.size() - view.offset - element) / stride + 1)
-		        : 0;
-		const uint32_t comps = type.rows * type.cols;
-		words.resize(size_t(n) * comps);
 		for (uint32_t i = 0; i < n; ++i)
-			if (!convertElement(data.data() + view.offset + uint64_t(i) * stride, view.format, type,
-			                    words.data() + size_t(i) * comps))
+			if (!convertElement(src + uint64_t(i) * stride, view.format, type, out + size_t(i) * comps))
+			{
+				chunks[chunk]->allocator.free(ref); // (the staged bytes land in a free block: harmless)
 				return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": attribute '" + name +
 				                                                 "' has a format the heap cannot convert to " +
 				                                                 fx::typeName(type));
-	}
-	if (words.size() * 4 + 16 > max_chunk_bytes)
-		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": " + name + " needs " +
-		                                                 std::to_string(words.size() * 4 + 16) +
-		                                                 " bytes, more than one arena chunk holds");
+			}
 	Ref<Entry> e = adaptive::makeRef<Entry>(*this, kind, chunk);
 	e->buffer = view.buffer;
 	e->type = type;
 	e->elements = n;
-	e->data_bytes = uint32_t(words.size() * 4);
-	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, e->data_bytes));
+	e->data_bytes = uint32_t(data_bytes);
 	e->ref = ref;
 	e->refcount = 1;
 	e->key = key;
-	stageAllocation(*chunks[chunk], ref, kind == Entry::kIndex ? kTypeIndex : kTypeAttribute, n, words.data(),
-	                e->data_bytes);
 	Entry* raw = e.get();
 	pool.emplace(key, std::move(e));
 	return raw;
