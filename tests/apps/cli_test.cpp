@@ -305,6 +305,47 @@ TEST(CliRender, CitySceneMixesEffectsAndSortsByPipeline)
 	std::filesystem::remove(png);
 }
 
+TEST(CliRender, HeapPathDrawsTheCityPixelIdenticalToClassicInEveryStrategy)
+{
+	const std::string base = "render --scene city --objects 200 --width 128 --height 96 --samples 1 --frames 2 ";
+	const std::string classic_png = tempPath("city-classic.png");
+	ASSERT_EQ(runCli(base + "--path classic --out " + classic_png).exit_code, 0);
+	auto classic = quokka::gpu::readPng(classic_png);
+	ASSERT_TRUE(classic.ok());
+	for (const char* draw : {"indirect", "megacall", "auto"})
+	{
+		const std::string png = tempPath(std::string("city-heap-") + draw + ".png");
+		const CliRun run = runCli(base + "--path heap --validate --json --draw " + draw + " --out " + png);
+		ASSERT_EQ(run.exit_code, 0) << run.err;
+		const auto j = nlohmann::json::parse(run.out);
+		EXPECT_EQ(j["path"], "heap");
+		EXPECT_EQ(j["validation_errors"], 0);
+		EXPECT_EQ(j["heap_findings"].size(), 0u);
+		EXPECT_EQ(j["heap"]["objects"], j["objects"]);
+		// O(buckets × slots) draws instead of one per object.
+		EXPECT_EQ(j["draw_calls"].get<uint64_t>(), j["heap"]["slots"].get<uint64_t>()) << draw;
+		EXPECT_LT(j["draw_calls"].get<uint64_t>(), 20u) << draw;
+		auto image = quokka::gpu::readPng(png);
+		ASSERT_TRUE(image.ok());
+		ASSERT_EQ(image->width, classic->width);
+		EXPECT_EQ(image->pixels, classic->pixels) << draw;
+		std::filesystem::remove(png);
+	}
+	std::filesystem::remove(classic_png);
+}
+
+TEST(CliValidate, CleanHeapReportsNoFindingsAndPagedChunksToo)
+{
+	const CliRun run = runCli("validate --scene grid --objects 300 --max-chunk-bytes 65536 --draw megacall --json");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["objects"], 300);
+	EXPECT_GT(j["chunks"].get<uint64_t>(), 1u);
+	EXPECT_EQ(j["findings"].size(), 0u);
+	expectOneLineError(runCli("validate --draw sideways"), "sideways");
+	expectOneLineError(runCli("render --scene grid --path heap --max-chunk-bytes 12"), "max-chunk-bytes");
+}
+
 TEST(CliRender, GltfTriangleRendersInItsBaseColour)
 {
 	// A .gltf with an external .bin: one red, double-sided triangle; the camera frames its bounds.
