@@ -7,6 +7,7 @@
 #include <quokka/heap/heap_scene.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -207,13 +208,25 @@ struct Chunk
 	explicit Chunk(uint64_t max_bytes) : allocator(max_bytes) {}
 	ChunkAllocator allocator;
 	gpu::BufferHandle buffer;
-	std::vector<std::byte> pending_bytes;
+	/// This frame's writes: host pages (never reallocated, never zero-filled) holding runs of consecutive bytes for
+	/// the chunk; a write that continues the previous one at both ends extends it, so a frame placing many objects by
+	/// the bump cursor stages a few large runs instead of one write per allocation.
+	static constexpr uint32_t kPageBytes = 8u << 20;
+	struct Page
+	{
+		std::unique_ptr<std::byte[]> bytes;
+		uint32_t capacity = 0;
+		uint32_t used = 0;
+	};
 	struct Write
 	{
-		uint32_t offset;
-		uint32_t at;
+		uint32_t offset; ///< in the chunk
+		uint32_t page;
+		uint32_t at; ///< in the page
 		uint32_t size;
 	};
+	std::vector<Page> pages;
+	uint32_t page_count = 0; ///< pages in use this frame (the rest are kept for reuse)
 	std::vector<Write> pending;
 	std::vector<ChunkAllocator::Move> moves; ///< compaction copies to record before this frame's writes
 	uint32_t users = 0;                      ///< live objects placed here
@@ -222,9 +235,37 @@ struct Chunk
 	/// Space for a write of `size` bytes at `offset`, filled by the caller before the next reserve().
 	std::byte* reserve(uint32_t offset, uint32_t size)
 	{
-		pending.push_back({offset, uint32_t(pending_bytes.size()), size});
-		pending_bytes.resize(pending_bytes.size() + size);
-		return pending_bytes.data() + pending_bytes.size() - size;
+		Page* page = page_count ? &pages[page_count - 1] : nullptr;
+		if (!page || page->capacity - page->used < size)
+		{
+			if (page_count == pages.size() || pages[page_count].capacity < size)
+			{
+				const uint32_t capacity = std::max(size, kPageBytes);
+				Page fresh{std::unique_ptr<std::byte[]>(new std::byte[capacity]), capacity, 0};
+				if (page_count == pages.size())
+					pages.push_back(std::move(fresh));
+				else
+					pages[page_count] = std::move(fresh);
+			}
+			page = &pages[page_count++];
+			page->used = 0;
+		}
+		std::byte* out = page->bytes.get() + page->used;
+		Write* last = pending.empty() ? nullptr : &pending.back();
+		if (last && last->page == page_count - 1 && last->at + last->size == page->used &&
+		    last->offset + last->size == offset)
+			last->size += size;
+		else
+			pending.push_back({offset, page_count - 1, page->used, size});
+		page->used += size;
+		return out;
+	}
+	void clearPending()
+	{
+		pending.clear();
+		page_count = 0;
+		if (pages.size() > 2) // keep a little for the next frame, give a big first frame's memory back
+			pages.resize(2);
 	}
 };
 
@@ -294,6 +335,47 @@ class HeapObject;
 struct Bucket;
 struct Slot;
 
+/// What makes two inputs the same pool entry: the kind, the chunk, the source's identity (a node; a constant uniform
+/// by its value instead) and, for buffers, how it is read.
+struct PoolKey
+{
+	uint8_t kind = 0;
+	uint32_t chunk = 0;
+	const void* node = nullptr;
+	uint32_t format = 0, offset = 0, stride = 0;
+	fx::Type type;
+	std::array<uint32_t, 16> value{}; ///< a constant uniform's packed value
+	bool operator==(const PoolKey&) const = default;
+
+	/// The key of a non-constant uniform (kind 0 = Entry::kUniform).
+	static PoolKey uniform(const void* node, uint32_t chunk)
+	{
+		PoolKey k;
+		k.chunk = chunk;
+		k.node = node;
+		return k;
+	}
+};
+
+struct PoolKeyHash
+{
+	size_t operator()(const PoolKey& k) const
+	{
+		uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t(k.kind) << 56 | uint64_t(k.chunk));
+		auto mix = [&](uint64_t v)
+		{
+			h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+			h *= 0xff51afd7ed558ccdull;
+		};
+		mix(uint64_t(uintptr_t(k.node)));
+		mix(uint64_t(k.format) << 32 | k.offset);
+		mix(uint64_t(k.stride) << 32 | uint64_t(k.type.scalar) << 16 | uint64_t(k.type.rows) << 8 | k.type.cols);
+		for (uint32_t v : k.value)
+			mix(v);
+		return size_t(h ^ (h >> 29));
+	}
+};
+
 /// A pooled input in one chunk: a uniform value, a converted vertex attribute or widened indices. Uniform entries
 /// read their aval themselves (one re-pack per change, however many objects share the value); buffer entries are
 /// read once (objects using a buffer re-place themselves when it changes).
@@ -317,7 +399,7 @@ struct Entry final : AdaptiveObject
 	fx::Type type;
 	aval<UniformValue> uniform;     ///< kUniform with a non-constant source
 	aval<scene::ArrayBuffer> buffer; ///< kAttribute/kIndex: keeps the keyed node alive
-	std::string key;            ///< the pool key (for erasure)
+	PoolKey key;                     ///< the pool key (for erasure)
 	bool queued = false;
 
 	void inputChanged(AdaptiveObject*) override;
@@ -327,6 +409,7 @@ struct Entry final : AdaptiveObject
 	using AdaptiveObject::beginEvaluation;
 	using AdaptiveObject::endEvaluation;
 };
+static_assert(Entry::kUniform == 0, "PoolKey::uniform assumes kind 0");
 
 /// One pipeline state inside a bucket: its records and, per strategy, its GPU arrays.
 struct Slot
@@ -372,6 +455,14 @@ struct Bucket
 	std::vector<gpu::SamplerHandle> samplers;
 	std::vector<uint32_t> texture_bindings;
 	std::vector<std::unique_ptr<Slot>> slots;
+	/// Pipeline-state values already resolved to a slot (skips building a PipelineRequest per object).
+	struct Known
+	{
+		scene::PipelineStateValues state;
+		bool indexed;
+		Slot* slot;
+	};
+	std::vector<Known> known;
 	uint32_t objects = 0;
 	uint64_t serial = 0;
 };
@@ -390,7 +481,7 @@ struct HeapScene::Impl
 	std::optional<MegacallScan> scanner;
 
 	std::vector<std::unique_ptr<Chunk>> chunks;
-	std::unordered_map<std::string, Ref<Entry>> pool; ///< key → entry
+	std::unordered_map<PoolKey, Ref<Entry>, PoolKeyHash> pool; ///< key → entry
 	std::map<std::string, std::unique_ptr<Bucket>> buckets;
 	std::vector<Bucket*> bucket_order; ///< by creation (deterministic draw order)
 	uint64_t next_bucket_serial = 0;
@@ -408,6 +499,10 @@ struct HeapScene::Impl
 	uint32_t openChunk();
 	Result<Bucket*> bucketFor(const scene::RenderObject& o, uint32_t chunk);
 	Result<Slot*> slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
+	Result<Slot*> createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
+	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
+	Result<fx::CompiledEffectPtr> heapEffect(const fx::Effect& effect);
+	std::map<fx::Hash128, fx::CompiledEffectPtr> heap_effects;
 	void markSlot(Slot* s)
 	{
 		s->scan_dirty = true;
@@ -726,7 +821,7 @@ void HeapObject::detachFromSlot()
 Result<void> HeapObject::place()
 {
 	const scene::RenderObject& o = *object_;
-	QUOKKA_TRY_ASSIGN(effect, scene_->context->effects().compile(o.effect, scene_->outputs, fx::PathVariant::HeapIndirect));
+	QUOKKA_TRY_ASSIGN(effect, scene_->heapEffect(o.effect));
 	const fx::EffectInterface& iface = effect->iface;
 	inputs_.clear();
 	views_.clear();
@@ -782,8 +877,7 @@ Result<void> HeapObject::place()
 		    };
 		    for (uint32_t c = 0; c < scene_->chunks.size(); ++c)
 			    for (const aval<UniformValue>& u : uniforms)
-				    if (!u.node()->isConstant() &&
-				        scene_->pool.count("u" + std::to_string(uintptr_t(u.node().get())) + "/" + std::to_string(c)))
+				    if (!u.node()->isConstant() && scene_->pool.count(PoolKey::uniform(u.node().get(), c)))
 				    {
 					    consider(c);
 					    break;
@@ -992,19 +1086,16 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	};
 	const bool constant = value.node()->isConstant();
 	classic::PackedValue packed{};
-	std::string key;
+	PoolKey key = PoolKey::uniform(nullptr, chunk);
 	if (constant)
 	{
 		// Equal constants share one allocation: the key is the value itself.
 		packed = classic::packUniform(value.force());
-		key = "c";
-		key += fx::typeName(packed.type);
-		key.append(reinterpret_cast<const char*>(packed.f), packed.type.packedBytes());
-		key += "/";
-		key += std::to_string(chunk);
+		key.type = packed.type;
+		std::memcpy(key.value.data(), packed.f, packed.type.packedBytes());
 	}
 	else
-		key = "u" + std::to_string(uintptr_t(value.node().get())) + "/" + std::to_string(chunk);
+		key.node = value.node().get();
 	if (auto it = pool.find(key); it != pool.end())
 	{
 		Entry* e = it->second.get();
@@ -1049,10 +1140,14 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
                                               uint32_t chunk, const scene::RenderObject& object,
                                               const std::string& name)
 {
-	const std::string key = std::string(kind == Entry::kIndex ? "i" : "a") +
-	                        std::to_string(uintptr_t(view.buffer.node().get())) + ":" +
-	                        std::to_string(int(view.format)) + ":" + std::to_string(view.offset) + ":" +
-	                        std::to_string(view.stride) + ":" + fx::typeName(type) + "/" + std::to_string(chunk);
+	PoolKey key;
+	key.kind = kind;
+	key.chunk = chunk;
+	key.node = view.buffer.node().get();
+	key.format = uint32_t(view.format);
+	key.offset = view.offset;
+	key.stride = view.stride;
+	key.type = type;
 	if (auto it = pool.find(key); it != pool.end())
 	{
 		++it->second->refcount;
@@ -1125,9 +1220,18 @@ void HeapScene::Impl::releaseEntry(Entry* e)
 	pool.erase(e->key); // may destroy e (unless queued for a re-pack, which then skips it)
 }
 
+Result<fx::CompiledEffectPtr> HeapScene::Impl::heapEffect(const fx::Effect& effect)
+{
+	if (auto it = heap_effects.find(effect.id()); it != heap_effects.end())
+		return it->second;
+	QUOKKA_TRY_ASSIGN(compiled, context->effects().compile(effect, outputs, fx::PathVariant::HeapIndirect));
+	heap_effects.emplace(effect.id(), compiled);
+	return compiled;
+}
+
 Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_t chunk)
 {
-	QUOKKA_TRY_ASSIGN(effect, context->effects().compile(o.effect, outputs, fx::PathVariant::HeapIndirect));
+	QUOKKA_TRY_ASSIGN(effect, heapEffect(o.effect));
 	std::vector<Ref<classic::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
 	std::string key = effect->key.hex() + "/" + std::to_string(chunk);
@@ -1140,7 +1244,10 @@ Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_
 		textures.push_back(context->texture(it->second));
 		auto sit = o.samplers.find(t.name);
 		QUOKKA_TRY_ASSIGN(sampler, context->sampler(sit == o.samplers.end() ? scene::SamplerState{} : sit->second));
-		key += "/" + std::to_string(uintptr_t(textures.back().get())) + ":" + std::to_string(uintptr_t(sampler.get()));
+		key += '/';
+		key += std::to_string(uintptr_t(textures.back().get()));
+		key += ':';
+		key += std::to_string(uintptr_t(sampler.get()));
 		samplers.push_back(std::move(sampler));
 	}
 	auto it = buckets.find(key);
@@ -1164,6 +1271,16 @@ Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_
 }
 
 Result<Slot*> HeapScene::Impl::slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
+{
+	for (const Bucket::Known& k : b.known)
+		if (k.indexed == indexed && k.state == state)
+			return k.slot;
+	QUOKKA_TRY_ASSIGN(slot, createSlot(b, state, indexed));
+	b.known.push_back({state, indexed, slot});
+	return slot;
+}
+
+Result<Slot*> HeapScene::Impl::createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
 {
 	classic::PipelineRequest req;
 	req.effect = b.indirect_effect;
@@ -1250,7 +1367,10 @@ void HeapScene::Impl::sweep()
 {
 	std::erase_if(dirty_slots, [](const Slot* s) { return s->records.empty(); });
 	for (Bucket* b : bucket_order)
+	{
+		std::erase_if(b->known, [](const Bucket::Known& k) { return k.slot->records.empty(); });
 		std::erase_if(b->slots, [](const std::unique_ptr<Slot>& s) { return s->records.empty(); });
+	}
 	std::erase_if(bucket_order, [](const Bucket* b) { return b->objects == 0; });
 	std::erase_if(buckets, [](const auto& kv) { return kv.second->objects == 0; });
 }
@@ -1439,11 +1559,10 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 	{
 		for (const Chunk::Write& w : c->pending)
 		{
-			QUOKKA_TRY(staging.write(c->buffer, w.offset, c->pending_bytes.data() + w.at, w.size));
+			QUOKKA_TRY(staging.write(c->buffer, w.offset, c->pages[w.page].bytes.get() + w.at, w.size));
 			stats_.upload_bytes += w.size;
 		}
-		c->pending.clear();
-		c->pending_bytes.clear();
+		c->clearPending();
 	}
 	for (Bucket* b : p.bucket_order)
 	{
