@@ -1665,6 +1665,8 @@ void HeapScene::encode(gpu::CommandList& list)
 	Impl& p = *impl_;
 	VkCommandBuffer cmd = list.vk();
 	const gpu::Pipeline* bound = nullptr;
+	const gpu::DynamicState* dyn = nullptr;
+	VkBuffer index_buffer = VK_NULL_HANDLE;
 	std::vector<VkWriteDescriptorSet> writes;
 	std::vector<VkDescriptorBufferInfo> infos(4);
 	std::vector<VkDescriptorImageInfo> images;
@@ -1729,7 +1731,11 @@ void HeapScene::encode(gpu::CommandList& list)
 				writes.push_back(w);
 			}
 			pipeline.pushDescriptors(list, writes);
-			s.dyn.apply(cmd);
+			if (!dyn || !(*dyn == s.dyn))
+			{
+				s.dyn.apply(cmd);
+				dyn = &s.dyn;
+			}
 			if (mega)
 				vkCmdDrawIndirect(cmd, s.args->vk(), 0, 1, 16);
 			else
@@ -1739,7 +1745,11 @@ void HeapScene::encode(gpu::CommandList& list)
 				const uint32_t n = uint32_t(s.records.size());
 				if (s.indexed)
 				{
-					vkCmdBindIndexBuffer(cmd, chunk.buffer->vk(), 0, VK_INDEX_TYPE_UINT32);
+					if (index_buffer != chunk.buffer->vk())
+					{
+						vkCmdBindIndexBuffer(cmd, chunk.buffer->vk(), 0, VK_INDEX_TYPE_UINT32);
+						index_buffer = chunk.buffer->vk();
+					}
 					vkCmdDrawIndexedIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 20);
 				}
 				else
