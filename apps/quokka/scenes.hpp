@@ -1,4 +1,4 @@
-// scenes.hpp — the CLI's scene sources: seeded built-in generators (grid, city) and glTF 2.0 import.
+// scenes.hpp — the CLI's scene sources: seeded built-in generators (grid, city, unique meshes) and glTF 2.0 import.
 //
 // Every source returns plain scene::RenderObjects whose uniforms read the shared camera and light cvals of
 // SceneGlobals (ViewTrafo, ProjTrafo, LightLocation), so orbiting the camera is one cval write per frame. Objects
@@ -42,6 +42,31 @@ Result<GeneratedScene> makeGridScene(const SceneGlobals& globals, uint32_t objec
 /// A city of mixed effects: lit buildings, vertex-coloured props, textured objects, instanced trees (per-instance
 /// trafos), mirrored (negative-determinant) trafos with the front face flipped; ~`objects` render objects.
 Result<GeneratedScene> makeCityScene(const SceneGlobals& globals, uint32_t objects, uint64_t seed);
+/// makeUniqueMeshScene's knobs.
+struct UniqueMeshOptions
+{
+	/// Triangles of every object: even, 4…100 (a closed surface has an even count); 0 = each object draws its own
+	/// count from {10, 12, …, 100}.
+	uint32_t triangles = 0;
+	/// ModelTrafo is a cval per object (UniqueMeshScene::trafos) instead of a constant: what edits need, at ~0.5 KiB
+	/// more per object.
+	bool editable = false;
+};
+
+/// A unique-mesh scene and, when editable, its objects' ModelTrafo cvals (index i belongs to objects[i]).
+struct UniqueMeshScene
+{
+	GeneratedScene scene;
+	std::vector<adaptive::cval<math::Trafo3d>> trafos;
+};
+
+/// N objects, each with its own random closed mesh (a jittered bipyramid, or a tetrahedron at 4 triangles; u32
+/// indices, shared vertices with radial normals), its own ModelTrafo on a square grid in the xz-plane and one of 16
+/// shared ConstantColor values; effect trafo + constantColor + simpleLighting, back faces culled. The heap
+/// renderer's benchmark scene (issue #5): no two objects share a buffer. Deterministic in `seed` and `options`;
+/// ~1.5 KiB of host memory per object. Errors: InvalidArgument (objects outside 1…10,000,000, a bad triangle count).
+Result<UniqueMeshScene> makeUniqueMeshScene(const SceneGlobals& globals, uint32_t objects, uint64_t seed,
+                                            const UniqueMeshOptions& options = {});
 /// Imports a .gltf or .glb file. Errors (one line naming the file and the problem): Io (missing or unreadable file),
 /// InvalidArgument (malformed file), Unsupported (valid glTF this importer does not handle).
 Result<GeneratedScene> importGltf(const std::string& path, const SceneGlobals& globals);
