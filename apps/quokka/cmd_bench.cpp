@@ -11,7 +11,9 @@ int runBench(const BenchOptions& options)
 		return runBenchMeshlet(options);
 	if (options.name == "draw")
 		return runBenchDraw(options);
-	return fail("unknown benchmark '" + options.name + "' (available: meshlet, draw)");
+	if (options.name == "update")
+		return runBenchUpdate(options);
+	return fail("unknown benchmark '" + options.name + "' (available: meshlet, draw, update)");
 }
 
 } // namespace quokka::app

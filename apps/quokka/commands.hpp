@@ -64,9 +64,9 @@ struct BenchOptions
 	uint64_t ops = 2000000;        ///< allocator alloc+free pairs per run
 	uint32_t reps = 5;             ///< runs per figure (the median is reported)
 	uint64_t mib = 0;              ///< GPU working set in MiB; 0 = 512 on a GPU, 64 on a CPU device
-	std::vector<uint32_t> objects; ///< draw: object counts
-	std::string path = "classic";  ///< draw/update: render path (classic | heap)
-	std::string draw = "auto";     ///< heap draw strategy: auto | indirect | megacall (draw: or "all")
+	std::vector<uint32_t> objects; ///< draw: object counts; update: the scene's size; empty = the device's default
+	std::string path;              ///< draw: restricts to classic | heap; empty = both (update: heap only)
+	std::string draw;              ///< auto | indirect | megacall | all; empty = draw: all, update: auto
 	uint64_t max_chunk_bytes = 0;  ///< heap arena chunk cap; 0 = the device's default
 };
 int runBench(const BenchOptions& options);
@@ -74,8 +74,10 @@ int runBenchMeshlet(const BenchOptions& options);
 
 /// `render --scene grid|city` and `--gltf` (scene_render.cpp).
 int runRenderScene(const RenderOptions& options);
-/// `bench draw` (scene_render.cpp).
+/// `bench draw`: classic, heap strategies and the baked floor on the unique-mesh scene (bench_draw.cpp).
 int runBenchDraw(const BenchOptions& options);
+/// `bench update`: heap CPU time and upload bytes per added, removed or edited object (bench_update.cpp).
+int runBenchUpdate(const BenchOptions& options);
 /// `render --scene meshlets` (scene_meshlets.cpp).
 int runRenderMeshlets(const RenderOptions& options);
 

@@ -46,12 +46,17 @@ int main(int argc, char** argv)
 	BenchOptions bench;
 	CLI::App* bench_cmd = app.add_subcommand("bench", "run a benchmark and print medians and same-run ratios");
 	bench.device.addTo(*bench_cmd);
-	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw")->required();
-	bench_cmd->add_option("--objects", bench.objects, "draw: object counts (default 1000 10000 100000)")
+	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw, update")->required();
+	bench_cmd
+	    ->add_option("--objects", bench.objects,
+	                 "draw: object counts (default 10000 100000 1000000; 1000 10000 on a CPU device); update: scene "
+	                 "size (default 1000000; 20000 on a CPU device)")
 	    ->check(CLI::Range(1u, 10000000u));
-	bench_cmd->add_option("--path", bench.path, "draw, update: render path (classic, heap)")
+	bench_cmd->add_option("--path", bench.path, "draw: only this render path (classic, heap); update: heap")
 	    ->check(CLI::IsMember({"classic", "heap"}));
-	bench_cmd->add_option("--draw", bench.draw, "heap draw strategy: auto, indirect, megacall, all")
+	bench_cmd
+	    ->add_option("--draw", bench.draw,
+	                 "heap draw strategy: auto, indirect, megacall, all (draw: default all; update: default auto)")
 	    ->check(CLI::IsMember({"auto", "indirect", "megacall", "all"}));
 	bench_cmd->add_option("--max-chunk-bytes", bench.max_chunk_bytes, "heap arena chunk size in bytes")
 	    ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));

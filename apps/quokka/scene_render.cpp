@@ -1,6 +1,6 @@
-// `quokka render --scene grid|city` / `--gltf FILE` and `quokka bench draw`: scene-graph scenes through the Runtime
-// (classic path), a camera framing the scene bounds and orbiting over --frames, per-frame CPU update/encode, GPU and
-// frame timings, draw calls and pipeline binds.
+// `quokka render --scene grid|city` / `--gltf FILE` and the frame loop the benchmarks share (scene_run.hpp):
+// scene-graph scenes through the Runtime (either path), a camera framing the scene bounds and orbiting over --frames,
+// per-frame CPU update/encode, GPU and frame timings, draw calls and pipeline binds.
 #include "commands.hpp"
 #include "render_common.hpp"
 #include "scene_run.hpp"
@@ -234,91 +234,6 @@ int runRenderScene(const RenderOptions& o)
 		return 1;
 	fb = Error{};
 	rt = Error{};
-	return validationExit(dev);
-}
-
-int runBenchDraw(const BenchOptions& b)
-{
-	if (b.path != "classic")
-		return fail("bench draw: unknown --path '" + b.path + "' (available: classic; heap arrives with issue #5)");
-	RenderOptions o;
-	o.device = b.device;
-	o.scene = "grid";
-	o.width = 1280;
-	o.height = 720;
-	o.samples = 1;
-	auto device = createRenderDevice(o);
-	if (!device.ok())
-		return fail(device.error());
-	gpu::Device& dev = *device.value();
-	std::vector<uint32_t> counts = b.objects;
-	if (counts.empty())
-		counts = {1000, 10000, 100000};
-	nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-	if (!b.json)
-		std::printf("quokka bench draw --path classic on %s (%s timing), grid scene, %u frames per size (median)\n",
-		            dev.info().name.c_str(), dev.info().gpu_timestamps_reliable ? "GPU" : "wall", b.reps);
-	for (uint32_t n : counts)
-	{
-		SceneGlobals globals;
-		auto scene = makeGridScene(globals, n, 1);
-		if (!scene.ok())
-			return fail(scene.error());
-		auto rt = runtime::Runtime::create(dev);
-		if (!rt.ok())
-			return fail(rt.error());
-		auto fb = runtime::createFramebuffer(dev, signatureFor(1), o.width, o.height);
-		if (!fb.ok())
-			return fail(fb.error());
-		// Frame 0 prepares everything (reported separately); then static frames (steady state: nothing changed) and
-		// orbit frames (the camera changes every frame: every object's uniform block is re-uploaded).
-		const runtime::RenderOptions classic;
-		auto first = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, 1, false, classic);
-		if (!first.ok())
-			return fail(first.error());
-		auto still = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, b.reps + 1, false, classic);
-		auto orbit = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, b.reps + 1, true, classic);
-		if (!still.ok() || !orbit.ok())
-			return fail(still.ok() ? orbit.error() : still.error());
-		auto drop = [](std::vector<double> v)
-		{
-			v.erase(v.begin()); // the first frame of each run prepares its own task
-			return median(v);
-		};
-		nlohmann::ordered_json row;
-		row["objects"] = n;
-		row["first_frame_ms"] = first->frames.frame_ms.front();
-		row["static"] = {{"cpu_update_ms", drop(still->update_ms)},
-		                 {"cpu_encode_ms", drop(still->frames.encode_ms)},
-		                 {"gpu_ms", drop(still->gpu_ms)},
-		                 {"frame_ms", drop(still->frames.frame_ms)}};
-		row["orbit"] = {{"cpu_update_ms", drop(orbit->update_ms)},
-		                {"cpu_encode_ms", drop(orbit->frames.encode_ms)},
-		                {"gpu_ms", drop(orbit->gpu_ms)},
-		                {"frame_ms", drop(orbit->frames.frame_ms)}};
-		row["draw_calls"] = still->last.passes.draws;
-		row["pipeline_binds"] = still->last.passes.pipeline_binds;
-		rows.push_back(row);
-		if (!b.json)
-			std::printf("  %7u objects: static update %.2f ms, encode %.2f ms, GPU %.2f ms, frame %.2f ms | orbit "
-			            "update %.2f ms, encode %.2f ms, GPU %.2f ms, frame %.2f ms | %u draws, %u pipeline binds\n",
-			            n, row["static"]["cpu_update_ms"].get<double>(), row["static"]["cpu_encode_ms"].get<double>(),
-			            row["static"]["gpu_ms"].get<double>(), row["static"]["frame_ms"].get<double>(),
-			            row["orbit"]["cpu_update_ms"].get<double>(), row["orbit"]["cpu_encode_ms"].get<double>(),
-			            row["orbit"]["gpu_ms"].get<double>(), row["orbit"]["frame_ms"].get<double>(),
-			            still->last.passes.draws, still->last.passes.pipeline_binds);
-	}
-	if (b.json)
-	{
-		nlohmann::ordered_json j;
-		j["bench"] = "draw";
-		j["path"] = "classic";
-		j["device"] = dev.info().name;
-		j["device_type"] = dev.info().is_cpu ? "cpu" : "gpu";
-		j["timing_source"] = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
-		j["sizes"] = rows;
-		std::printf("%s\n", j.dump(2).c_str());
-	}
 	return validationExit(dev);
 }
 
