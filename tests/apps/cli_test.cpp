@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -445,18 +446,110 @@ TEST(CliErrors, UnknownSceneListsTheScenes)
 	expectOneLineError(runCli("render --scene nope --width 16 --height 16"), "grid, city");
 }
 
-TEST(CliBench, DrawClassicReportsEverySize)
+// Rows of a bench JSON array keyed by `key` (a row's name, or op/k).
+std::map<std::string, nlohmann::json> rowsBy(const nlohmann::json& rows, const std::string& key)
 {
-	const CliRun run = runCli("bench draw --path classic --objects 50 100 --reps 2 --json --device cpu");
+	std::map<std::string, nlohmann::json> out;
+	for (const auto& r : rows)
+		out[key == "op/k" ? r["op"].get<std::string>() + "/" + std::to_string(r["k"].get<int>())
+		                  : r[key].get<std::string>()] = r;
+	return out;
+}
+
+TEST(CliBench, DrawReportsEveryVariantAgainstTheBakedFloor)
+{
+	const CliRun run = runCli("bench draw --objects 200 --reps 1 --json --device cpu");
 	ASSERT_EQ(run.exit_code, 0) << run.err;
 	const auto j = nlohmann::json::parse(run.out);
 	EXPECT_EQ(j["bench"], "draw");
-	EXPECT_EQ(j["path"], "classic");
-	ASSERT_EQ(j["sizes"].size(), 2u);
-	EXPECT_EQ(j["sizes"][0]["objects"], 50);
-	EXPECT_EQ(j["sizes"][1]["draw_calls"], 100);
-	for (const char* mode : {"static", "orbit"})
-		for (const char* key : {"cpu_update_ms", "cpu_encode_ms", "gpu_ms", "frame_ms"})
-			EXPECT_GE(j["sizes"][1][mode][key].get<double>(), 0.0) << mode << "." << key;
-	expectOneLineError(runCli("bench draw --path heap --objects 10"), "unknown --path 'heap'");
+	EXPECT_EQ(j["device_type"], "cpu");
+	EXPECT_TRUE(j["timing_source"] == "wall" || j["timing_source"] == "gpu");
+	auto rows = rowsBy(j["results"], "name");
+	ASSERT_EQ(rows.size(), 5u) << j["results"].dump();
+	for (const char* name : {"classic", "heap-indirect", "heap-megacall", "heap-auto", "baked"})
+	{
+		ASSERT_EQ(rows.count(name), 1u) << name;
+		const auto& r = rows[name];
+		EXPECT_EQ(r["objects"], 200) << name;
+		EXPECT_GE(r["cpu_update_ms"].get<double>(), 0.0) << name;
+		for (const char* key : {"cpu_encode_ms", "gpu_ms", "frame_ms", "gpu_vs_baked"})
+			EXPECT_GT(r[key].get<double>(), 0.0) << name << "." << key;
+		EXPECT_GT(r["draw_calls"].get<int>(), 0) << name;
+	}
+	EXPECT_EQ(rows["classic"]["path"], "classic");
+	EXPECT_EQ(rows["classic"]["draw_calls"], 200);
+	// One bucket and one slot: a draw per slot, whatever the strategy.
+	for (const char* name : {"heap-indirect", "heap-megacall", "heap-auto"})
+	{
+		EXPECT_EQ(rows[name]["path"], "heap") << name;
+		EXPECT_LE(rows[name]["draw_calls"].get<int>(), 4) << name;
+	}
+	EXPECT_EQ(rows["heap-megacall"]["draw"], "megacall");
+	EXPECT_EQ(rows["heap-megacall"]["heap"]["megacall_slots"].get<int>(), rows["heap-megacall"]["heap"]["slots"]);
+	EXPECT_EQ(rows["baked"]["path"], "baked");
+	EXPECT_EQ(rows["baked"]["draw"], "single");
+	EXPECT_EQ(rows["baked"]["draw_calls"], 1);
+	EXPECT_DOUBLE_EQ(rows["baked"]["gpu_vs_baked"].get<double>(), 1.0);
+	// The crossover study follows a smaller --objects and covers every triangle count.
+	ASSERT_EQ(j["crossover"].size(), 4u);
+	int expected[] = {4, 12, 32, 100};
+	for (size_t i = 0; i < 4; ++i)
+	{
+		const auto& c = j["crossover"][i];
+		EXPECT_EQ(c["triangles"], expected[i]);
+		EXPECT_GT(c["indirect_gpu_ms"].get<double>(), 0.0);
+		EXPECT_GT(c["megacall_gpu_ms"].get<double>(), 0.0);
+	}
+	EXPECT_EQ(j["crossover"][0]["auto_picks"], "megacall"); // 12 emitted vertices, far under megacall_below
+	EXPECT_EQ(j["crossover"][3]["auto_picks"], "indirect"); // 300
+}
+
+TEST(CliBench, DrawPathAndStrategyRestrictTheVariants)
+{
+	const CliRun run = runCli("bench draw --objects 100 --reps 1 --path heap --draw megacall --json --device cpu");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	auto rows = rowsBy(j["results"], "name");
+	EXPECT_EQ(rows.size(), 2u) << j["results"].dump();
+	EXPECT_EQ(rows.count("heap-megacall"), 1u);
+	EXPECT_EQ(rows.count("baked"), 1u); // the floor is always measured
+	EXPECT_TRUE(j["crossover"].empty());
+}
+
+TEST(CliBench, UpdateUploadsBytesProportionalToTheChange)
+{
+	// 1000 objects: k is capped at n/10, so k ∈ {1, 100}.
+	const CliRun run = runCli("bench update --objects 1000 --reps 1 --json --device cpu");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["bench"], "update");
+	EXPECT_EQ(j["objects"], 1000);
+	EXPECT_EQ(j["draw"], "auto");
+	EXPECT_EQ(j["idle"]["upload_bytes"], 0);
+	auto rows = rowsBy(j["results"], "op/k");
+	ASSERT_EQ(rows.size(), 6u) << j["results"].dump();
+	for (const char* op : {"add", "remove", "edit"})
+		for (int k : {1, 100})
+		{
+			const auto& r = rows[std::string(op) + "/" + std::to_string(k)];
+			EXPECT_GT(r["cpu_update_ms"].get<double>(), 0.0) << op << k;
+			EXPECT_GT(r["us_per_object"].get<double>(), 0.0) << op << k;
+			EXPECT_GT(r["upload_bytes"].get<uint64_t>(), 0u) << op << k;
+		}
+	// An edit re-packs ModelTrafo (64 bytes) and NormalMatrix: a few hundred bytes per object at most, however many
+	// objects the scene holds.
+	const uint64_t edit1 = rows["edit/1"]["upload_bytes"], edit100 = rows["edit/100"]["upload_bytes"];
+	EXPECT_LT(edit100, 100u * 300u);
+	EXPECT_GT(edit100, edit1);
+	EXPECT_GT(rows["add/100"]["upload_bytes"].get<uint64_t>(), rows["add/1"]["upload_bytes"].get<uint64_t>());
+}
+
+TEST(CliErrors, BadBenchOptionsAreOneLineAndNonZero)
+{
+	expectOneLineError(runCli("bench draw --draw nope"), "--draw");
+	expectOneLineError(runCli("bench draw --objects 0"), "--objects");
+	expectOneLineError(runCli("bench update --path classic --device cpu"), "heap only");
+	expectOneLineError(runCli("bench update --draw all --device cpu"), "--draw all");
+	expectOneLineError(runCli("bench update --objects 5 --device cpu"), "below 10");
+	expectOneLineError(runCli("bench update --objects 100 200 --device cpu"), "one --objects");
 }
