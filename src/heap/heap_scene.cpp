@@ -269,20 +269,36 @@ struct Chunk
 	}
 };
 
-/// A GPU array with a full host shadow: edits mark a dirty span, upload() stages it (the whole array after growth —
-/// no GPU copy needed since the shadow holds everything).
+/// A GPU array with a full host shadow: edits record dirty word ranges, upload() stages them (nearby ranges merged;
+/// the whole array after growth — no GPU copy needed since the shadow holds everything). Ranges, not one min..max
+/// span: 100 scattered edits in a 50,000-record slot upload ~100 small runs, not the slot.
 struct GpuArray
 {
 	gpu::BufferUsage usage;
 	std::string name;
 	std::vector<uint32_t> words;
 	gpu::BufferHandle buffer;
-	size_t dirty_lo = SIZE_MAX, dirty_hi = 0;
+	std::vector<std::pair<size_t, size_t>> dirty; ///< [lo, hi) word ranges, unsorted, may overlap
+	bool all_dirty = false;
 
 	void touch(size_t lo, size_t hi)
 	{
-		dirty_lo = std::min(dirty_lo, lo);
-		dirty_hi = std::max(dirty_hi, hi);
+		if (all_dirty || lo >= hi)
+			return;
+		if (!dirty.empty() && dirty.back().second >= lo && dirty.back().first <= hi)
+		{
+			dirty.back().first = std::min(dirty.back().first, lo);
+			dirty.back().second = std::max(dirty.back().second, hi);
+			return;
+		}
+		dirty.emplace_back(lo, hi);
+		if (dirty.size() > 4096) // an edit storm: one upload of everything is cheaper than sorting runs
+			touchAll();
+	}
+	void touchAll()
+	{
+		all_dirty = true;
+		dirty.clear();
 	}
 	/// Grows or shrinks the shadow; grown words are uploaded even when they are 0 (the GPU copy may hold stale data
 	/// of a record that lived there before).
@@ -308,22 +324,34 @@ struct GpuArray
 			uint64_t size = 256;
 			while (size < need)
 				size *= 2;
-			QUOKKA_TRY_ASSIGN(b, device.createBuffer({size, usage | gpu::BufferUsage::TransferDst, gpu::MemoryDomain::DeviceLocal, name}));
+			QUOKKA_TRY_ASSIGN(b, device.createBuffer({size, usage | gpu::BufferUsage::TransferDst,
+			                                          gpu::MemoryDomain::DeviceLocal, name}));
 			buffer = std::move(b);
-			dirty_lo = 0;
-			dirty_hi = words.size();
+			touchAll();
 		}
-		const size_t hi = std::min(dirty_hi, words.size()); // the shadow may have shrunk since the touch
-		if (dirty_lo >= hi)
+		std::vector<std::pair<size_t, size_t>> runs;
+		if (all_dirty)
+			runs.emplace_back(0, words.size());
+		else
 		{
-			dirty_lo = SIZE_MAX;
-			dirty_hi = 0;
-			return uint64_t(0);
+			runs.swap(dirty);
+			std::sort(runs.begin(), runs.end());
 		}
-		const uint64_t bytes = (hi - dirty_lo) * 4;
-		QUOKKA_TRY(staging.write(buffer, dirty_lo * 4, words.data() + dirty_lo, bytes));
-		dirty_lo = SIZE_MAX;
-		dirty_hi = 0;
+		all_dirty = false;
+		dirty.clear();
+		uint64_t bytes = 0;
+		for (size_t r = 0; r < runs.size();)
+		{
+			size_t lo = runs[r].first, hi = runs[r].second;
+			// Merge runs closer than 16 words: one region instead of two costs less than the gap's bytes.
+			while (++r < runs.size() && runs[r].first <= hi + 16)
+				hi = std::max(hi, runs[r].second);
+			hi = std::min(hi, words.size()); // the shadow may have shrunk since the touch
+			if (lo >= hi)
+				continue;
+			QUOKKA_TRY(staging.write(buffer, lo * 4, words.data() + lo, (hi - lo) * 4));
+			bytes += (hi - lo) * 4;
+		}
 		return bytes;
 	}
 };
@@ -1328,9 +1356,8 @@ void HeapScene::Impl::chooseStrategy(Slot& s)
 	if (want == s.active)
 		return;
 	s.active = want;
-	GpuArray& a = want == DrawStrategy::Megacall ? s.mrecords : s.commands;
-	a.touch(0, a.words.size());
-	s.count.touch(0, 1);
+	(want == DrawStrategy::Megacall ? s.mrecords : s.commands).touchAll();
+	s.count.touchAll();
 	s.scan_dirty = true;
 }
 

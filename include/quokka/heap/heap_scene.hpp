@@ -55,8 +55,9 @@ struct HeapOptions
 	/// A chunk is compacted when its free bytes reach this floor and its live bytes are under half its cursor.
 	uint64_t compaction_floor = 4ull << 20;
 	/// `auto`: slots whose records emit fewer vertices than this on average (indexCount × instanceCount) are drawn by
-	/// the megacall, larger ones by indirect commands. Measured crossover: docs/benchmarks.md.
-	uint32_t megacall_below = 96;
+	/// the megacall, larger ones by indirect commands. Measured on the H200 (docs/benchmarks.md): the megacall is
+	/// faster at 12 emitted vertices per record (0.55×), slower from 36 on (1.3×), so the crossover is about 24.
+	uint32_t megacall_below = 24;
 };
 
 /// Counters of the last update() … encode(), plus the heap's current shape.
