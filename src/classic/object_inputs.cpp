@@ -192,6 +192,26 @@ aval<UniformValue> trafoInput(const scene::RenderObject& object, const char* nam
 
 } // namespace
 
+size_t DerivedUniforms::collect()
+{
+	size_t dropped = 0;
+	// A derived node holds its inputs (ModelViewProj holds ViewProj): repeat until nothing more is free.
+	for (bool again = true; again;)
+	{
+		again = false;
+		for (auto it = derived_.begin(); it != derived_.end();)
+			if (it->second.node()->refCount() == 1)
+			{
+				it = derived_.erase(it);
+				++dropped;
+				again = true;
+			}
+			else
+				++it;
+	}
+	return dropped;
+}
+
 Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& object, const std::string& name)
 {
 	if (auto it = object.uniforms.find(name); it != object.uniforms.end())

@@ -517,6 +517,7 @@ struct HeapScene::Impl
 	std::vector<Ref<HeapObject>> dirty_objects;
 	std::vector<Ref<Entry>> dirty_entries;
 	std::vector<Slot*> dirty_slots;
+	size_t removed_since_collect = 0; ///< derived uniforms are collected when this passes half their count
 
 	Result<Entry*> acquireUniform(const aval<UniformValue>& value, uint32_t chunk, fx::Type expected,
 	                              const scene::RenderObject& object, const std::string& name);
@@ -1461,6 +1462,14 @@ Result<void> HeapScene::update()
 		it->second->detach();
 		p.objects.erase(it);
 		++stats_.removed;
+	}
+	// Derived uniforms of removed objects: collected in O(size) once the removals since the last collection reach half
+	// the interned count (amortised O(1) per removal).
+	p.removed_since_collect += stats_.removed;
+	if (p.removed_since_collect > 64 && p.removed_since_collect * 2 > p.derived.size())
+	{
+		p.derived.collect();
+		p.removed_since_collect = 0;
 	}
 	// Additions in object-id order: placement, and therefore the draw order, never depends on addresses.
 	std::sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a->id < b->id; });

@@ -222,7 +222,11 @@ RenderTreePtr RenderTree::ofSet(adaptive::aset<RenderTreePtr> set)
 
 RenderTreePtr RenderTree::ofObjects(adaptive::aset<RenderObjectPtr> objects)
 {
-	return ofSet(adaptive::map(objects, [](const RenderObjectPtr& o) { return leafOf(o); }));
+	RenderTree t;
+	t.kind = Kind::UnorderedFromSet;
+	t.set = adaptive::map(objects, [](const RenderObjectPtr& o) { return leafOf(o); });
+	t.objects = std::move(objects);
+	return node(std::move(t));
 }
 
 namespace
@@ -260,6 +264,8 @@ adaptive::aset<RenderObjectPtr> leafSet(const RenderTreePtr& tree)
 	case RenderTree::Kind::OrderedFromList:
 		return leavesOfTrees(adaptive::toASet(tree->list));
 	case RenderTree::Kind::UnorderedFromSet:
+		if (tree->objects.history())
+			return tree->objects;
 		return leavesOfTrees(tree->set);
 	}
 	return adaptive::asetOf<RenderObjectPtr>({});

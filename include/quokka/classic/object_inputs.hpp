@@ -46,6 +46,9 @@ public:
 	Result<adaptive::aval<scene::UniformValue>> resolve(const scene::RenderObject& object, const std::string& name);
 	/// Drops the interned nodes (their users keep what they hold).
 	void clear() { derived_.clear(); }
+	/// Drops the interned nodes nobody else holds any more (objects removed): O(size). Returns how many.
+	size_t collect();
+	size_t size() const { return derived_.size(); }
 
 private:
 	std::map<std::tuple<int, const void*, const void*>, adaptive::aval<scene::UniformValue>> derived_;

@@ -38,6 +38,9 @@ struct RenderTree
 	adaptive::aval<RenderTreePtr> adaptive; ///< Adaptive
 	adaptive::alist<RenderTreePtr> list;    ///< OrderedFromList
 	adaptive::aset<RenderTreePtr> set;      ///< UnorderedFromSet
+	/// UnorderedFromSet made by ofObjects: the objects themselves, so leafSet() hands them on without mapping every
+	/// object to a leaf and back (a removal then costs no reader state at all).
+	adaptive::aset<RenderObjectPtr> objects;
 	/// Monotonic id assigned by the factories below: renderers create the walkers of a set's new members in a
 	/// deterministic order (leaves by object id, other trees by this id), so caches, serials and therefore draw order
 	/// never depend on heap addresses (STYLE R7).
