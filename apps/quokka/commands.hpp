@@ -48,9 +48,9 @@ struct RenderOptions
 	std::string gltf;                  ///< `--gltf FILE`: import instead of a built-in scene
 	uint32_t objects = 0;              ///< generated scenes; 0 = the scene's default
 	uint64_t seed = 1;
-	std::string path = "classic";     ///< classic | heap
-	std::string draw = "auto";        ///< heap draw strategy: auto | indirect | megacall
-	uint64_t max_chunk_bytes = 0;     ///< heap arena chunk cap; 0 = the device's default
+	std::string path = "classic"; ///< classic | heap
+	std::string draw = "auto";    ///< heap draw strategy: auto | indirect | megacall
+	uint64_t max_chunk_bytes = 0; ///< heap arena chunk cap; 0 = the device's default
 };
 int runRender(const RenderOptions& options);
 /// `quokka validate`: renders a scene on the heap path and runs every heap diagnostic (cmd_validate.cpp).

@@ -27,8 +27,9 @@ int main(int argc, char** argv)
 	    ->check(CLI::IsMember({"classic", "heap"}));
 	render_cmd->add_option("--draw", render.draw, "heap draw strategy: auto, indirect, megacall")
 	    ->check(CLI::IsMember({"auto", "indirect", "megacall"}));
-	render_cmd->add_option("--max-chunk-bytes", render.max_chunk_bytes,
-	                       "heap arena chunk size in bytes (default: min(maxStorageBufferRange, 256 MiB))")
+	render_cmd
+	    ->add_option("--max-chunk-bytes", render.max_chunk_bytes,
+	                 "heap arena chunk size in bytes (default: min(maxStorageBufferRange, 256 MiB))")
 	    ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));
 	render_cmd->add_option("--width", render.width, "framebuffer width in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--height", render.height, "framebuffer height in pixels")->check(CLI::Range(1u, 16384u));

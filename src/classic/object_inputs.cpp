@@ -26,7 +26,6 @@ math::Trafo3d asTrafo(const UniformValue& v)
 	return math::Trafo3d::identity();
 }
 
-
 } // namespace
 
 PackedValue packUniform(const UniformValue& value)
@@ -304,6 +303,5 @@ Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& o
 	return makeError(ErrorCode::InvalidArgument, objectName(object) + ": effect needs the uniform '" + name +
 	                                                 "', which the object does not provide");
 }
-
 
 } // namespace quokka::classic

@@ -244,8 +244,8 @@ std::string heapPrelude(const ShaderPlan& plan, bool vs)
 		     "+ int(qk_headers[qk_h + " +
 		     std::to_string(uniforms + attributes) + "u]));";
 	for (uint32_t i = 0; i < uniforms; ++i)
-		m += "\n\t" + plan.uniforms[i] + " = " + heapLoader(*UniformScope::lookup(plan.uniforms[i])) + "qk_headers[qk_h + " +
-		     std::to_string(i) + "u] / 4u + 4u);";
+		m += "\n\t" + plan.uniforms[i] + " = " + heapLoader(*UniformScope::lookup(plan.uniforms[i])) +
+		     "qk_headers[qk_h + " + std::to_string(i) + "u] / 4u + 4u);";
 	for (uint32_t i = 0; i < attributes; ++i)
 	{
 		const Slot& a = plan.heap_attributes[i];
@@ -309,8 +309,8 @@ Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string&
 		       (plan.dead_textures[i].kind == TexKind::SamplerCube ? "samplerCube " : "sampler2D ") +
 		       plan.dead_textures[i].name + "; // inactive");
 	const uint32_t texture_base = plan.uniform_mode == UniformMode::PerUniformBlocks ? kAnalysisTextureBinding
-	                              : plan.heap()                                     ? kHeapTextureBinding
-	                                                                                : 1;
+	                              : plan.heap()                                      ? kHeapTextureBinding
+	                                                                                 : 1;
 	for (size_t i = 0; i < plan.textures.size(); ++i)
 		w.emit("layout(set = 0, binding = " + std::to_string(texture_base + i) + ") uniform " +
 		       (plan.textures[i].kind == TexKind::SamplerCube ? "samplerCube " : "sampler2D ") + plan.textures[i].name +
@@ -732,8 +732,9 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 	for (const Slot& s : vs_plan.inputs)
 		if (vs_refl->input_locations.count(s.location))
 			attributes.push_back(s);
-	const bool fs_reads_uniforms = std::any_of(uniforms.begin(), uniforms.end(), [&](const std::string& u)
-	                                           { return active_in(fs_plan.uniforms, u, *fs_refl); });
+	const bool fs_reads_uniforms =
+	    std::any_of(uniforms.begin(), uniforms.end(),
+	                [&](const std::string& u) { return active_in(fs_plan.uniforms, u, *fs_refl); });
 
 	auto dead = [&](ShaderPlan& plan)
 	{

@@ -425,7 +425,7 @@ struct Entry final : AdaptiveObject
 	uint32_t data_bytes = 0;
 	uint32_t refcount = 0;
 	fx::Type type;
-	aval<UniformValue> uniform;     ///< kUniform with a non-constant source
+	aval<UniformValue> uniform;      ///< kUniform with a non-constant source
 	aval<scene::ArrayBuffer> buffer; ///< kAttribute/kIndex: keeps the keyed node alive
 	PoolKey key;                     ///< the pool key (for erasure)
 	bool queued = false;
@@ -455,7 +455,8 @@ struct Slot
 	// indirect: VkDrawIndexedIndirectCommand (5 words) or VkDrawIndirectCommand (4 words) per record; count word.
 	GpuArray commands{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
 	                  "heap commands"};
-	GpuArray count{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap count"};
+	GpuArray count{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
+	               "heap count"};
 	// megacall: 5-word records, scan scratch, arguments, tile index.
 	GpuArray mrecords{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap megacall records"};
 	std::optional<ScanBuffers> scan;
@@ -723,8 +724,8 @@ Result<void> HeapObject::validateDraw()
 		if (!indices)
 			return fail("the draw call is indexed but the object has no index buffer");
 		if (uint64_t(draw.first) + draw.count > indices->elements)
-			return fail("the draw reads indices up to " + std::to_string(uint64_t(draw.first) + draw.count) +
-			            " of " + std::to_string(indices->elements));
+			return fail("the draw reads indices up to " + std::to_string(uint64_t(draw.first) + draw.count) + " of " +
+			            std::to_string(indices->elements));
 		// The largest index decides how many vertices the draw reads (only when the draw or the buffer changed).
 		const scene::BufferView& v = *object_->indices;
 		const scene::ArrayBuffer& data = v.buffer.getValue(Token{this});
@@ -935,15 +936,15 @@ Result<void> HeapObject::place()
 				    }
 				    for (size_t i = 0; i < views_.size(); ++i)
 				    {
-					    QUOKKA_TRY_ASSIGN(e, scene_->acquireBuffer(Entry::kAttribute, *views_[i],
-					                                               iface.attributes[i].type, chunk, o,
-					                                               iface.attributes[i].name));
+					    QUOKKA_TRY_ASSIGN(e,
+					                      scene_->acquireBuffer(Entry::kAttribute, *views_[i], iface.attributes[i].type,
+					                                            chunk, o, iface.attributes[i].name));
 					    got.push_back(e);
 				    }
 				    if (o.indices)
 				    {
-					    QUOKKA_TRY_ASSIGN(e, scene_->acquireBuffer(Entry::kIndex, *o.indices, fx::U32, chunk, o,
-					                                               "indices"));
+					    QUOKKA_TRY_ASSIGN(
+					        e, scene_->acquireBuffer(Entry::kIndex, *o.indices, fx::U32, chunk, o, "indices"));
 					    idx = e;
 				    }
 				    return {};
@@ -1202,13 +1203,12 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	auto* out = reinterpret_cast<uint32_t*>(
 	    stageAllocation(*chunks[chunk], ref, index ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes)));
 	const std::byte* src = data.data() + view.offset;
-	const bool tight_copy = (index && isize == 4) || (!index && stride == element && element == comps * 4 &&
-	                                                  (view.format == VK_FORMAT_R32_SFLOAT ||
-	                                                   view.format == VK_FORMAT_R32G32_SFLOAT ||
-	                                                   view.format == VK_FORMAT_R32G32B32_SFLOAT ||
-	                                                   view.format == VK_FORMAT_R32G32B32A32_SFLOAT ||
-	                                                   view.format == VK_FORMAT_R32_UINT ||
-	                                                   view.format == VK_FORMAT_R32_SINT));
+	const bool tight_copy =
+	    (index && isize == 4) ||
+	    (!index && stride == element && element == comps * 4 &&
+	     (view.format == VK_FORMAT_R32_SFLOAT || view.format == VK_FORMAT_R32G32_SFLOAT ||
+	      view.format == VK_FORMAT_R32G32B32_SFLOAT || view.format == VK_FORMAT_R32G32B32A32_SFLOAT ||
+	      view.format == VK_FORMAT_R32_UINT || view.format == VK_FORMAT_R32_SINT));
 	if (tight_copy)
 		std::memcpy(out, src, data_bytes);
 	else if (index)
@@ -1530,12 +1530,12 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 	gpu::StagingRing& staging = p.context->staging();
 	// Blocks freed and re-used this frame were read by earlier frames: their reads complete before this frame's
 	// transfers (an execution dependency across the queue's submission order).
-	list.memoryBarrier(VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
-	                       VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT |
-	                       VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT |
-	                       VK_ACCESS_2_INDEX_READ_BIT,
-	                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+	list.memoryBarrier(
+	    VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
+	        VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT |
+	        VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	    VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT,
+	    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
 	bool copied = false;
 	for (size_t i = 0; i < p.chunks.size(); ++i)
 	{
@@ -1547,12 +1547,11 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 			while (size < need)
 				size *= 2;
 			size = std::min(size, p.max_chunk_bytes);
-			QUOKKA_TRY_ASSIGN(buffer, device.createBuffer({size,
-			                                               gpu::BufferUsage::Storage | gpu::BufferUsage::Index |
-			                                                   gpu::BufferUsage::TransferSrc |
-			                                                   gpu::BufferUsage::TransferDst,
-			                                               gpu::MemoryDomain::DeviceLocal,
-			                                               "heap chunk " + std::to_string(i)}));
+			QUOKKA_TRY_ASSIGN(buffer,
+			                  device.createBuffer({size,
+			                                       gpu::BufferUsage::Storage | gpu::BufferUsage::Index |
+			                                           gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+			                                       gpu::MemoryDomain::DeviceLocal, "heap chunk " + std::to_string(i)}));
 			if (c.buffer)
 			{
 				// Growth keeps the content: copy it on the GPU (the arena has no host mirror).
@@ -1565,7 +1564,8 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 	}
 	if (copied)
 		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT,
+		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
 	// Compaction: live runs move to the front. A run may overlap its own destination, so everything bounces through
 	// one scratch buffer (chunk → scratch, then scratch → chunk), before this frame's writes land at the new places.
 	for (auto& c : p.chunks)
@@ -1580,11 +1580,13 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 			back.push_back({total, m.to, m.bytes});
 			total += m.bytes;
 		}
-		QUOKKA_TRY_ASSIGN(scratch, device.createBuffer({total, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
-		                                                gpu::MemoryDomain::DeviceLocal, "heap compaction scratch"}));
+		QUOKKA_TRY_ASSIGN(scratch,
+		                  device.createBuffer({total, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+		                                       gpu::MemoryDomain::DeviceLocal, "heap compaction scratch"}));
 		vkCmdCopyBuffer(list.vk(), c->buffer->vk(), scratch->vk(), uint32_t(out.size()), out.data());
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT,
-		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+		list.memoryBarrier(
+		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT,
+		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
 		vkCmdCopyBuffer(list.vk(), scratch->vk(), c->buffer->vk(), uint32_t(back.size()), back.data());
 		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
 		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
@@ -1636,8 +1638,8 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 		{
 			if (!s->bucket->megacall_effect)
 			{
-				QUOKKA_TRY_ASSIGN(effect, p.context->effects().compile(s->bucket->effect, p.outputs,
-				                                                       fx::PathVariant::HeapMegacall));
+				QUOKKA_TRY_ASSIGN(
+				    effect, p.context->effects().compile(s->bucket->effect, p.outputs, fx::PathVariant::HeapMegacall));
 				s->bucket->megacall_effect = effect;
 			}
 			classic::PipelineRequest req = s->request;
@@ -1671,10 +1673,10 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 		}
 		if (!s->args)
 		{
-			QUOKKA_TRY_ASSIGN(a, device.createBuffer({16,
-			                                          gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage |
-			                                              gpu::BufferUsage::TransferSrc,
-			                                          gpu::MemoryDomain::DeviceLocal, "heap megacall args"}));
+			QUOKKA_TRY_ASSIGN(
+			    a, device.createBuffer(
+			           {16, gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
+			            gpu::MemoryDomain::DeviceLocal, "heap megacall args"}));
 			s->args = std::move(a);
 		}
 		ScanJob job;
@@ -1757,8 +1759,8 @@ void HeapScene::encode(gpu::CommandList& list)
 			{
 				if (!b->textures[i]->image())
 					continue;
-				images.push_back({b->samplers[i]->vk(), b->textures[i]->image()->view(),
-				                  VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL});
+				images.push_back(
+				    {b->samplers[i]->vk(), b->textures[i]->image()->view(), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL});
 				VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
 				w.dstBinding = b->texture_bindings[i];
 				w.descriptorCount = 1;
@@ -1866,8 +1868,9 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 		const size_t base = size_t(h->header) * b.header_words;
 		for (size_t i = 0; i < h->entries.size(); ++i)
 			if ((b.headers.words[base + i] & ~15u) != h->entries[i]->ref)
-				f.add("header", name + ": word " + std::to_string(i) + " is " + std::to_string(b.headers.words[base + i]) +
-				                    ", its input is at " + std::to_string(h->entries[i]->ref));
+				f.add("header", name + ": word " + std::to_string(i) + " is " +
+				                    std::to_string(b.headers.words[base + i]) + ", its input is at " +
+				                    std::to_string(h->entries[i]->ref));
 		if (h->record >= h->slot->records.size() || h->slot->records[h->record] != h.get())
 			f.add("record", name + ": its record " + std::to_string(h->record) + " does not point back at it");
 	}
@@ -1968,8 +1971,8 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 						const bool per_instance = (b->headers.words[hdr + i] & fx::kHeapPerInstanceBit) != 0;
 						const uint64_t need = per_instance ? max_instance : uint64_t(std::max<int64_t>(max_vertex, 0));
 						if (max_vertex < 0 || need >= e->elements)
-							f.add("simulate", name + ": reads element " + std::to_string(need) + " of an attribute of " +
-							                      std::to_string(e->elements));
+							f.add("simulate", name + ": reads element " + std::to_string(need) +
+							                      " of an attribute of " + std::to_string(e->elements));
 					}
 				}
 		}
@@ -2038,9 +2041,11 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 			probe.seed = uint32_t(b->serial + 1);
 			QUOKKA_TRY_ASSIGN(report, p.scanner->probeSlot(probe));
 			if (report.mismatch_count)
-				f.add("probe", where + ": probeBinarySearch found " + std::to_string(report.mismatch_count) +
-				                   " of " + std::to_string(report.probed) + " emits where the GPU search and the CPU "
-				                   "replay disagree (first: emit " + std::to_string(report.mismatches.front().emit) + ")");
+				f.add("probe", where + ": probeBinarySearch found " + std::to_string(report.mismatch_count) + " of " +
+				                   std::to_string(report.probed) +
+				                   " emits where the GPU search and the CPU "
+				                   "replay disagree (first: emit " +
+				                   std::to_string(report.mismatches.front().emit) + ")");
 			// Triangle coherence: the emits of one primitive come from one record and one instance.
 			for (size_t r = 0; r < s.records.size(); ++r)
 			{

@@ -209,8 +209,8 @@ Result<bool> RenderTask::update()
 				    options_.heap);
 				e.pass = std::make_unique<classic::ScenePass>(
 				    runtime_->context(), signature_,
-				    scene::RenderTree::ofObjects(adaptive::filter(
-				        leaves, [](const scene::RenderObjectPtr& o) { return !heap::heapEligible(*o); })));
+				    scene::RenderTree::ofObjects(adaptive::filter(leaves, [](const scene::RenderObjectPtr& o)
+				                                                  { return !heap::heapEligible(*o); })));
 			}
 			else
 				e.pass = std::make_unique<classic::ScenePass>(runtime_->context(), signature_, render->tree);

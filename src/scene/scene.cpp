@@ -240,8 +240,9 @@ adaptive::aset<RenderObjectPtr> leavesOfTrees(const adaptive::aset<RenderTreePtr
 			                               return t->leaf;
 		                               return std::nullopt;
 	                               });
-	auto others = adaptive::filter(trees, [](const RenderTreePtr& t)
-	                               { return t && t->kind != RenderTree::Kind::Leaf && t->kind != RenderTree::Kind::Empty; });
+	auto others =
+	    adaptive::filter(trees, [](const RenderTreePtr& t)
+	                     { return t && t->kind != RenderTree::Kind::Leaf && t->kind != RenderTree::Kind::Empty; });
 	return adaptive::unionOf(leaves, adaptive::collect(others, [](const RenderTreePtr& t) { return leafSet(t); }));
 }
 } // namespace

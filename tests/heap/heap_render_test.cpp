@@ -84,7 +84,8 @@ RenderObjectPtr randomObject(std::mt19937& rng, const Effects& fx, RandomScene& 
 	const int kind = int(rng() % 4); // 0 constant colour, 1 vertex colours (UNORM8), 2 instanced, 3 shared colour
 	o.effect = kind == 1 ? fx.colors : kind == 2 ? fx.instanced : fx.constant;
 	o.attributes["Positions"] = scene::BufferView::of(positions, VK_FORMAT_R32G32B32_SFLOAT);
-	o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(vertices, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+	o.attributes["Normals"] =
+	    scene::BufferView::of(std::vector<V3f>(vertices, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
 	if (kind == 1)
 	{
 		std::vector<uint8_t> colors;
@@ -513,7 +514,7 @@ Quad quad(float x0, float y0, float x1, float y1, float z)
 TEST_F(HeapRenderTest, TexturesBlendingInterleavingBaseVertexInstanceTrafosAndCullFlipsMatchClassic)
 {
 	const Effects fx;
-		std::vector<RenderObjectPtr> objects;
+	std::vector<RenderObjectPtr> objects;
 	// 1. A textured quad (nearest 2×2 texture), indexed.
 	{
 		auto texels = std::make_shared<std::vector<uint8_t>>(
@@ -547,7 +548,8 @@ TEST_F(HeapRenderTest, TexturesBlendingInterleavingBaseVertexInstanceTrafosAndCu
 		o.effect = fx.constant;
 		o.attributes["Positions"] = scene::BufferView{buffer, VK_FORMAT_R32G32B32_SFLOAT, 0, 24};
 		o.attributes["Normals"] = scene::BufferView{buffer, VK_FORMAT_R32G32B32_SFLOAT, 12, 24};
-		o.indices = scene::BufferView::of(std::vector<uint16_t>(q.indices.begin(), q.indices.end()), VK_FORMAT_R16_UINT);
+		o.indices =
+		    scene::BufferView::of(std::vector<uint16_t>(q.indices.begin(), q.indices.end()), VK_FORMAT_R16_UINT);
 		o.uniforms["ConstantColor"] = scene::uniform(rgba(20, 220, 90));
 		scene::DrawCall d{true, 6};
 		d.base_vertex = 4;
@@ -629,8 +631,8 @@ TEST_F(HeapRenderTest, TexturesBlendingInterleavingBaseVertexInstanceTrafosAndCu
 				const Rgba8Image reference = pixels();
 				ASSERT_GT(covered(reference), kSize * kSize / 3);
 				ASSERT_EQ(frame(*heap), "");
-				EXPECT_EQ(differing(pixels(), reference), 0u) << strategyName(d) << " samples " << samples
-				                                              << " cull " << c;
+				EXPECT_EQ(differing(pixels(), reference), 0u)
+				    << strategyName(d) << " samples " << samples << " cull " << c;
 			}
 			EXPECT_EQ(heap->stats().heap.objects, 5u); // summed over both Render commands' heap scenes
 		}

@@ -30,8 +30,8 @@ enum class PathVariant : uint8_t
 	/// the vertex is gl_VertexIndex. Attributes and uniforms are pulled from the arena chunk (set 0, binding 0) through
 	/// the draw header (binding 1); textures at bindings kHeapTextureBinding + i.
 	HeapIndirect,
-	/// Heap path, one non-indexed draw per slot: each vertex finds its record (binding 2, 5 words each) through the tile
-	/// index (binding 3) with qkFindRecord (megacall_glsl.hpp) and reads its index from the arena.
+	/// Heap path, one non-indexed draw per slot: each vertex finds its record (binding 2, 5 words each) through the
+	/// tile index (binding 3) with qkFindRecord (megacall_glsl.hpp) and reads its index from the arena.
 	HeapMegacall,
 };
 
