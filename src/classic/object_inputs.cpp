@@ -15,6 +15,26 @@ std::string objectName(const scene::RenderObject& o)
 	return "render object #" + std::to_string(o.id);
 }
 
+uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count)
+{
+	uint32_t m = 0;
+	if (u16)
+		for (uint32_t k = 0; k < count; ++k)
+		{
+			uint16_t x;
+			std::memcpy(&x, data + 2ull * k, 2);
+			m = std::max<uint32_t>(m, x);
+		}
+	else
+		for (uint32_t k = 0; k < count; ++k)
+		{
+			uint32_t x;
+			std::memcpy(&x, data + 4ull * k, 4);
+			m = std::max(m, x);
+		}
+	return m;
+}
+
 namespace
 {
 math::Trafo3d asTrafo(const UniformValue& v)

@@ -63,11 +63,10 @@ struct ScenePass::Impl
 // ---- prepared objects -------------------------------------------------------------------------------------------
 
 /// One leaf ready to draw. Reads exactly the inputs its compiled effect needs; inputChanged() tells it which.
-class PreparedObject final : public AdaptiveObject
+class PreparedObject final : public ObjectNode
 {
 public:
-	PreparedObject(ScenePass::Impl& pass, RenderObjectPtr object)
-	    : AdaptiveObject(kExplicitInputs | kWantsInputChanged), pass_(&pass), object_(std::move(object))
+	PreparedObject(ScenePass::Impl& pass, RenderObjectPtr object) : pass_(&pass), object_(std::move(object))
 	{
 		++pass_->live_objects;
 	}
@@ -132,8 +131,6 @@ private:
 		uint32_t index;
 	};
 
-	template <typename F>
-	Result<void> evaluate(F&& body);
 	Result<void> readUniform(uint32_t i);
 	Result<void> readState();
 	Result<void> readBuffer(uint32_t i);
@@ -168,23 +165,6 @@ private:
 	};
 	std::vector<BufferInput> buffers_;
 };
-
-template <typename F>
-Result<void> PreparedObject::evaluate(F&& body)
-{
-	beginEvaluation();
-	Result<void> r;
-	try
-	{
-		r = body();
-	}
-	catch (const std::exception& e)
-	{
-		r = fail(std::string("an input threw: ") + e.what());
-	}
-	endEvaluation(r.ok());
-	return r;
-}
 
 Result<void> PreparedObject::readUniform(uint32_t i)
 {
@@ -262,21 +242,7 @@ Result<void> PreparedObject::validateDraw()
 		// changed).
 		const scene::ArrayBuffer& data = ib.view->buffer.getValue(Token{this});
 		const std::byte* base = data.data() + ib.view->offset + uint64_t(draw.first) * isize;
-		uint32_t max_index = 0;
-		if (isize == 2)
-			for (uint32_t k = 0; k < draw.count; ++k)
-			{
-				uint16_t x;
-				std::memcpy(&x, base + 2ull * k, 2);
-				max_index = std::max<uint32_t>(max_index, x);
-			}
-		else
-			for (uint32_t k = 0; k < draw.count; ++k)
-			{
-				uint32_t x;
-				std::memcpy(&x, base + 4ull * k, 4);
-				max_index = std::max(max_index, x);
-			}
+		const uint32_t max_index = maxIndex(base, isize == 2, draw.count);
 		const int64_t last = int64_t(max_index) + draw.base_vertex;
 		if (last < 0)
 			return fail("base vertex " + std::to_string(draw.base_vertex) + " makes indices negative");
@@ -331,6 +297,7 @@ Result<void> PreparedObject::prepare()
 	samplers.clear();
 	texture_bindings.clear();
 	return evaluate(
+	    *object_,
 	    [&]() -> Result<void>
 	    {
 		    // Attributes (shader-driven: only the ones the compiled effect reads).
@@ -427,42 +394,42 @@ Result<void> PreparedObject::refresh()
 	std::sort(dirty.begin(), dirty.end());
 	dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
 	++pass_->stats->refreshed;
-	return evaluate(
-	    [&]() -> Result<void>
-	    {
-		    bool state = false, validate = false;
-		    for (const Input& in : inputs_)
-		    {
-			    if (!std::binary_search(dirty.begin(), dirty.end(), in.node))
-				    continue;
-			    switch (in.role)
-			    {
-			    case kUniform:
-				    QUOKKA_TRY(readUniform(in.index));
-				    break;
-			    case kState:
-				    state = true;
-				    break;
-			    case kDraw:
-				    draw = object_->draw_call.getValue(Token{this});
-				    validate = true;
-				    break;
-			    case kActive:
-				    active = object_->active.getValue(Token{this});
-				    validate = true;
-				    break;
-			    case kBuffer:
-				    QUOKKA_TRY(readBuffer(in.index));
-				    validate = true;
-				    break;
-			    }
-		    }
-		    if (state)
-			    QUOKKA_TRY(readState());
-		    if (validate)
-			    QUOKKA_TRY(validateDraw());
-		    return uploadUniforms();
-	    });
+	return evaluate(*object_,
+	                [&]() -> Result<void>
+	                {
+		                bool state = false, validate = false;
+		                for (const Input& in : inputs_)
+		                {
+			                if (!std::binary_search(dirty.begin(), dirty.end(), in.node))
+				                continue;
+			                switch (in.role)
+			                {
+			                case kUniform:
+				                QUOKKA_TRY(readUniform(in.index));
+				                break;
+			                case kState:
+				                state = true;
+				                break;
+			                case kDraw:
+				                draw = object_->draw_call.getValue(Token{this});
+				                validate = true;
+				                break;
+			                case kActive:
+				                active = object_->active.getValue(Token{this});
+				                validate = true;
+				                break;
+			                case kBuffer:
+				                QUOKKA_TRY(readBuffer(in.index));
+				                validate = true;
+				                break;
+			                }
+		                }
+		                if (state)
+			                QUOKKA_TRY(readState());
+		                if (validate)
+			                QUOKKA_TRY(validateDraw());
+		                return uploadUniforms();
+	                });
 }
 
 // ---- walkers ----------------------------------------------------------------------------------------------------

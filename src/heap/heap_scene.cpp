@@ -590,13 +590,10 @@ Result<void> Entry::repack()
 
 /// One object in the heap. Reads its draw call, active flag, pipeline-state leaves and buffers (uniform values are
 /// read by their pool entries); inputChanged() tells it which changed.
-class HeapObject final : public AdaptiveObject
+class HeapObject final : public classic::ObjectNode
 {
 public:
-	HeapObject(HeapScene::Impl& s, RenderObjectPtr o)
-	    : AdaptiveObject(kExplicitInputs | kWantsInputChanged), scene_(&s), object_(std::move(o))
-	{
-	}
+	HeapObject(HeapScene::Impl& s, RenderObjectPtr o) : scene_(&s), object_(std::move(o)) {}
 	~HeapObject() override { unplace(); }
 
 	/// Compiles, reads and validates the inputs, then places the object (chunk, entries, bucket, header, slot, record).
@@ -686,8 +683,6 @@ private:
 	void writeHeader();
 	void attachToSlot(Slot* s);
 	void detachFromSlot();
-	template <typename F>
-	Result<void> evaluate(F&& body);
 
 	HeapScene::Impl* scene_;
 	RenderObjectPtr object_;
@@ -696,23 +691,6 @@ private:
 	scene::PipelineStateValues state_;
 	std::vector<const scene::BufferView*> views_; ///< attributes in header order
 };
-
-template <typename F>
-Result<void> HeapObject::evaluate(F&& body)
-{
-	beginEvaluation();
-	Result<void> r;
-	try
-	{
-		r = body();
-	}
-	catch (const std::exception& e)
-	{
-		r = fail(std::string("an input threw: ") + e.what());
-	}
-	endEvaluation(r.ok());
-	return r;
-}
 
 Result<void> HeapObject::validateDraw()
 {
@@ -731,13 +709,7 @@ Result<void> HeapObject::validateDraw()
 		const scene::ArrayBuffer& data = v.buffer.getValue(Token{this});
 		const bool u16 = v.format == VK_FORMAT_R16_UINT;
 		const std::byte* base = data.data() + v.offset + uint64_t(draw.first) * (u16 ? 2 : 4);
-		uint32_t max_index = 0;
-		for (uint32_t k = 0; k < draw.count; ++k)
-		{
-			uint32_t x = 0;
-			std::memcpy(&x, base + (u16 ? 2ull : 4ull) * k, u16 ? 2 : 4);
-			max_index = std::max(max_index, x);
-		}
+		const uint32_t max_index = classic::maxIndex(base, u16, draw.count);
 		const int64_t last = int64_t(max_index) + draw.base_vertex;
 		if (last < 0)
 			return fail("base vertex " + std::to_string(draw.base_vertex) + " makes indices negative");
@@ -856,6 +828,7 @@ Result<void> HeapObject::place()
 	inputs_.clear();
 	views_.clear();
 	Result<void> r = evaluate(
+	    *object_,
 	    [&]() -> Result<void>
 	    {
 		    // Read everything first (shader-driven: only what the compiled effect uses), then place.
@@ -1040,38 +1013,38 @@ Result<void> HeapObject::refresh()
 		return place();
 	}
 	++scene_->stats->refreshed;
-	return evaluate(
-	    [&]() -> Result<void>
-	    {
-		    if (draw_changed)
-		    {
-			    const uint64_t before = emits();
-			    draw = object_->draw_call.getValue(Token{this});
-			    active = object_->active.getValue(Token{this});
-			    QUOKKA_TRY(validateDraw());
-			    if (draw.indexed != slot->indexed)
-				    state = true; // another slot
-			    else
-			    {
-				    slot->emit_sum = slot->emit_sum - before + emits();
-				    writeHeader();
-				    writeRecord();
-				    scene_->markSlot(slot);
-			    }
-		    }
-		    if (state)
-		    {
-			    QUOKKA_TRY(readState());
-			    writeHeader();
-			    QUOKKA_TRY_ASSIGN(s, scene_->slotFor(*bucket, state_, draw.indexed));
-			    if (s != slot)
-			    {
-				    detachFromSlot();
-				    attachToSlot(s);
-			    }
-		    }
-		    return {};
-	    });
+	return evaluate(*object_,
+	                [&]() -> Result<void>
+	                {
+		                if (draw_changed)
+		                {
+			                const uint64_t before = emits();
+			                draw = object_->draw_call.getValue(Token{this});
+			                active = object_->active.getValue(Token{this});
+			                QUOKKA_TRY(validateDraw());
+			                if (draw.indexed != slot->indexed)
+				                state = true; // another slot
+			                else
+			                {
+				                slot->emit_sum = slot->emit_sum - before + emits();
+				                writeHeader();
+				                writeRecord();
+				                scene_->markSlot(slot);
+			                }
+		                }
+		                if (state)
+		                {
+			                QUOKKA_TRY(readState());
+			                writeHeader();
+			                QUOKKA_TRY_ASSIGN(s, scene_->slotFor(*bucket, state_, draw.indexed));
+			                if (s != slot)
+			                {
+				                detachFromSlot();
+				                attachToSlot(s);
+			                }
+		                }
+		                return {};
+	                });
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -19,6 +19,35 @@ namespace quokka::classic
 /// "render object #<id>", the prefix of every per-object error.
 std::string objectName(const scene::RenderObject& object);
 
+/// An adaptive node standing for one render object in a renderer (classic PreparedObject, heap HeapObject): its
+/// inputs are explicit and it is told which of them changed.
+class ObjectNode : public adaptive::AdaptiveObject
+{
+protected:
+	ObjectNode() : AdaptiveObject(kExplicitInputs | kWantsInputChanged) {}
+	/// Runs `body` (reading inputs with Token{this}) as one evaluation; an exception thrown by an input becomes an
+	/// error naming `object`, and the node's edges are kept so that a change retries.
+	template <typename F>
+	Result<void> evaluate(const scene::RenderObject& object, F&& body)
+	{
+		beginEvaluation();
+		Result<void> r;
+		try
+		{
+			r = body();
+		}
+		catch (const std::exception& e)
+		{
+			r = makeError(ErrorCode::InvalidArgument, objectName(object) + ": an input threw: " + e.what());
+		}
+		endEvaluation(r.ok());
+		return r;
+	}
+};
+
+/// The largest of `count` u16 (`u16`) or u32 indices at `data` (how many vertices an indexed draw reads).
+uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count);
+
 /// The fx type of a uniform value plus its tightly packed column-major data (Trafo3d → its forward matrix, narrowed).
 struct PackedValue
 {
