@@ -26,7 +26,8 @@ BufferArena::~BufferArena()
 	// Deferred frees still pending hold a weak reference and skip the arena; its pages die with it (the buffers'
 	// own destruction is deferred by the Device).
 	for (auto& page : state_->pages)
-		page->allocator.reset();
+		if (page) // a dedicated page that gave its memory back leaves an empty slot
+			page->allocator.reset();
 }
 
 Result<BufferArena::Range> BufferArena::allocate(uint64_t bytes)

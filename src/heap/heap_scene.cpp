@@ -292,7 +292,7 @@ struct GpuArray
 			return;
 		}
 		dirty.emplace_back(lo, hi);
-		if (dirty.size() > 4096) // an edit storm: one upload of everything is cheaper than sorting runs
+		if (dirty.size() > (1u << 16)) // an edit storm: one upload of everything is cheaper than sorting runs
 			touchAll();
 	}
 	void touchAll()
