@@ -1,6 +1,7 @@
 // The megacall scan's layouts and limits, shared by C++ (quokka/heap/megacall_scan.hpp, src/heap/megacall_scan.cpp)
 // and the scan kernels shaders/heap/megacall_*.comp (STYLE R9). The record layout and the tile size repeat
-// quokka/fx/megacall_glsl.hpp, which the generated vertex shaders use; megacall_scan.cpp static_asserts that they agree.
+// quokka/fx/megacall_glsl.hpp, which the generated vertex shaders use; megacall_scan.cpp static_asserts that they
+// agree.
 #ifndef QUOKKA_HEAP_MEGACALL_SCAN_GLSL_H
 #define QUOKKA_HEAP_MEGACALL_SCAN_GLSL_H
 
