@@ -25,24 +25,15 @@ Result<std::vector<std::string>> heapFindings(runtime::RenderTask& task)
 
 int runValidate(const RenderOptions& o)
 {
-	auto device = createRenderDevice(o);
-	if (!device.ok())
-		return fail(device.error());
-	gpu::Device& dev = *device.value();
-	SceneGlobals globals;
-	auto scene = loadScene(o, globals);
-	if (!scene.ok())
-		return fail(scene.error());
-	auto rt = runtime::Runtime::create(dev);
-	if (!rt.ok())
-		return fail(rt.error());
-	auto fb = runtime::createFramebuffer(dev, signatureFor(o.samples), o.width, o.height);
-	if (!fb.ok())
-		return fail(fb.error());
+	auto session = openScene(o);
+	if (!session.ok())
+		return fail(session.error());
+	gpu::Device& dev = *session->device;
 	auto options = renderOptionsOf("heap", o.draw, o.max_chunk_bytes);
 	if (!options.ok())
 		return fail(options.error());
-	auto run = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, o.frames, true, options.value());
+	auto run = runFrames(dev, *session->runtime, *session->framebuffer, session->scene, session->globals, o.frames,
+	                     true, options.value());
 	if (!run.ok())
 		return fail(run.error());
 	auto findings = heapFindings(*run->task);
@@ -69,8 +60,7 @@ int runValidate(const RenderOptions& o)
 			std::printf("  %s\n", f.c_str());
 	}
 	run->task.reset();
-	fb = Error{};
-	rt = Error{};
+	session->close();
 	const int v = validationExit(dev);
 	return findings->empty() ? v : 1;
 }

@@ -109,6 +109,20 @@ scene::FramebufferSignature signatureFor(uint32_t samples)
 	return sig;
 }
 
+Result<SceneSession> openScene(const RenderOptions& o)
+{
+	SceneSession s;
+	QUOKKA_TRY_ASSIGN(device, createRenderDevice(o));
+	s.device = std::move(device);
+	QUOKKA_TRY_ASSIGN(scene, loadScene(o, s.globals));
+	s.scene = std::move(scene);
+	QUOKKA_TRY_ASSIGN(rt, runtime::Runtime::create(*s.device));
+	s.runtime = std::move(rt);
+	QUOKKA_TRY_ASSIGN(fb, runtime::createFramebuffer(*s.device, signatureFor(o.samples), o.width, o.height));
+	s.framebuffer.emplace(std::move(fb));
+	return s;
+}
+
 Result<runtime::RenderOptions> renderOptionsOf(const std::string& path, const std::string& draw,
                                                uint64_t max_chunk_bytes)
 {
@@ -123,24 +137,15 @@ Result<runtime::RenderOptions> renderOptionsOf(const std::string& path, const st
 
 int runRenderScene(const RenderOptions& o)
 {
-	auto device = createRenderDevice(o);
-	if (!device.ok())
-		return fail(device.error());
-	gpu::Device& dev = *device.value();
-	SceneGlobals globals;
-	auto scene = loadScene(o, globals);
-	if (!scene.ok())
-		return fail(scene.error());
-	auto rt = runtime::Runtime::create(dev);
-	if (!rt.ok())
-		return fail(rt.error());
-	auto fb = runtime::createFramebuffer(dev, signatureFor(o.samples), o.width, o.height);
-	if (!fb.ok())
-		return fail(fb.error());
+	auto session = openScene(o);
+	if (!session.ok())
+		return fail(session.error());
+	gpu::Device& dev = *session->device;
 	auto options = renderOptionsOf(o.path, o.draw, o.max_chunk_bytes);
 	if (!options.ok())
 		return fail(options.error());
-	auto run = runFrames(dev, *rt.value(), fb.value(), scene.value(), globals, o.frames, true, options.value());
+	auto run = runFrames(dev, *session->runtime, *session->framebuffer, session->scene, session->globals, o.frames,
+	                     true, options.value());
 	if (!run.ok())
 		return fail(run.error());
 	// --validate on the heap path also runs the heap's diagnostics over every chunk and slot.
@@ -153,7 +158,7 @@ int runRenderScene(const RenderOptions& o)
 		findings = std::move(f).value();
 	}
 	RenderTargets targets;
-	targets.color = fb->output();
+	targets.color = session->framebuffer->output();
 	auto out = writeRenderOutput(dev, targets, o);
 	if (!out.ok())
 		return fail(out.error());
@@ -181,8 +186,8 @@ int runRenderScene(const RenderOptions& o)
 			if (o.device.validate)
 				j["heap_findings"] = findings;
 		}
-		j["objects"] = scene->objects.size();
-		j["triangles"] = scene->triangles;
+		j["objects"] = session->scene.objects.size();
+		j["triangles"] = session->scene.triangles;
 		j["cpu_update_ms"] = {{"median", median(r.update_ms)}, {"first", r.update_ms.front()}};
 		j["gpu_ms"] = {{"median", median(r.gpu_ms)}};
 		j["draw_calls"] = p.draws + r.last.heap.draw_calls;
@@ -191,7 +196,7 @@ int runRenderScene(const RenderOptions& o)
 		j["vertex_binds"] = p.vertex_binds;
 		j["prepared_first_frame"] = r.prepared_first;
 		j["uniform_uploads_last_frame"] = p.uniform_uploads;
-		j["pipelines"] = rt.value()->context().stats().pipelines_created;
+		j["pipelines"] = session->runtime->context().stats().pipelines_created;
 		nlohmann::ordered_json frames = nlohmann::ordered_json::array();
 		for (const FrameRecord& f : r.per_frame)
 			frames.push_back({{"cpu_update_ms", f.update_ms},
@@ -211,9 +216,9 @@ int runRenderScene(const RenderOptions& o)
 		std::printf(
 		    "  %zu objects, %llu triangles: %u draw calls, %u pipeline binds, %llu pipelines; CPU update %.2f ms "
 		    "(first frame %.1f ms), encode %.2f ms; GPU %.2f ms (%s)\n",
-		    scene->objects.size(), (unsigned long long)scene->triangles, p.draws + r.last.heap.draw_calls,
-		    p.pipeline_binds + r.last.heap.pipeline_binds,
-		    (unsigned long long)rt.value()->context().stats().pipelines_created, median(r.update_ms),
+		    session->scene.objects.size(), (unsigned long long)session->scene.triangles,
+		    p.draws + r.last.heap.draw_calls, p.pipeline_binds + r.last.heap.pipeline_binds,
+		    (unsigned long long)session->runtime->context().stats().pipelines_created, median(r.update_ms),
 		    r.update_ms.front(), median(r.frames.encode_ms), median(r.gpu_ms), gpu::timingSourceName(r.frames.source));
 		if (options->path == runtime::RenderPath::Heap)
 		{
@@ -232,8 +237,7 @@ int runRenderScene(const RenderOptions& o)
 	run->task.reset();
 	if (!findings.empty())
 		return 1;
-	fb = Error{};
-	rt = Error{};
+	session->close();
 	return validationExit(dev);
 }
 

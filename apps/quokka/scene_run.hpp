@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,26 @@ struct SceneRun
 	runtime::TaskStats last;
 	uint32_t prepared_first = 0;
 };
+
+/// What `render --scene`/`--gltf` and `validate` set up before their frames: the device, the scene with its camera
+/// globals, a runtime and a framebuffer of `o`'s size and samples. close() drops the GPU objects (before
+/// validationExit reads the device's error count); the device goes last.
+struct SceneSession
+{
+	std::unique_ptr<gpu::Device> device;
+	SceneGlobals globals;
+	GeneratedScene scene;
+	std::unique_ptr<runtime::Runtime> runtime;
+	std::optional<runtime::Framebuffer> framebuffer;
+
+	void close()
+	{
+		framebuffer.reset();
+		runtime.reset();
+	}
+};
+/// Creates the device, loads the scene, creates the runtime and the framebuffer. Errors: as each step.
+Result<SceneSession> openScene(const RenderOptions& o);
 
 /// The built-in scene or glTF file `o` names.
 Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g);

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include <quokka/base/assert.hpp>
+#include <quokka/base/clock.hpp>
 #include <quokka/fx/types.hpp>
 
 namespace quokka::classic
@@ -24,16 +25,6 @@ using scene::RenderObjectPtr;
 using scene::RenderTree;
 using scene::RenderTreePtr;
 using scene::UniformValue;
-
-namespace
-{
-
-double msSince(std::chrono::steady_clock::time_point t0)
-{
-	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-} // namespace
 
 // ---- the pass ---------------------------------------------------------------------------------------------------
 

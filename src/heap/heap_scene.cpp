@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include <quokka/base/assert.hpp>
+#include <quokka/base/clock.hpp>
 #include <quokka/classic/object_inputs.hpp>
 #include <quokka/fx/megacall_glsl.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
@@ -33,11 +34,6 @@ using scene::UniformValue;
 
 namespace
 {
-
-double msSince(std::chrono::steady_clock::time_point t0)
-{
-	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 constexpr uint64_t align16(uint64_t x)
 {

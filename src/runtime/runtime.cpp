@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <quokka/base/assert.hpp>
+#include <quokka/base/clock.hpp>
 #include <quokka/gpu/command_list.hpp>
 
 namespace quokka::runtime
@@ -13,11 +14,6 @@ using adaptive::Token;
 
 namespace
 {
-double msSince(std::chrono::steady_clock::time_point t0)
-{
-	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 constexpr VkPipelineStageFlags2 kColorStages = VK_PIPELINE_STAGE_2_COLOR_ATTACHMENT_OUTPUT_BIT;
 constexpr VkAccessFlags2 kColorAccess = VK_ACCESS_2_COLOR_ATTACHMENT_READ_BIT | VK_ACCESS_2_COLOR_ATTACHMENT_WRITE_BIT;
 constexpr VkPipelineStageFlags2 kDepthStages =
