@@ -225,7 +225,6 @@ struct Chunk
 	uint32_t page_count = 0; ///< pages in use this frame (the rest are kept for reuse)
 	std::vector<Write> pending;
 	std::vector<ChunkAllocator::Move> moves; ///< compaction copies to record before this frame's writes
-	uint32_t users = 0;                      ///< live objects placed here
 
 	void write(uint32_t offset, const void* data, uint32_t size) { std::memcpy(reserve(offset, size), data, size); }
 	/// Space for a write of `size` bytes at `offset`, filled by the caller before the next reserve().
@@ -501,7 +500,6 @@ struct HeapScene::Impl
 	HeapStats* stats;
 	uint64_t max_chunk_bytes = 0;
 	adaptive::SetReader<RenderObjectPtr> reader;
-	Ref<AdaptiveObject> reader_node;
 	classic::DerivedUniforms derived;
 	std::optional<MegacallScan> scanner;
 
@@ -933,7 +931,6 @@ Result<void> HeapObject::place()
 			    QUOKKA_TRY_ASSIGN(b, scene_->bucketFor(o, chunk));
 			    bucket = b;
 			    ++bucket->objects;
-			    ++scene_->chunks[chunk]->users;
 			    break;
 		    }
 		    if (bucket->free_headers.empty())
@@ -971,7 +968,6 @@ void HeapObject::unplace()
 	indices = nullptr;
 	if (bucket)
 	{
-		--scene_->chunks[bucket->chunk]->users;
 		if (placed)
 			bucket->free_headers.push_back(header);
 		--bucket->objects;
