@@ -102,9 +102,12 @@ int runBenchUpdate(const BenchOptions& b)
 	if (n < 10)
 		return fail("bench update: --objects " + std::to_string(n) + " is below 10 (k is capped at n/10)");
 	std::vector<uint32_t> ks;
-	for (uint32_t k : kChanges)
+	for (uint32_t k : b.update_k.empty() ? std::vector<uint32_t>(std::begin(kChanges), std::end(kChanges)) : b.update_k)
 		if (ks.empty() || std::min(k, n / 10) != ks.back())
 			ks.push_back(std::min(k, n / 10));
+	std::vector<std::string> ops = b.update_ops;
+	if (ops.empty())
+		ops = {"add", "remove", "edit"};
 	uint64_t pool = 0; // every timed add adds objects never placed before
 	for (uint32_t k : ks)
 		pool += uint64_t(k) * b.reps;
@@ -181,12 +184,12 @@ int runBenchUpdate(const BenchOptions& b)
 	nlohmann::ordered_json results = nlohmann::ordered_json::array();
 	size_t next_add = n;
 	for (uint32_t k : ks)
-		for (const char* op : {"add", "remove", "edit"})
+		for (const std::string& op : ops)
 		{
 			std::vector<Sample> samples;
 			for (uint32_t r = 0; r < b.reps; ++r)
 			{
-				const std::string what = op;
+				const std::string& what = op;
 				std::vector<scene::RenderObjectPtr> changed;
 				Result<Sample> s = Sample{};
 				if (what == "add")
@@ -259,7 +262,7 @@ int runBenchUpdate(const BenchOptions& b)
 			row["bytes_per_object"] = bytes / double(k);
 			row["frame_ms"] = med([](const Sample& s) { return s.frame_ms; });
 			if (!b.json)
-				std::printf("  %-7s %6u %12.3f %14.2f %12.3f %14llu %14.1f\n", op, k, update_ms,
+				std::printf("  %-7s %6u %12.3f %14.2f %12.3f %14llu %14.1f\n", op.c_str(), k, update_ms,
 				            update_ms * 1000.0 / double(k), heap_ms, (unsigned long long)bytes, bytes / double(k));
 			results.push_back(std::move(row));
 		}

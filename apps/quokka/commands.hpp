@@ -68,6 +68,8 @@ struct BenchOptions
 	std::string path;              ///< draw: restricts to classic | heap; empty = both (update: heap only)
 	std::string draw;              ///< auto | indirect | megacall | all; empty = draw: all, update: auto
 	uint64_t max_chunk_bytes = 0;  ///< heap arena chunk cap; 0 = the device's default
+	std::vector<std::string> update_ops; ///< update: operations to measure (add, remove, edit); empty = all
+	std::vector<uint32_t> update_k;      ///< update: changes per frame; empty = 1, 100, 10000
 };
 int runBench(const BenchOptions& options);
 int runBenchMeshlet(const BenchOptions& options);

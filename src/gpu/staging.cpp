@@ -80,6 +80,12 @@ void StagingRing::insertRegion(Destination& dst, uint64_t offset, Region region)
 {
 	const uint64_t end = offset + region.size;
 	auto& map = dst.regions;
+	// Writes in ascending order (a placement frame, sorted runs): append without searching.
+	if (map.empty() || map.rbegin()->first + map.rbegin()->second.size <= offset)
+	{
+		map.emplace_hint(map.end(), offset, region);
+		return;
+	}
 	// First region that may overlap: the one starting at or before `offset`.
 	auto it = map.upper_bound(offset);
 	if (it != map.begin())

@@ -463,10 +463,29 @@ struct Slot
 	uint32_t commandWords() const { return indexed ? 5u : 4u; }
 };
 
+/// What makes two objects share a bucket: the heap effect's compile key, the chunk and the (texture, sampler) pairs.
+struct BucketKey
+{
+	fx::Hash128 effect;
+	uint32_t chunk = 0;
+	std::vector<const void*> textures; ///< texture, sampler, texture, sampler, …
+	bool operator==(const BucketKey&) const = default;
+};
+
+struct BucketKeyHash
+{
+	size_t operator()(const BucketKey& k) const
+	{
+		uint64_t h = k.effect.lo ^ (k.effect.hi * 0x9E3779B97F4A7C15ull) ^ (uint64_t(k.chunk) << 17);
+		for (const void* t : k.textures)
+			h = (h ^ uint64_t(uintptr_t(t))) * 0xff51afd7ed558ccdull;
+		return size_t(h ^ (h >> 31));
+	}
+};
+
 /// (effect, chunk, textures): one draw-header heap and its slots.
 struct Bucket
 {
-	std::string key;
 	uint32_t chunk = 0;
 	fx::Effect effect;
 	fx::CompiledEffectPtr indirect_effect;
@@ -505,10 +524,12 @@ struct HeapScene::Impl
 
 	std::vector<std::unique_ptr<Chunk>> chunks;
 	std::unordered_map<PoolKey, Ref<Entry>, PoolKeyHash> pool; ///< key → entry
-	std::map<std::string, std::unique_ptr<Bucket>> buckets;
+	std::unordered_map<BucketKey, std::unique_ptr<Bucket>, BucketKeyHash> buckets;
 	std::vector<Bucket*> bucket_order; ///< by creation (deterministic draw order)
 	uint64_t next_bucket_serial = 0;
-	std::map<const scene::RenderObject*, Ref<HeapObject>> objects;
+	std::unordered_map<const scene::RenderObject*, Ref<HeapObject>> objects;
+	/// Non-constant uniform node → chunks holding an entry for it (bit c; chunks ≥ 64 are looked up in the pool).
+	std::unordered_map<const void*, uint64_t> uniform_chunks;
 	std::vector<Ref<HeapObject>> dirty_objects;
 	std::vector<Ref<Entry>> dirty_entries;
 	std::vector<Slot*> dirty_slots;
@@ -872,13 +893,25 @@ Result<void> HeapObject::place()
 			    if (std::find(candidates.begin(), candidates.end(), c) == candidates.end())
 				    candidates.push_back(c);
 		    };
-		    for (uint32_t c = 0; c < scene_->chunks.size(); ++c)
+		    if (scene_->chunks.size() > 1)
+		    {
+			    // Ascending chunk order, as a scan of every chunk for every input would give: one lookup per input.
+			    uint64_t held = 0;
 			    for (const aval<UniformValue>& u : uniforms)
-				    if (!u.node()->isConstant() && scene_->pool.count(PoolKey::uniform(u.node().get(), c)))
-				    {
+				    if (!u.node()->isConstant())
+					    if (auto it = scene_->uniform_chunks.find(u.node().get()); it != scene_->uniform_chunks.end())
+						    held |= it->second;
+			    for (uint32_t c = 0; c < 64 && c < scene_->chunks.size(); ++c)
+				    if (held & (uint64_t(1) << c))
 					    consider(c);
-					    break;
-				    }
+			    for (uint32_t c = 64; c < scene_->chunks.size(); ++c)
+				    for (const aval<UniformValue>& u : uniforms)
+					    if (!u.node()->isConstant() && scene_->pool.count(PoolKey::uniform(u.node().get(), c)))
+					    {
+						    consider(c);
+						    break;
+					    }
+		    }
 		    if (!scene_->chunks.empty())
 			    consider(uint32_t(scene_->chunks.size() - 1));
 		    for (size_t attempt = 0;; ++attempt)
@@ -1126,6 +1159,8 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	e->refcount = 1;
 	e->key = key;
 	std::memcpy(stageAllocation(*chunks[chunk], ref, kTypeUniform, 1, e->data_bytes), packed.f, e->data_bytes);
+	if (!constant && chunk < 64)
+		uniform_chunks[key.node] |= uint64_t(1) << chunk;
 	Entry* raw = e.get();
 	pool.emplace(key, std::move(e));
 	return raw;
@@ -1211,6 +1246,10 @@ void HeapScene::Impl::releaseEntry(Entry* e)
 	if (--e->refcount > 0)
 		return;
 	chunks[e->chunk]->allocator.free(e->ref);
+	if (e->kind == Entry::kUniform && e->key.node && e->chunk < 64)
+		if (auto it = uniform_chunks.find(e->key.node);
+		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))
+			uniform_chunks.erase(it);
 	pool.erase(e->key); // may destroy e (unless queued for a re-pack, which then skips it)
 }
 
@@ -1226,9 +1265,9 @@ Result<fx::CompiledEffectPtr> HeapScene::Impl::heapEffect(const fx::Effect& effe
 Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_t chunk)
 {
 	QUOKKA_TRY_ASSIGN(effect, heapEffect(o.effect));
+	BucketKey key{effect->key, chunk, {}};
 	std::vector<Ref<classic::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
-	std::string key = effect->key.hex() + "/" + std::to_string(chunk);
 	for (const fx::TextureBinding& t : effect->iface.textures)
 	{
 		auto it = o.textures.find(t.name);
@@ -1238,17 +1277,14 @@ Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_
 		textures.push_back(context->texture(it->second));
 		auto sit = o.samplers.find(t.name);
 		QUOKKA_TRY_ASSIGN(sampler, context->sampler(sit == o.samplers.end() ? scene::SamplerState{} : sit->second));
-		key += '/';
-		key += std::to_string(uintptr_t(textures.back().get()));
-		key += ':';
-		key += std::to_string(uintptr_t(sampler.get()));
+		key.textures.push_back(textures.back().get());
+		key.textures.push_back(sampler.get());
 		samplers.push_back(std::move(sampler));
 	}
 	auto it = buckets.find(key);
 	if (it != buckets.end())
 		return it->second.get();
 	auto b = std::make_unique<Bucket>();
-	b->key = key;
 	b->chunk = chunk;
 	b->effect = o.effect;
 	b->indirect_effect = effect;
@@ -1259,7 +1295,7 @@ Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_
 		b->texture_bindings.push_back(t.binding);
 	b->serial = next_bucket_serial++;
 	Bucket* raw = b.get();
-	buckets.emplace(key, std::move(b));
+	buckets.emplace(std::move(key), std::move(b));
 	bucket_order.push_back(raw);
 	return raw;
 }
@@ -1851,6 +1887,14 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 			                  " is " + std::to_string(block) + " bytes, its entry needs " +
 			                  std::to_string(align16(16ull + e->data_bytes)));
 	}
+	// The placement index: bit c of a uniform node's mask ⇔ chunk c holds an entry for the node.
+	std::unordered_map<const void*, uint64_t> held;
+	for (const auto& [key, e] : p.pool)
+		if (e->kind == Entry::kUniform && key.node && e->chunk < 64)
+			held[key.node] |= uint64_t(1) << e->chunk;
+	if (held != p.uniform_chunks)
+		f.add("pool", "the uniform placement index lists " + std::to_string(p.uniform_chunks.size()) +
+		                  " nodes, the pool holds " + std::to_string(held.size()) + " (or their chunks differ)");
 	for (const Bucket* b : p.bucket_order)
 		for (const auto& sp : b->slots)
 		{

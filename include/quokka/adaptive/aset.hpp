@@ -12,8 +12,10 @@
 // collect, chooseA, mapUse, bind) · operators · contains/count/Reduction/reduce · reader callbacks.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -244,6 +246,18 @@ aset<T> derivedSet(Ref<OpReader<SetTrace<T>>> reader)
 	return aset<T>(makeRef<History<SetTrace<T>>>(std::move(reader)));
 }
 
+/// A per-element cache: a hash map when std::hash<T> exists (O(1) per changed element), else an ordered map.
+template <typename T, typename V, typename = void>
+struct ElementCache
+{
+	using type = std::map<T, V>;
+};
+template <typename T, typename V>
+struct ElementCache<T, V, std::void_t<decltype(std::hash<T>{}(std::declval<const T&>()))>>
+{
+	using type = std::unordered_map<T, V>;
+};
+
 /// choose (and map/filter): f runs once per added element; results are cached so removal never calls f.
 template <typename T, typename U, typename F>
 class SetChooseReader final : public OpReader<SetTrace<U>>
@@ -277,7 +291,7 @@ protected:
 private:
 	SetReader<T> input_;
 	F f_;
-	std::map<T, std::optional<U>> cache_;
+	typename ElementCache<T, std::optional<U>>::type cache_;
 };
 
 /// union of a fixed list of sets: the counting history keeps an element while any input holds it.

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include <quokka/base/result.hpp>
 #include <quokka/fx/types.hpp>
@@ -80,7 +81,18 @@ public:
 	size_t size() const { return derived_.size(); }
 
 private:
-	std::map<std::tuple<int, const void*, const void*>, adaptive::aval<scene::UniformValue>> derived_;
+	using Key = std::tuple<int, const void*, const void*>; ///< (recipe, input a, input b)
+	struct KeyHash
+	{
+		size_t operator()(const Key& k) const
+		{
+			uint64_t h = uint64_t(std::get<0>(k)) * 0x9E3779B97F4A7C15ull;
+			h = (h ^ uint64_t(uintptr_t(std::get<1>(k)))) * 0xff51afd7ed558ccdull;
+			h = (h ^ uint64_t(uintptr_t(std::get<2>(k)))) * 0xc4ceb9fe1a85ec53ull;
+			return size_t(h ^ (h >> 29));
+		}
+	};
+	std::unordered_map<Key, adaptive::aval<scene::UniformValue>, KeyHash> derived_;
 };
 
 } // namespace quokka::classic
