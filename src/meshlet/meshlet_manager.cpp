@@ -37,29 +37,33 @@ uint32_t nextOwner()
 	return ++counter;
 }
 
+using detail::CopyRegion;
+
 struct CopyGroup
 {
 	gpu::BufferHandle src;
 	gpu::BufferHandle dst;
-	std::vector<VkBufferCopy> regions;
+	std::vector<CopyRegion> regions;
 };
 
-// Sorts by source offset and merges regions that continue each other in both buffers (a growth moves everything
-// as one region; a compaction as one region per run of batches that did not move relative to each other).
-uint32_t mergeRegions(std::vector<VkBufferCopy>& regions)
+// Sorts by source offset and merges regions that continue each other in both buffers with the same address delta (a
+// growth moves everything as one region; a compaction as one region per run of batches that did not move relative to
+// each other).
+uint32_t mergeRegions(std::vector<CopyRegion>& regions)
 {
 	std::sort(regions.begin(), regions.end(),
-	          [](const VkBufferCopy& a, const VkBufferCopy& b) { return a.srcOffset < b.srcOffset; });
+	          [](const CopyRegion& a, const CopyRegion& b) { return a.copy.srcOffset < b.copy.srcOffset; });
 	size_t out = 0;
 	for (size_t i = 0; i < regions.size(); ++i)
 	{
 		if (out > 0)
 		{
-			VkBufferCopy& last = regions[out - 1];
-			if (last.srcOffset + last.size == regions[i].srcOffset &&
-			    last.dstOffset + last.size == regions[i].dstOffset)
+			VkBufferCopy& last = regions[out - 1].copy;
+			if (last.srcOffset + last.size == regions[i].copy.srcOffset &&
+			    last.dstOffset + last.size == regions[i].copy.dstOffset &&
+			    regions[out - 1].address_delta == regions[i].address_delta)
 			{
-				last.size += regions[i].size;
+				last.size += regions[i].copy.size;
 				continue;
 			}
 		}
@@ -458,16 +462,19 @@ CopyPath MeshletManager::copyPath() const
 }
 
 Result<void> MeshletManager::recordComputeCopy(gpu::CommandList& list, const gpu::Buffer& src, const gpu::Buffer& dst,
-                                               std::span<const VkBufferCopy> regions)
+                                               std::span<const detail::CopyRegion> regions)
 {
-	std::vector<uint32_t> chunks; // (src word, dst word, words, 0)
-	for (const VkBufferCopy& r : regions)
+	std::vector<uint32_t> chunks; // (src word, dst word, words, address delta)
+	for (const CopyRegion& cr : regions)
+	{
+		const VkBufferCopy& r = cr.copy;
 		for (uint64_t done = 0; done < r.size; done += uint64_t(QUOKKA_MESHLET_COPY_CHUNK_WORDS) * 4)
 		{
 			const uint64_t bytes = std::min<uint64_t>(r.size - done, uint64_t(QUOKKA_MESHLET_COPY_CHUNK_WORDS) * 4);
 			chunks.insert(chunks.end(), {uint32_t((r.srcOffset + done) / 4), uint32_t((r.dstOffset + done) / 4),
-			                             uint32_t(bytes / 4), 0u});
+			                             uint32_t(bytes / 4), cr.address_delta});
 		}
+	}
 	const uint32_t count = uint32_t(chunks.size() / 4);
 	auto buffer = gpu::createUploadBuffer(*device_, chunks.data(), uint64_t(chunks.size()) * 4,
 	                                      gpu::BufferUsage::Storage, desc_.name + ".copy_chunks");
@@ -521,23 +528,23 @@ Result<void> MeshletManager::gatherWork(UpdateWork& work)
 	auto& groups = work.groups;
 	auto& patches = work.patches;
 	auto copy = [&](const gpu::BufferHandle& src, uint64_t src_offset, const gpu::BufferHandle& dst,
-	                uint64_t dst_offset, uint64_t bytes)
+	                uint64_t dst_offset, uint64_t bytes, uint32_t address_delta)
 	{
 		CopyGroup& group = groups[{src->id(), dst->id()}];
 		group.src = src;
 		group.dst = dst;
-		group.regions.push_back({src_offset, dst_offset, bytes});
+		group.regions.push_back({{src_offset, dst_offset, bytes}, address_delta});
 		last_update_.copied_bytes += bytes;
 	};
 	// Copies the bytes at `from` into the slot's current ranges; the records there hold addresses relative to
 	// from.data_offset, so the patch adds (new data offset − from.data_offset), wrapping in u32 like the seed.
 	auto relocate = [&](const Slot& slot, const Location& from)
 	{
-		copy(from.data, uint64_t(from.data_offset) * 4, data_buffer_, uint64_t(slot.data.offset) * 4,
-		     uint64_t(slot.data_words) * 4);
-		copy(from.records, uint64_t(from.record_offset) * kRecordBytes, record_buffer_,
-		     uint64_t(slot.records.offset) * kRecordBytes, uint64_t(slot.meshlet_count) * kRecordBytes);
 		const uint32_t delta = slot.data.offset - from.data_offset;
+		copy(from.data, uint64_t(from.data_offset) * 4, data_buffer_, uint64_t(slot.data.offset) * 4,
+		     uint64_t(slot.data_words) * 4, 0);
+		copy(from.records, uint64_t(from.record_offset) * kRecordBytes, record_buffer_,
+		     uint64_t(slot.records.offset) * kRecordBytes, uint64_t(slot.meshlet_count) * kRecordBytes, delta);
 		if (delta != 0)
 			for (uint32_t k = 0; k < slot.meshlet_count; ++k)
 			{
@@ -617,18 +624,30 @@ Result<void> MeshletManager::recordWork(gpu::CommandList& list, UpdateWork& work
 		if (compute)
 			QUOKKA_TRY(recordComputeCopy(list, *group.src, *group.dst, group.regions));
 		else
-			vkCmdCopyBuffer(list.vk(), group.src->vk(), group.dst->vk(), uint32_t(group.regions.size()),
-			                group.regions.data());
+		{
+			std::vector<VkBufferCopy> copies;
+			copies.reserve(group.regions.size());
+			for (const CopyRegion& r : group.regions)
+				copies.push_back(r.copy);
+			vkCmdCopyBuffer(list.vk(), group.src->vk(), group.dst->vk(), uint32_t(copies.size()), copies.data());
+		}
 		list.keepAlive(group.src);
 		list.keepAlive(group.dst);
 	}
-	staging_->flush(list, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-	                VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-	list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-	                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
-	                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-	if (!patches.empty())
+	last_update_.patches = uint32_t(patches.size() / 2);
+	// The compute copy adds each record's address delta as it copies (one dispatch, no patch pass); the transfer path
+	// copies first, then patches.
+	const bool patch = !compute && !patches.empty();
+	if (patch || staging_->pendingBytes() > 0)
+	{
+		staging_->flush(list, VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		                VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+		list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+		                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+	}
+	if (patch)
 	{
 		const uint32_t count = uint32_t(patches.size() / 2);
 		auto buffer = gpu::createUploadBuffer(*device_, patches.data(), uint64_t(patches.size()) * 4,
@@ -642,7 +661,6 @@ Result<void> MeshletManager::recordWork(gpu::CommandList& list, UpdateWork& work
 		patch_pipeline_->pushConstants(list, &push, sizeof(push));
 		gpu::dispatch1d(list, *patch_pipeline_, count);
 		list.keepAlive(buffer.value());
-		last_update_.patches = count;
 	}
 	list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 	                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,

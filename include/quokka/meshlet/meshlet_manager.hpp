@@ -106,8 +106,20 @@ struct MeshletUpdateStats
 	uint64_t uploaded_bytes = 0;  ///< staged from the CPU (new batches)
 	uint32_t copy_regions = 0;    ///< copy regions after merging neighbours
 	uint32_t copy_dispatches = 0; ///< compute copy dispatches (CopyPath::Compute), else 0
-	uint32_t patches = 0;         ///< records whose address the patch dispatch rewrote
+	uint32_t patches =
+	    0; ///< records whose address was re-patched (in the compute copy, or by the transfer path's patch dispatch)
 };
+
+namespace detail
+{
+/// One GPU→GPU copy of update(): bytes, and the delta added to the address word of every record it copies (0 for
+/// payload data).
+struct CopyRegion
+{
+	VkBufferCopy copy;
+	uint32_t address_delta = 0;
+};
+} // namespace detail
 
 /// The meshlet memory manager. Owned by one thread; destroy before its Device.
 ///
@@ -241,7 +253,7 @@ private:
 	Result<void> gatherWork(UpdateWork& work);
 	Result<void> recordWork(gpu::CommandList& list, UpdateWork& work);
 	Result<void> recordComputeCopy(gpu::CommandList& list, const gpu::Buffer& src, const gpu::Buffer& dst,
-	                               std::span<const VkBufferCopy> regions);
+	                               std::span<const detail::CopyRegion> regions);
 	Result<gpu::BufferHandle> createStorage(uint64_t bytes, const char* what);
 	Result<void> allocatePair(uint32_t data_words, uint32_t records, Allocation& data, Allocation& record);
 	void drainRetired();
