@@ -544,8 +544,26 @@ TEST(CliBench, UpdateUploadsBytesProportionalToTheChange)
 	EXPECT_GT(rows["add/100"]["upload_bytes"].get<uint64_t>(), rows["add/1"]["upload_bytes"].get<uint64_t>());
 }
 
+TEST(CliBench, UpdateOpAndKRestrictTheRows)
+{
+	// --k 7 3 (in that order, each capped at n/10 = 50) and --op edit remove: four rows, in k then op order.
+	const CliRun run = runCli("bench update --objects 500 --reps 1 --op edit --op remove --k 7 3 --json --device cpu");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	ASSERT_EQ(j["results"].size(), 4u) << j["results"].dump();
+	const char* want[4][2] = {{"edit", "7"}, {"remove", "7"}, {"edit", "3"}, {"remove", "3"}};
+	for (size_t i = 0; i < 4; ++i)
+	{
+		EXPECT_EQ(j["results"][i]["op"], want[i][0]);
+		EXPECT_EQ(j["results"][i]["k"].get<int>(), std::stoi(want[i][1]));
+	}
+	// An edit of k objects uploads k × (ModelTrafo + NormalMatrix) = k × 100 bytes.
+	EXPECT_EQ(j["results"][0]["upload_bytes"].get<uint64_t>(), 700u);
+}
+
 TEST(CliErrors, BadBenchOptionsAreOneLineAndNonZero)
 {
+	expectOneLineError(runCli("bench update --op move --device cpu"), "--op");
 	expectOneLineError(runCli("bench draw --draw nope"), "--draw");
 	expectOneLineError(runCli("bench draw --objects 0"), "--objects");
 	expectOneLineError(runCli("bench update --path classic --device cpu"), "heap only");
