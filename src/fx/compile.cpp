@@ -162,10 +162,21 @@ mat3 qkLoadM33f(uint b) { return mat3(qkLoadV3f(b), qkLoadV3f(b + 3u), qkLoadV3f
 mat4 qkLoadM44f(uint b) { return mat4(qkLoadV4f(b), qkLoadV4f(b + 4u), qkLoadV4f(b + 8u), qkLoadV4f(b + 12u)); }
 )";
 
-/// "qkLoadV3f(" etc.: the loader of `t` (typeName spells the suffix).
+/// "qkLoadV3f(" etc.: the loader of `t` in kHeapLoaders (typeName spells matrices only: "float", "V2ui" are not
+/// loader names).
 std::string heapLoader(Type t)
 {
-	return "qkLoad" + (t == Bool ? std::string("Bool") : typeName(t)) + "(";
+	const char scalar = t.scalar == Scalar::F32 ? 'f' : t.scalar == Scalar::I32 ? 'i' : 'u';
+	std::string name;
+	if (t == Bool)
+		name = "Bool";
+	else if (t.isMatrix())
+		name = typeName(t);
+	else if (t.rows == 1)
+		name = t.scalar == Scalar::F32 ? "F32" : t.scalar == Scalar::I32 ? "I32" : "U32";
+	else
+		name = "V" + std::to_string(t.rows) + scalar;
+	return "qkLoad" + name + "(";
 }
 
 /// Generated source plus where each stage's body starts, for error mapping.

@@ -9,6 +9,7 @@
 
 #include <quokka/adaptive/aset.hpp>
 #include <quokka/fx/stock.hpp>
+#include <quokka/fx/uniform_scope.hpp>
 #include <quokka/gpu/image_io.hpp>
 #include <quokka/heap/heap_scene.hpp>
 #include <quokka/runtime/runtime.hpp>
@@ -636,6 +637,44 @@ TEST_F(HeapRenderTest, TexturesBlendingInterleavingBaseVertexInstanceTrafosAndCu
 			}
 			EXPECT_EQ(heap->stats().heap.objects, 5u); // summed over both Render commands' heap scenes
 		}
+	}
+}
+
+/// Scalar uniforms and attributes (float, uint) are loaded from the arena as classic binds them.
+TEST_F(HeapRenderTest, ScalarUniformsAndAttributesMatchClassic)
+{
+	const Effects fx;
+	ASSERT_TRUE(fx::UniformScope::declare("TestGreen", fx::F32).ok());
+	ASSERT_TRUE(fx::UniformScope::declare("TestBlue", fx::U32).ok());
+	const fx::Effect effect = effectOf(
+	    {fx::stock::trafo(),
+	     std::make_shared<const fx::Stage>(fx::Stage::vertex("test.scalars")
+	                                           .reads({{"Red", fx::F32}, {"Alpha", fx::U32}})
+	                                           .writes({{"Colors", fx::V4f}})
+	                                           .uniforms({"TestGreen", "TestBlue"})
+	                                           .glsl("s.Colors = vec4(s.Red, TestGreen, float(TestBlue) / 255.0, "
+	                                                 "float(s.Alpha) / 255.0);")),
+	     fx::stock::vertexColors()});
+	const Quad q = quad(-0.5f, -0.5f, 0.5f, 0.5f, 0.5f);
+	RenderObject o;
+	o.effect = effect;
+	o.attributes["Positions"] = scene::BufferView::of(q.positions, VK_FORMAT_R32G32B32_SFLOAT);
+	o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(4, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+	o.attributes["Red"] = scene::BufferView::of(std::vector<float>(4, 0.6f), VK_FORMAT_R32_SFLOAT);
+	o.attributes["Alpha"] = scene::BufferView::of(std::vector<uint32_t>(4, 255u), VK_FORMAT_R32_UINT);
+	o.indices = scene::BufferView::of(q.indices, VK_FORMAT_R32_UINT);
+	o.uniforms["ModelTrafo"] = scene::uniform(math::Trafo3d::translation(math::V3d(0.0)));
+	o.uniforms["TestGreen"] = scene::uniform(0.2f);
+	o.uniforms["TestBlue"] = scene::uniform(uint32_t(90));
+	o.draw_call = adaptive::constant(scene::DrawCall{true, 6});
+	const auto tree = RenderTree::leafOf(scene::makeRenderObject(std::move(o)));
+	const Rgba8Image reference = render(tree, {});
+	EXPECT_EQ(reference.at(kSize / 2, kSize / 2), (std::array<uint8_t, 4>{153, 51, 90, 255}));
+	for (const Mode& m : modes())
+	{
+		if (m.options.path == runtime::RenderPath::Classic)
+			continue;
+		EXPECT_EQ(differing(render(tree, m.options), reference), 0u) << m.name;
 	}
 }
 
