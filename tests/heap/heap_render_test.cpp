@@ -678,6 +678,132 @@ TEST_F(HeapRenderTest, ScalarUniformsAndAttributesMatchClassic)
 	}
 }
 
+/// Vector inputs fed by fewer 32-bit components (V3 positions → vec4, V2 → vec4, R32 → vec3, R32G32_UINT → uvec4) are
+/// stored at the source's count and filled by the shader (0 for y/z, 1 for w): the same pixels as classic vertex input
+/// and as the same values given at the shader's size, in fewer arena bytes. UNORM8 colours are still converted.
+TEST_F(HeapRenderTest, VectorsFedByFewerComponentsAreStoredTightAndFilledLikeVertexInput)
+{
+	using math::V2f;
+	const Effects fx;
+	const fx::Effect effect = effectOf(
+	    {std::make_shared<const fx::Stage>(fx::Stage::vertex("test.shift")
+	                                           .reads({{"Positions", fx::V4f}, {"Shift", fx::V3f}})
+	                                           .writes({{"Positions", fx::V4f}})
+	                                           .glsl("s.Positions = vec4(s.Positions.xyz + s.Shift, s.Positions.w);")),
+	     fx::stock::trafo(),
+	     std::make_shared<const fx::Stage>(
+	         fx::Stage::vertex("test.tint")
+	             .reads({{"Tint", fx::V4f}, {"Ids", fx::V4u}})
+	             .writes({{"Colors", fx::V4f}})
+	             .glsl("s.Colors = vec4(s.Tint.xy, s.Tint.z + 0.5 * float(s.Ids.z) + 0.25 * float(s.Ids.w), "
+	                   "s.Tint.w * float(s.Ids.y) * 0.5);")),
+	     fx::stock::vertexColors()});
+	// Two quads on the left (8 vertices), drawn twice: per-instance Shift.x (instances 1 and 2 of 3) moves the second
+	// copy right; the model trafo's translation only survives if Positions.w is filled with 1.
+	const Quad qa = quad(-0.95f, -0.9f, -0.55f, -0.1f, 0.5f), qb = quad(-0.95f, 0.1f, -0.55f, 0.9f, 0.5f);
+	std::vector<V3f> positions3 = qa.positions;
+	positions3.insert(positions3.end(), qb.positions.begin(), qb.positions.end());
+	std::vector<V4f> positions4;
+	for (const V3f& p : positions3)
+		positions4.push_back(V4f(p.x, p.y, p.z, 1.0f));
+	std::vector<uint32_t> indices = qa.indices;
+	for (uint32_t i : qb.indices)
+		indices.push_back(i + 4);
+	const std::vector<float> shift1 = {7.0f, 0.0f, 0.45f};
+	std::vector<V3f> shift3;
+	for (float x : shift1)
+		shift3.push_back(V3f(x, 0.0f, 0.0f));
+	std::vector<V2f> tint2;
+	std::vector<V4f> tint4;
+	std::vector<uint32_t> ids2, ids4;
+	for (uint32_t v = 0; v < 8; ++v)
+	{
+		tint2.push_back(v < 4 ? V2f(0.8f, 0.2f) : V2f(0.4f, 0.6f));
+		tint4.push_back(V4f(tint2.back().x, tint2.back().y, 0.0f, 1.0f));
+		for (uint32_t k : {7u, 2u})
+			ids2.push_back(k), ids4.push_back(k);
+		ids4.push_back(0);
+		ids4.push_back(1);
+	}
+	scene::DrawCall draw{true, 12};
+	draw.instance_count = 2;
+	draw.first_instance = 1;
+	auto object = [&](bool tight)
+	{
+		RenderObject o;
+		o.effect = effect;
+		o.attributes["Positions"] = tight ? scene::BufferView::of(positions3, VK_FORMAT_R32G32B32_SFLOAT)
+		                                  : scene::BufferView::of(positions4, VK_FORMAT_R32G32B32A32_SFLOAT);
+		o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(8, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Shift"] = tight ? scene::BufferView::of(shift1, VK_FORMAT_R32_SFLOAT, true)
+		                              : scene::BufferView::of(shift3, VK_FORMAT_R32G32B32_SFLOAT, true);
+		o.attributes["Tint"] = tight ? scene::BufferView::of(tint2, VK_FORMAT_R32G32_SFLOAT)
+		                             : scene::BufferView::of(tint4, VK_FORMAT_R32G32B32A32_SFLOAT);
+		o.attributes["Ids"] = tight ? scene::BufferView::of(ids2, VK_FORMAT_R32G32_UINT)
+		                            : scene::BufferView::of(ids4, VK_FORMAT_R32G32B32A32_UINT);
+		o.indices = scene::BufferView::of(indices, VK_FORMAT_R32_UINT);
+		o.uniforms["ModelTrafo"] = scene::uniform(math::Trafo3d::translation(math::V3d(0.05, 0.0, 0.0)));
+		o.draw_call = adaptive::constant(draw);
+		return scene::makeRenderObject(std::move(o));
+	};
+	// UNORM8 colours (4 and 2 components) feeding a vec4 on the right: converted at ingest as before.
+	auto colored = [&](float y0, VkFormat format, std::vector<uint8_t> color)
+	{
+		const Quad q = quad(0.1f, y0, 0.9f, y0 + 0.8f, 0.5f);
+		RenderObject o;
+		o.effect = fx.colors;
+		o.attributes["Positions"] = scene::BufferView::of(q.positions, VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(4, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+		std::vector<uint8_t> colors;
+		for (int v = 0; v < 4; ++v)
+			colors.insert(colors.end(), color.begin(), color.end());
+		o.attributes["Colors"] = scene::BufferView::of(colors, format);
+		o.indices = scene::BufferView::of(q.indices, VK_FORMAT_R32_UINT);
+		o.uniforms["ModelTrafo"] = scene::uniform(math::Trafo3d::translation(math::V3d(0.0)));
+		o.draw_call = adaptive::constant(scene::DrawCall{true, 6});
+		return scene::makeRenderObject(std::move(o));
+	};
+	const RenderObjectPtr rgba8 = colored(-0.9f, VK_FORMAT_R8G8B8A8_UNORM, {10, 120, 230, 255});
+	const RenderObjectPtr rg8 = colored(0.1f, VK_FORMAT_R8G8_UNORM, {200, 40});
+	const auto tight = RenderTree::ofObjects(adaptive::asetOf(std::vector<RenderObjectPtr>{object(true), rgba8, rg8}));
+	const auto wide = RenderTree::ofObjects(adaptive::asetOf(std::vector<RenderObjectPtr>{object(false), rgba8, rg8}));
+
+	const Rgba8Image reference = render(tight, {});
+	EXPECT_EQ(differing(render(wide, {}), reference), 0u) << "classic: the explicit values are the fill values";
+	// The quads where they must be, in the colours the fill values give: x = -0.75 + 0.05 (+ 0.45 for instance 2).
+	auto at = [&](float x, float y)
+	{ return reference.at(uint32_t((x + 1) * 0.5f * kSize), uint32_t((y + 1) * 0.5f * kSize)); };
+	const std::array<uint8_t, 4> a{204, 51, 64, 255}, b{102, 153, 64, 255};
+	EXPECT_EQ(at(-0.7f, -0.5f), a);
+	EXPECT_EQ(at(-0.25f, -0.5f), a);
+	EXPECT_EQ(at(-0.7f, 0.5f), b);
+	EXPECT_EQ(at(-0.25f, 0.5f), b);
+	EXPECT_EQ(at(0.5f, -0.5f), (std::array<uint8_t, 4>{10, 120, 230, 255}));
+	EXPECT_EQ(at(0.5f, 0.5f), (std::array<uint8_t, 4>{200, 40, 0, 255}));
+
+	// Arena bytes saved per attribute: 8 vertices (3 instances for Shift) at the source's count instead of the
+	// shader's: Positions 3 of 4, Shift 1 of 3, Tint 2 of 4, Ids 2 of 4.
+	auto block = [](uint64_t elements, uint64_t comps) { return (16 + elements * comps * 4 + 15) / 16 * 16; };
+	const uint64_t saved = block(8, 4) - block(8, 3) + block(3, 3) - block(3, 1) + 2 * (block(8, 4) - block(8, 2));
+	for (const Mode& m : modes())
+	{
+		if (m.options.path == runtime::RenderPath::Classic)
+			continue;
+		auto t = task(tight, m.options), w = task(wide, m.options);
+		ASSERT_EQ(frame(*t), "") << m.name;
+		EXPECT_EQ(differing(pixels(), reference), 0u) << m.name << " (tight)";
+		ASSERT_EQ(frame(*w), "") << m.name;
+		EXPECT_EQ(differing(pixels(), reference), 0u) << m.name << " (wide)";
+		EXPECT_EQ(w->stats().heap.live_bytes - t->stats().heap.live_bytes, saved) << m.name;
+		for (runtime::RenderTask* r : {t.get(), w.get()})
+		{
+			auto findings = r->heapScenes().front()->validateHeap();
+			ASSERT_TRUE(findings.ok()) << findings.error().message;
+			EXPECT_TRUE(findings->empty()) << m.name << ": " << findings->front();
+		}
+	}
+}
+
 TEST_F(HeapRenderTest, ValidatorReportsACorruptedDrawHeader)
 {
 	const Effects fx;
