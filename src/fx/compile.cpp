@@ -23,7 +23,7 @@ namespace quokka::fx
 namespace
 {
 // Bump when generated code changes shape: it is part of every cache key.
-constexpr uint32_t kGeneratorVersion = 3;
+constexpr uint32_t kGeneratorVersion = 2;
 
 // The optimiser strips debug names, so reflection identifies everything by decorations: inputs by Location, analysis
 // uniform blocks by binding (kAnalysisUniformBinding + index in the plan), textures by binding, the final block by
@@ -162,58 +162,9 @@ mat3 qkLoadM33f(uint b) { return mat3(qkLoadV3f(b), qkLoadV3f(b + 3u), qkLoadV3f
 mat4 qkLoadM44f(uint b) { return mat4(qkLoadV4f(b), qkLoadV4f(b + 4u), qkLoadV4f(b + 8u), qkLoadV4f(b + 12u)); }
 )";
 
-// Vector attributes: `n` (1 up to the type's size, the same for every vertex of a draw) components stored per
-// element, the rest filled as Vulkan's vertex input does (0 for y and z, 1 for w; integers alike).
-constexpr const char* kHeapVectorLoaders = R"(vec2 qkLoadV2fN(uint b, uint n)
-{
-	vec2 v = vec2(qkF(b), 0.0);
-	if (n > 1u) v.y = qkF(b + 1u);
-	return v;
-}
-vec3 qkLoadV3fN(uint b, uint n)
-{
-	if (n == 3u) return qkLoadV3f(b);
-	vec3 v = vec3(qkF(b), 0.0, 0.0);
-	if (n > 1u) v.y = qkF(b + 1u);
-	return v;
-}
-vec4 qkLoadV4fN(uint b, uint n)
-{
-	if (n == 4u) return qkLoadV4f(b);
-	if (n == 3u) return vec4(qkLoadV3f(b), 1.0);
-	vec4 v = vec4(qkF(b), 0.0, 0.0, 1.0);
-	if (n > 1u) v.y = qkF(b + 1u);
-	return v;
-}
-uvec2 qkLoadV2uN(uint b, uint n)
-{
-	uvec2 v = uvec2(qk_arena[b], 0u);
-	if (n > 1u) v.y = qk_arena[b + 1u];
-	return v;
-}
-uvec3 qkLoadV3uN(uint b, uint n)
-{
-	if (n == 3u) return qkLoadV3u(b);
-	uvec3 v = uvec3(qk_arena[b], 0u, 0u);
-	if (n > 1u) v.y = qk_arena[b + 1u];
-	return v;
-}
-uvec4 qkLoadV4uN(uint b, uint n)
-{
-	if (n == 4u) return qkLoadV4u(b);
-	if (n == 3u) return uvec4(qkLoadV3u(b), 1u);
-	uvec4 v = uvec4(qk_arena[b], 0u, 0u, 1u);
-	if (n > 1u) v.y = qk_arena[b + 1u];
-	return v;
-}
-ivec2 qkLoadV2iN(uint b, uint n) { return ivec2(qkLoadV2uN(b, n)); }
-ivec3 qkLoadV3iN(uint b, uint n) { return ivec3(qkLoadV3uN(b, n)); }
-ivec4 qkLoadV4iN(uint b, uint n) { return ivec4(qkLoadV4uN(b, n)); }
-)";
-
-/// "qkLoadV3f(" etc.: the loader of `t` in kHeapLoaders, or with `variant` "N" the one of kHeapVectorLoaders
-/// (typeName spells matrices only: "float", "V2ui" are not loader names).
-std::string heapLoader(Type t, const char* variant = "")
+/// "qkLoadV3f(" etc.: the loader of `t` in kHeapLoaders (typeName spells matrices only: "float", "V2ui" are not
+/// loader names).
+std::string heapLoader(Type t)
 {
 	const char scalar = t.scalar == Scalar::F32 ? 'f' : t.scalar == Scalar::I32 ? 'i' : 'u';
 	std::string name;
@@ -225,7 +176,7 @@ std::string heapLoader(Type t, const char* variant = "")
 		name = t.scalar == Scalar::F32 ? "F32" : t.scalar == Scalar::I32 ? "I32" : "U32";
 	else
 		name = "V" + std::to_string(t.rows) + scalar;
-	return "qkLoad" + name + variant + "(";
+	return "qkLoad" + name + "(";
 }
 
 /// Generated source plus where each stage's body starts, for error mapping.
@@ -311,21 +262,9 @@ std::string heapPrelude(const ShaderPlan& plan, bool vs)
 		const Slot& a = plan.heap_attributes[i];
 		const std::string ref = "qk_ref_" + a.name;
 		m += "\n\tuint " + ref + " = qk_headers[qk_h + " + std::to_string(uniforms + i) + "u];";
-		const std::string element = "((" + ref + " & " + std::to_string(kHeapPerInstanceBit) +
-		                            "u) != 0u ? qk_instance + qk_headers[qk_h + " +
-		                            std::to_string(uniforms + attributes + 1) + "u] : qk_vertex)";
-		const std::string base = "(" + ref + " & ~15u) / 4u + 4u + ";
-		if (heapVectorAttribute(a.type))
-		{
-			// Stored at the source's component count when that is smaller (fx::kHeapStoredCompsShift).
-			const std::string n = "qk_n_" + a.name;
-			m += "\n\tuint " + n + " = ((" + ref + " >> " + std::to_string(kHeapStoredCompsShift) + "u) & " +
-			     std::to_string(kHeapStoredCompsMask >> kHeapStoredCompsShift) + "u) + 1u;";
-			m += "\n\ts." + a.name + " = " + heapLoader(a.type, "N") + base + element + " * " + n + ", " + n + ");";
-		}
-		else
-			m += "\n\ts." + a.name + " = " + heapLoader(a.type) + base + element + " * " +
-			     std::to_string(a.type.rows * a.type.cols) + "u);";
+		m += "\n\ts." + a.name + " = " + heapLoader(a.type) + "(" + ref + " & ~15u) / 4u + 4u + ((" + ref +
+		     " & 1u) != 0u ? qk_instance + qk_headers[qk_h + " + std::to_string(uniforms + attributes + 1) +
+		     "u] : qk_vertex) * " + std::to_string(a.type.rows * a.type.cols) + "u);";
 	}
 	return m;
 }
@@ -353,8 +292,6 @@ Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string&
 			w.emit(kMegacallSearchGlsl);
 		}
 		w.emit(kHeapLoaders);
-		if (vs)
-			w.emit(kHeapVectorLoaders);
 		for (const std::string& u : plan.uniforms)
 			w.emit(glslName(*UniformScope::lookup(u)) + " " + u + ";");
 	}

@@ -154,28 +154,6 @@ bool convertElement(const std::byte* src, VkFormat format, fx::Type type, uint32
 	return true;
 }
 
-bool is32BitFormat(VkFormat format)
-{
-	switch (format)
-	{
-	case VK_FORMAT_R32_SFLOAT:
-	case VK_FORMAT_R32G32_SFLOAT:
-	case VK_FORMAT_R32G32B32_SFLOAT:
-	case VK_FORMAT_R32G32B32A32_SFLOAT:
-	case VK_FORMAT_R32_UINT:
-	case VK_FORMAT_R32G32_UINT:
-	case VK_FORMAT_R32G32B32_UINT:
-	case VK_FORMAT_R32G32B32A32_UINT:
-	case VK_FORMAT_R32_SINT:
-	case VK_FORMAT_R32G32_SINT:
-	case VK_FORMAT_R32G32B32_SINT:
-	case VK_FORMAT_R32G32B32A32_SINT:
-		return true;
-	default:
-		return false;
-	}
-}
-
 } // namespace
 
 const char* strategyName(DrawStrategy s)
@@ -439,10 +417,6 @@ struct Entry final : AdaptiveObject
 	uint32_t chunk;
 	uint32_t ref = 0;      ///< byte offset of the allocation header in the chunk
 	uint32_t elements = 0; ///< attribute elements / indices / 1
-	/// 32-bit components per element in the arena: the type's, or fewer for a vector attribute whose source has fewer
-	/// (acquireBuffer). The allocation header's stride is 4 × this; a draw header's ref says it
-	/// (HeapObject::headerRef).
-	uint32_t stored_comps = 0;
 	uint32_t data_bytes = 0;
 	uint32_t refcount = 0;
 	fx::Type type;
@@ -685,21 +659,6 @@ public:
 	}
 	uint32_t instances() const { return active ? draw.instance_count : 0; }
 	uint64_t emits() const { return uint64_t(count()) * instances(); }
-	/// Draw-header word `i` (< entries.size()): the entry's ref with the attribute flags (fx::kHeapPerInstanceBit,
-	/// the stored component count of vectors).
-	uint32_t headerRef(size_t i) const
-	{
-		const Entry& e = *entries[i];
-		uint32_t ref = e.ref;
-		const size_t uniforms = entries.size() - views_.size();
-		if (i < uniforms)
-			return ref;
-		if (views_[i - uniforms]->per_instance)
-			ref |= fx::kHeapPerInstanceBit;
-		if (fx::heapVectorAttribute(e.type))
-			ref |= fx::heapStoredCompsBits(e.stored_comps);
-		return ref;
-	}
 	/// Writes this object's command and megacall record into its slot's shadows.
 	void writeRecord();
 	/// Re-writes header and record after its inputs moved (compaction).
@@ -794,8 +753,14 @@ void HeapObject::writeHeader()
 {
 	GpuArray& h = bucket->headers;
 	const uint32_t base = header * bucket->header_words;
+	const size_t uniforms = entries.size() - views_.size();
 	for (size_t i = 0; i < entries.size(); ++i)
-		h.set(base + i, headerRef(i));
+	{
+		uint32_t ref = entries[i]->ref;
+		if (i >= uniforms && views_[i - uniforms]->per_instance)
+			ref |= fx::kHeapPerInstanceBit;
+		h.set(base + i, ref);
+	}
 	const int32_t vertex_base = draw.indexed ? draw.base_vertex : int32_t(draw.first);
 	h.set(base + uint32_t(entries.size()), uint32_t(vertex_base));
 	h.set(base + uint32_t(entries.size()) + 1, draw.first_instance);
@@ -1188,7 +1153,6 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		return mismatch(packed.type);
 	e->type = packed.type;
 	e->elements = 1;
-	e->stored_comps = packed.type.rows * packed.type.cols;
 	e->data_bytes = packed.type.packedBytes();
 	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, e->data_bytes));
 	e->ref = ref;
@@ -1225,13 +1189,7 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
 	const uint32_t element = index ? isize : scene::formatSize(view.format) * type.cols;
 	const uint32_t stride = index ? isize : view.stride ? view.stride : element;
-	// What the arena holds per element: a vector fed by fewer 32-bit components keeps the source's count (the shader
-	// fills the rest, fx::kHeapStoredCompsShift), everything else the shader's type.
-	const uint32_t source_comps = is32BitFormat(view.format) ? scene::formatSize(view.format) / 4 : 0;
-	const fx::Type stored = !index && fx::heapVectorAttribute(type) && source_comps && source_comps < type.rows
-	                            ? fx::Type{type.scalar, uint8_t(source_comps), 1}
-	                            : type;
-	const uint32_t comps = index ? 1 : stored.rows * stored.cols;
+	const uint32_t comps = index ? 1 : type.rows * type.cols;
 	const uint32_t n = data.size() >= uint64_t(view.offset) + element
 	                       ? uint32_t((data.size() - view.offset - element) / stride + 1)
 	                       : 0;
@@ -1241,12 +1199,16 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 		                                                 std::to_string(data_bytes + 16) +
 		                                                 " bytes, more than one arena chunk holds");
 	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, uint32_t(data_bytes)));
-	// Convert straight into the staged bytes: tight 32-bit components of the stored type.
+	// Convert straight into the staged bytes: tight 32-bit data of the shader's type.
 	auto* out = reinterpret_cast<uint32_t*>(
 	    stageAllocation(*chunks[chunk], ref, index ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes)));
 	const std::byte* src = data.data() + view.offset;
 	const bool tight_copy =
-	    (index && isize == 4) || (!index && source_comps && stride == element && element == comps * 4);
+	    (index && isize == 4) ||
+	    (!index && stride == element && element == comps * 4 &&
+	     (view.format == VK_FORMAT_R32_SFLOAT || view.format == VK_FORMAT_R32G32_SFLOAT ||
+	      view.format == VK_FORMAT_R32G32B32_SFLOAT || view.format == VK_FORMAT_R32G32B32A32_SFLOAT ||
+	      view.format == VK_FORMAT_R32_UINT || view.format == VK_FORMAT_R32_SINT));
 	if (tight_copy)
 		std::memcpy(out, src, data_bytes);
 	else if (index)
@@ -1258,7 +1220,7 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 		}
 	else
 		for (uint32_t i = 0; i < n; ++i)
-			if (!convertElement(src + uint64_t(i) * stride, view.format, stored, out + size_t(i) * comps))
+			if (!convertElement(src + uint64_t(i) * stride, view.format, type, out + size_t(i) * comps))
 			{
 				chunks[chunk]->allocator.free(ref); // (the staged bytes land in a free block: harmless)
 				return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": attribute '" + name +
@@ -1269,7 +1231,6 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	e->buffer = view.buffer;
 	e->type = type;
 	e->elements = n;
-	e->stored_comps = comps;
 	e->data_bytes = uint32_t(data_bytes);
 	e->ref = ref;
 	e->refcount = 1;
@@ -1907,11 +1868,10 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 				                    std::to_string(b.chunk));
 		const size_t base = size_t(h->header) * b.header_words;
 		for (size_t i = 0; i < h->entries.size(); ++i)
-			if (b.headers.words[base + i] != h->headerRef(i))
+			if ((b.headers.words[base + i] & ~15u) != h->entries[i]->ref)
 				f.add("header", name + ": word " + std::to_string(i) + " is " +
 				                    std::to_string(b.headers.words[base + i]) + ", its input is at " +
-				                    std::to_string(h->entries[i]->ref) + " (ref with flags " +
-				                    std::to_string(h->headerRef(i)) + ")");
+				                    std::to_string(h->entries[i]->ref));
 		if (h->record >= h->slot->records.size() || h->slot->records[h->record] != h.get())
 			f.add("record", name + ": its record " + std::to_string(h->record) + " does not point back at it");
 	}
@@ -1921,13 +1881,6 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 		if (n != e->refcount)
 			f.add("pool", "an entry at chunk " + std::to_string(e->chunk) + " offset " + std::to_string(e->ref) +
 			                  " has refcount " + std::to_string(e->refcount) + " but " + std::to_string(n) + " users");
-		if (e->kind != Entry::kUniform &&
-		    (e->stored_comps == 0 || uint64_t(e->elements) * e->stored_comps * 4 != e->data_bytes ||
-		     (fx::heapVectorAttribute(e->type) && e->stored_comps > e->type.rows)))
-			f.add("pool", "the entry at chunk " + std::to_string(e->chunk) + " offset " + std::to_string(e->ref) +
-			                  " holds " + std::to_string(e->data_bytes) + " bytes for " + std::to_string(e->elements) +
-			                  " elements of " + std::to_string(e->stored_comps) + " components (" +
-			                  fx::typeName(e->type) + ")");
 		const uint64_t block = p.chunks[e->chunk]->allocator.blockBytes(e->ref);
 		if (block != align16(16ull + e->data_bytes))
 			f.add("pool", "the allocation at chunk " + std::to_string(e->chunk) + " offset " + std::to_string(e->ref) +
@@ -1972,7 +1925,7 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 			                           : e->kind == Entry::kIndex ? kTypeIndex
 			                                                      : kTypeAttribute;
 			if (arena[w] != want_type || arena[w + 1] != e->elements ||
-			    arena[w + 2] != (e->elements ? e->stored_comps * 4 : 0))
+			    arena[w + 2] != (e->elements ? e->data_bytes / e->elements : 0))
 				f.add("arena", "chunk " + std::to_string(c) + " offset " + std::to_string(e->ref) +
 				                   ": allocation header {" + std::to_string(arena[w]) + ", " +
 				                   std::to_string(arena[w + 1]) + ", " + std::to_string(arena[w + 2]) + "} differs");
@@ -2024,20 +1977,11 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 						const Entry* e = h->entries[i];
 						if (e->kind != Entry::kAttribute)
 							continue;
-						// As the vertex shader does: the element size from the ref's bits for vectors, the type's
-						// otherwise.
-						const uint32_t word = b->headers.words[hdr + i];
-						const bool per_instance = (word & fx::kHeapPerInstanceBit) != 0;
-						const uint32_t comps = fx::heapVectorAttribute(e->type) ? fx::heapStoredComps(word)
-						                                                        : uint32_t(e->type.rows) * e->type.cols;
+						const bool per_instance = (b->headers.words[hdr + i] & fx::kHeapPerInstanceBit) != 0;
 						const uint64_t need = per_instance ? max_instance : uint64_t(std::max<int64_t>(max_vertex, 0));
 						if (max_vertex < 0 || need >= e->elements)
 							f.add("simulate", name + ": reads element " + std::to_string(need) +
 							                      " of an attribute of " + std::to_string(e->elements));
-						else if ((need + 1) * comps * 4 > e->data_bytes)
-							f.add("simulate", name + ": reads element " + std::to_string(need) + " at " +
-							                      std::to_string(comps) + " components, past its attribute's " +
-							                      std::to_string(e->data_bytes) + " bytes");
 					}
 				}
 		}

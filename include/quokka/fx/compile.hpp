@@ -37,37 +37,11 @@ enum class PathVariant : uint8_t
 
 /// Heap variants: the draw header of one draw is `header_words` u32: one arena ref (byte offset of the allocation
 /// header; data at ref + 16) per active uniform in EffectInterface::uniforms order (UniformMember::offset = the
-/// header word), then one per active attribute (InterfaceVariable::location = the header word), then the vertex base
-/// (int: base vertex of indexed draws, first vertex of non-indexed ones; read by the megacall only) and the first
-/// instance (added to the instance index of per-instance attributes). Refs are 16-byte aligned, so an attribute's ref
-/// carries flags in its low 4 bits (the shader masks them off with `& ~15u`):
-///  - bit 0 (kHeapPerInstanceBit): the attribute is indexed by the instance, not the vertex;
-///  - bits 1–2 (kHeapStoredCompsShift, vector attributes only): the 32-bit components stored per element, minus 1.
-///    The arena holds a vector attribute at the source's component count when that is smaller (a R32G32B32_SFLOAT
-///    position feeding a vec4 is 12 bytes per vertex); the shader reads that many and fills the rest like Vulkan's
-///    vertex input (0 for y and z, 1 for w). Scalars and matrices leave the bits 0 and are stored at the shader's
-///    type.
+/// header word), then one per active attribute (InterfaceVariable::location = the header word; bit 0 of the ref set =
+/// per-instance), then the vertex base (int: base vertex of indexed draws, first vertex of non-indexed ones; read by
+/// the megacall only) and the first instance (added to the instance index of per-instance attributes).
 inline constexpr uint32_t kHeapTextureBinding = 4;
 inline constexpr uint32_t kHeapPerInstanceBit = 1;
-inline constexpr uint32_t kHeapStoredCompsShift = 1;
-inline constexpr uint32_t kHeapStoredCompsMask = 3u << kHeapStoredCompsShift;
-
-/// Whether a heap attribute of type `type` is a vector attribute in the sense above (2–4 components, not a matrix):
-/// its ref carries the stored component count and the shader loads it with that count.
-constexpr bool heapVectorAttribute(Type type)
-{
-	return type.cols == 1 && type.rows >= 2 && type.scalar != Scalar::Bool;
-}
-/// The flag bits of a vector attribute's ref that store `stored_comps` (1–4) components per element.
-constexpr uint32_t heapStoredCompsBits(uint32_t stored_comps)
-{
-	return ((stored_comps - 1) << kHeapStoredCompsShift) & kHeapStoredCompsMask;
-}
-/// The stored components per element that a vector attribute's ref says (1–4).
-constexpr uint32_t heapStoredComps(uint32_t ref)
-{
-	return ((ref & kHeapStoredCompsMask) >> kHeapStoredCompsShift) + 1;
-}
 
 /// The fragment outputs a framebuffer consumes: State field names in location order.
 struct FragmentOutputs

@@ -5,10 +5,9 @@
 // {typeId, length, strideBytes, pad} plus tight data, placed by a best-fit allocator per chunk; all inputs of one draw
 // are in one chunk. Inputs are pooled: a uniform aval is one allocation per chunk however many objects use it (one
 // upload per change); equal constants share one; a vertex or index buffer aval likewise (de-interleaved and converted
-// to 32-bit components of the shader's type at ingest, except that a vector fed by fewer 32-bit components keeps the
-// source's count and the shader fills the rest; u16 indices widened). Objects are grouped into buckets (effect, chunk,
-// textures), each with a draw-header heap (one header of arena refs per object), and within a bucket into slots (one
-// per distinct pipeline state). A slot is drawn with one of two strategies, pixel-identical:
+// to the shader's type at ingest; u16 indices widened). Objects are grouped into buckets (effect, chunk, textures),
+// each with a draw-header heap (one header of arena refs per object), and within a bucket into slots (one per
+// distinct pipeline state). A slot is drawn with one of two strategies, pixel-identical:
 //  - `indirect`: one VkDrawIndexedIndirectCommand per object (firstInstance = header index), one
 //    vkCmdDraw(Indexed)IndirectCount per slot with the count in a GPU buffer;
 //  - `megacall`: 5-word records, a GPU scan writing each record's first emitted vertex, the draw's arguments and a
