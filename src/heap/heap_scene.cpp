@@ -35,6 +35,9 @@ using scene::UniformValue;
 namespace
 {
 
+/// validateHeap probes every emit of a megacall slot up to this many (32 bytes of probe results each: 32 MiB).
+constexpr uint64_t kExhaustiveProbeEmits = 1u << 20;
+
 constexpr uint64_t align16(uint64_t x)
 {
 	return (x + 15) & ~uint64_t(15);
@@ -2046,6 +2049,10 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 			probe.record_count = uint32_t(s.records.size());
 			probe.tiles = s.tiles.get();
 			probe.arena = p.chunks[b->chunk]->buffer.get();
+			// Every emit (and so every primitive's coherence) up to 2^20 emits per slot; past that the record
+			// boundaries and 2,048 random emits, with coherence checked per record below.
+			probe.all_emits = s.emit_sum <= kExhaustiveProbeEmits;
+			probe.primitive_vertices = s.prim;
 			probe.random_emits = 2048;
 			probe.seed = uint32_t(b->serial + 1);
 			QUOKKA_TRY_ASSIGN(report, p.scanner->probeSlot(probe));
@@ -2055,6 +2062,12 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 				                   " emits where the GPU search and the CPU "
 				                   "replay disagree (first: emit " +
 				                   std::to_string(report.mismatches.front().emit) + ")");
+			if (report.incoherent_primitives)
+				f.add("triangles", where + ": " + std::to_string(report.incoherent_primitives) + " of " +
+				                       std::to_string(report.primitives_checked) +
+				                       " primitives do not come from one record, one instance and consecutive "
+				                       "vertices (first at emit " +
+				                       std::to_string(report.first_incoherent_emit) + ")");
 			// Triangle coherence: the emits of one primitive come from one record and one instance.
 			for (size_t r = 0; r < s.records.size(); ++r)
 			{

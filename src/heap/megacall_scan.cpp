@@ -566,7 +566,32 @@ Result<ProbeReport> MegacallScan::probeSlot(const ProbeDesc& desc)
 		if (report.mismatch_count++ < ProbeReport::kMaxReportedMismatches)
 			report.mismatches.push_back({emits[i], expected[i], got[i]});
 	}
+	if (desc.all_emits && desc.primitive_vertices > 1)
+		checkTriangleCoherence(got, desc.primitive_vertices, report);
 	return report;
+}
+
+void checkTriangleCoherence(std::span<const ProbeResult> got, uint32_t k, ProbeReport& report)
+{
+	report.primitives_checked = 0;
+	report.incoherent_primitives = 0;
+	if (k < 2)
+		return;
+	for (size_t first = 0; first < got.size(); first += k)
+	{
+		++report.primitives_checked;
+		const ProbeResult& a = got[first];
+		// The primitive starts on a primitive boundary of its instance: local − instId·indexCount ≡ 0 (mod k).
+		bool ok = first + k <= got.size() && a.index_count != 0 && a.inst_id != kProbeInvalid &&
+		          (a.local - a.inst_id * a.index_count) % k == 0;
+		for (uint32_t j = 1; ok && j < k; ++j)
+		{
+			const ProbeResult& b = got[first + j];
+			ok = b.record == a.record && b.inst_id == a.inst_id && b.local == a.local + j;
+		}
+		if (!ok && report.incoherent_primitives++ == 0)
+			report.first_incoherent_emit = uint32_t(first);
+	}
 }
 
 // ---- CPU references -------------------------------------------------------------------------------------------------

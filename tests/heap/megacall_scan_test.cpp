@@ -447,6 +447,51 @@ TEST_F(MegacallProbeTest, AgreesWithTheReplayOnEveryEmitOfARandomSlot)
 	EXPECT_LT(indexed, 3000u);
 }
 
+TEST_F(MegacallScanTest, TriangleCoherenceHoldsForWholePrimitivesAndBreaksAfterARecordOfFour)
+{
+	// Records of whole triangles (indexed and not, one inactive, two instances) are coherent on every emit; a record of
+	// 4 vertices shifts every later record off the primitive grid, so primitives straddle records from there on.
+	auto arena = buffer(4096, gpu::BufferUsage::None, "test.arena");
+	std::vector<uint32_t> indices(1024);
+	for (uint32_t i = 0; i < indices.size(); ++i)
+		indices[i] = i * 7 % 101;
+	upload(*arena, 0, indices);
+	auto check = [&](std::vector<uint32_t> counts) -> ProbeReport
+	{
+		std::vector<uint32_t> records;
+		for (size_t r = 0; r < counts.size(); ++r)
+			records.insert(records.end(), {kStale, uint32_t(r), r % 2 ? fx::kNonIndexed : uint32_t(r * 16), counts[r],
+			                               r == 2 ? 0u : 1u + uint32_t(r % 3 == 1)});
+		Slot slot = makeSlot(records);
+		auto created = ScanBuffers::create(device(), uint32_t(counts.size()));
+		EXPECT_TRUE(created.ok());
+		ScanBuffers buffers = std::move(created.value());
+		runScan(job(buffers, slot));
+		ProbeDesc desc;
+		desc.records = slot.records.get();
+		desc.record_count = slot.record_count;
+		desc.tiles = slot.tiles.get();
+		desc.arena = arena.get();
+		desc.all_emits = true;
+		desc.primitive_vertices = 3;
+		auto report = scan_->probeSlot(desc);
+		EXPECT_TRUE(report.ok()) << report.error().message;
+		return report.ok() ? std::move(report.value()) : ProbeReport{};
+	};
+	const ProbeReport whole = check({3, 6, 9, 12, 3, 30, 6});
+	EXPECT_EQ(whole.mismatch_count, 0u);
+	EXPECT_EQ(whole.total_emit, 3u + 12 + 0 + 12 + 6 + 30 + 6);
+	EXPECT_EQ(whole.primitives_checked, whole.total_emit / 3);
+	EXPECT_EQ(whole.incoherent_primitives, 0u);
+
+	// Record 1 emits 4 vertices twice (two instances) at emits 3..10: the primitive at 3 is vertices 0..2 of its first
+	// instance (fine), the one at 6 takes vertex 3 of the first instance and 0..1 of the second.
+	const ProbeReport shifted = check({3, 4, 9, 12, 3, 30, 6});
+	EXPECT_EQ(shifted.mismatch_count, 0u) << "the search itself is right: only the primitive grid is broken";
+	EXPECT_GT(shifted.incoherent_primitives, 0u);
+	EXPECT_EQ(shifted.first_incoherent_emit, 6u);
+}
+
 TEST_F(MegacallProbeTest, ReportsACorruptFirstEmit)
 {
 	const Expected want = reference(records_);

@@ -132,6 +132,12 @@ struct ProbeReport
 	uint32_t mismatch_count = 0;           ///< all mismatches
 	std::vector<ProbeMismatch> mismatches; ///< the first kMaxReportedMismatches, in probe order
 	static constexpr uint32_t kMaxReportedMismatches = 64;
+	/// checkTriangleCoherence (all_emits with primitive_vertices > 1): primitives checked, primitives whose emits the
+	/// GPU search did not map to one record, one instance and consecutive vertices of one primitive, and the first
+	/// emit of the first such primitive.
+	uint64_t primitives_checked = 0;
+	uint64_t incoherent_primitives = 0;
+	uint32_t first_incoherent_emit = 0;
 };
 
 /// Which slot probeSlot checks and how many emits. All buffers need Storage usage; records and arena, which are read
@@ -149,7 +155,15 @@ struct ProbeDesc
 	uint32_t seed = 1;
 	/// Probe every emit instead (32 bytes of results per emit: 1 M emits = 32 MiB).
 	bool all_emits = false;
+	/// With all_emits: vertices per primitive (3 for triangle lists) for checkTriangleCoherence; 0 or 1 skips it.
+	uint32_t primitive_vertices = 0;
 };
+
+/// checkTriangleCoherence over the GPU results of every emit of a slot (`got[e]` for emit e): emits
+/// [p·k, (p+1)·k) of primitive p (k = primitive_vertices) must come from one record and one instance, at consecutive
+/// local emits starting on a primitive boundary of that instance — what the rasteriser needs to assemble whole
+/// primitives of one draw. Fills the report's coherence fields.
+void checkTriangleCoherence(std::span<const ProbeResult> got, uint32_t primitive_vertices, ProbeReport& report);
 
 /// The per-device scan kernels. Create once per device and record any number of slots with it; destroy before the
 /// device. Owned by the device's thread.
