@@ -361,8 +361,8 @@ class HeapObject;
 struct Bucket;
 struct Slot;
 
-/// What makes two inputs the same pool entry: the kind, the chunk, the source's identity (a node; a constant uniform
-/// by its value instead) and, for buffers, how it is read.
+/// What makes two inputs the same pool entry: the kind, the chunk, the source's identity (a uniform's node, a
+/// constant uniform's value; a buffer's current storage) and, for buffers, how it is read.
 struct PoolKey
 {
 	uint8_t kind = 0;
@@ -423,9 +423,9 @@ struct Entry final : AdaptiveObject
 	uint32_t data_bytes = 0;
 	uint32_t refcount = 0;
 	fx::Type type;
-	aval<UniformValue> uniform;      ///< kUniform with a non-constant source
-	aval<scene::ArrayBuffer> buffer; ///< kAttribute/kIndex: keeps the keyed node alive
-	PoolKey key;                     ///< the pool key (for erasure)
+	aval<UniformValue> uniform; ///< kUniform with a non-constant source
+	scene::ArrayBuffer buffer;  ///< kAttribute/kIndex: the value read, keeps the keyed storage alive
+	PoolKey key;                ///< the pool key (for erasure)
 	bool queued = false;
 
 	void inputChanged(AdaptiveObject*) override;
@@ -1173,10 +1173,15 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
                                               uint32_t chunk, const scene::RenderObject& object,
                                               const std::string& name)
 {
+	// Read without subscribing: the objects using this buffer track it and re-place themselves on a change. The key
+	// is the value's storage (ArrayBuffer equality is storage identity), held by the entry so the address is not
+	// reused: after a change the first user to re-place creates the new entry and the others share it, while the old
+	// one dies with its last user — no user can pick up the old bytes.
+	const scene::ArrayBuffer data = view.buffer.getValue(Token{});
 	PoolKey key;
 	key.kind = kind;
 	key.chunk = chunk;
-	key.node = view.buffer.node().get();
+	key.node = data.bytes.get();
 	key.format = uint32_t(view.format);
 	key.offset = view.offset;
 	key.stride = view.stride;
@@ -1186,8 +1191,6 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 		++it->second->refcount;
 		return it->second.get();
 	}
-	// Read once without subscribing: the objects using this buffer track it and re-place themselves on a change.
-	const scene::ArrayBuffer data = view.buffer.getValue(Token{});
 	const bool index = kind == Entry::kIndex;
 	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
 	const uint32_t element = index ? isize : scene::formatSize(view.format) * type.cols;
@@ -1231,7 +1234,7 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 				                                                 fx::typeName(type));
 			}
 	Ref<Entry> e = adaptive::makeRef<Entry>(*this, kind, chunk);
-	e->buffer = view.buffer;
+	e->buffer = data;
 	e->type = type;
 	e->elements = n;
 	e->data_bytes = uint32_t(data_bytes);

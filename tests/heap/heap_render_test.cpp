@@ -391,6 +391,83 @@ TEST_F(HeapRenderTest, TenThousandObjectsOnOneValueShareOneAllocationAndOneUploa
 	EXPECT_EQ(t->stats().heap.removed, 10000u);
 }
 
+TEST_F(HeapRenderTest, ASharedVertexBufferThatChangesIsReadAgainByEveryUser)
+{
+	// Three objects share one position buffer (a cval); it changes twice — to other triangles of the same size, then
+	// to a longer buffer — and every frame must match a classic render of the same objects (no user keeps the old
+	// bytes), with the arena holding one copy of the buffer.
+	const Effects fx;
+	auto triangles = [](float size, uint32_t count)
+	{
+		std::vector<V3f> p;
+		for (uint32_t t = 0; t < count; ++t)
+		{
+			const float x = -0.9f + 0.6f * float(t);
+			p.insert(p.end(), {V3f(x, -size, 0), V3f(x + size, -size, 0), V3f(x, size, 0)});
+		}
+		return ArrayBuffer::of(p);
+	};
+	cval<ArrayBuffer> positions(triangles(0.2f, 1));
+	std::vector<cval<scene::DrawCall>> draws;
+	std::vector<RenderObjectPtr> objects;
+	for (int i = 0; i < 3; ++i)
+	{
+		RenderObject o;
+		o.effect = fx.constant;
+		scene::BufferView view;
+		view.buffer = positions;
+		view.format = VK_FORMAT_R32G32B32_SFLOAT;
+		o.attributes["Positions"] = view;
+		o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(9, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(60 * (i + 1), 40, 200 - 50 * i));
+		o.uniforms["ModelTrafo"] =
+		    scene::uniform(math::Trafo3d::translation(math::V3d(0.0, -0.6 + 0.6 * i, 0.2 + 0.1 * i)));
+		draws.emplace_back(scene::DrawCall{false, 3});
+		o.draw_call = draws.back();
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
+	for (const Mode& m : modes())
+	{
+		if (m.options.path == runtime::RenderPath::Classic)
+			continue;
+		adaptive::transact(
+		    [&]
+		    {
+			    positions.setValue(triangles(0.2f, 1));
+			    for (auto& d : draws)
+				    d.setValue(scene::DrawCall{false, 3});
+		    });
+		auto t = task(tree, m.options);
+		auto classic = task(tree, {});
+		auto both = [&](const char* step)
+		{
+			ASSERT_EQ(frame(*classic), "") << step;
+			const Rgba8Image want = pixels();
+			ASSERT_EQ(frame(*t), "") << m.name << ", " << step;
+			EXPECT_GT(covered(want), 0u) << step;
+			EXPECT_EQ(differing(pixels(), want), 0u) << m.name << ", " << step;
+		};
+		both("first frame");
+		adaptive::transact([&] { positions.setValue(triangles(0.35f, 1)); });
+		both("same size, other triangles");
+		const uint64_t live = t->stats().heap.live_bytes;
+		adaptive::transact(
+		    [&]
+		    {
+			    positions.setValue(triangles(0.25f, 3));
+			    for (auto& d : draws)
+				    d.setValue(scene::DrawCall{false, 9});
+		    });
+		both("three triangles");
+		// One copy of the buffer, grown by 6 vertices × 16 bytes (stored as V4).
+		EXPECT_EQ(t->stats().heap.live_bytes, live + 6 * 16) << m.name;
+		auto findings = t->heapScenes().front()->validateHeap();
+		ASSERT_TRUE(findings.ok()) << findings.error().message;
+		EXPECT_TRUE(findings->empty()) << m.name << ": " << (findings->empty() ? "" : findings->front());
+	}
+}
+
 TEST_F(HeapRenderTest, BadObjectsFailWithOneLineNamingThem)
 {
 	const Effects fx;
