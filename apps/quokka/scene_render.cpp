@@ -182,6 +182,7 @@ int runRenderScene(const RenderOptions& o)
 			             {"chunks", h.chunks},
 			             {"arena_bytes", h.arena_bytes},
 			             {"live_bytes", h.live_bytes},
+			             {"arena_capacity_bytes", h.arena_capacity_bytes},
 			             {"draw_calls", h.draw_calls}};
 			if (o.device.validate)
 				j["heap_findings"] = findings;

@@ -1547,6 +1547,17 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 	for (size_t i = 0; i < p.chunks.size(); ++i)
 	{
 		Chunk& c = *p.chunks[i];
+		if (c.allocator.cursor() == 0)
+		{
+			// Nothing allocated (everything in it was removed): its memory goes back to the device once the frames
+			// that read it completed; a later allocation there starts a small buffer again.
+			if (c.buffer)
+			{
+				list.keepAlive(c.buffer);
+				c.buffer.reset();
+			}
+			continue;
+		}
 		const uint64_t need = std::max<uint64_t>(c.allocator.cursor(), 16);
 		if (!c.buffer || c.buffer->size() < need)
 		{
@@ -1602,6 +1613,8 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 	}
 	for (auto& c : p.chunks)
 	{
+		if (c->buffer)
+			stats_.arena_capacity_bytes += c->buffer->size();
 		for (const Chunk::Write& w : c->pending)
 		{
 			QUOKKA_TRY(staging.write(c->buffer, w.offset, c->pages[w.page].bytes.get() + w.at, w.size));

@@ -371,6 +371,8 @@ TEST_F(HeapRenderTest, TenThousandObjectsOnOneValueShareOneAllocationAndOneUploa
 	ASSERT_EQ(frame(*t), "");
 	const HeapStats placed = t->stats().heap;
 	EXPECT_EQ(placed.objects, 10000u);
+	EXPECT_GE(placed.arena_capacity_bytes, placed.arena_bytes);
+	EXPECT_GT(placed.arena_capacity_bytes, 0u);
 	EXPECT_EQ(placed.buckets, 1u);
 	EXPECT_EQ(placed.slots, 1u);
 	EXPECT_EQ(pixels().at(kSize / 2, kSize / 2), (std::array<uint8_t, 4>{200, 10, 10, 255}));
@@ -388,7 +390,14 @@ TEST_F(HeapRenderTest, TenThousandObjectsOnOneValueShareOneAllocationAndOneUploa
 	EXPECT_EQ(t->stats().heap.buckets, 0u);
 	EXPECT_EQ(t->stats().heap.live_bytes, 0u);
 	EXPECT_EQ(t->stats().heap.arena_bytes, 0u);
+	EXPECT_EQ(t->stats().heap.arena_capacity_bytes, 0u) << "an emptied chunk gives its buffer back";
 	EXPECT_EQ(t->stats().heap.removed, 10000u);
+	// And takes a new one when objects come back.
+	set.unionWith(all);
+	ASSERT_EQ(frame(*t), "");
+	EXPECT_EQ(t->stats().heap.objects, 10000u);
+	EXPECT_GT(t->stats().heap.arena_capacity_bytes, 0u);
+	EXPECT_EQ(pixels().at(kSize / 2, kSize / 2), (std::array<uint8_t, 4>{10, 200, 10, 255}));
 }
 
 TEST_F(HeapRenderTest, ASharedVertexBufferThatChangesIsReadAgainByEveryUser)

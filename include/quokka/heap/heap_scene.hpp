@@ -80,8 +80,9 @@ struct HeapStats
 	uint32_t indirect_slots = 0; ///< slots drawn with the indirect strategy
 	uint32_t megacall_slots = 0;
 	uint32_t chunks = 0;
-	uint64_t arena_bytes = 0; ///< sum of the chunks' cursors
-	uint64_t live_bytes = 0;  ///< bytes of live allocations
+	uint64_t arena_bytes = 0;          ///< sum of the chunks' cursors
+	uint64_t live_bytes = 0;           ///< bytes of live allocations
+	uint64_t arena_capacity_bytes = 0; ///< GPU memory of the chunks' buffers (upload; an emptied chunk gives its back)
 	double update_ms = 0.0;
 	double encode_ms = 0.0;
 
@@ -106,6 +107,7 @@ struct HeapStats
 		chunks += o.chunks;
 		arena_bytes += o.arena_bytes;
 		live_bytes += o.live_bytes;
+		arena_capacity_bytes += o.arena_capacity_bytes;
 		update_ms += o.update_ms;
 		encode_ms += o.encode_ms;
 		return *this;
