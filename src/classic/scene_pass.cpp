@@ -45,6 +45,7 @@ struct ScenePass::Impl
 	std::vector<PreparedObject*> emitted;
 	bool order_dirty = true;
 	size_t live_objects = 0;
+	size_t released_since_collect = 0; ///< derived uniforms are collected when this passes half their count
 	DerivedUniforms derived;
 
 	Result<std::unique_ptr<Walker>> build(const RenderTreePtr& tree);
@@ -748,6 +749,17 @@ Result<void> ScenePass::update()
 	p.dirty_objects.clear();
 	if (p.order_dirty)
 		p.rebuildOrder();
+	// Derived uniforms of released objects: collected in O(size) once the releases since the last collection reach
+	// half the live objects. The interned count is O(objects ever live since then) × derived names per object, so
+	// that is amortised O(1) per release (a threshold on the interned count would never be reached when objects
+	// intern several each). The heap path does the same.
+	p.released_since_collect += stats_.released;
+	if (p.released_since_collect > 64 && p.released_since_collect * 2 > p.live_objects)
+	{
+		p.derived.collect();
+		p.released_since_collect = 0;
+	}
+	stats_.derived_uniforms = uint32_t(p.derived.size());
 	stats_.update_ms = msSince(t0);
 	return {};
 }

@@ -536,7 +536,7 @@ struct HeapScene::Impl
 	std::vector<Ref<HeapObject>> dirty_objects;
 	std::vector<Ref<Entry>> dirty_entries;
 	std::vector<Slot*> dirty_slots;
-	size_t removed_since_collect = 0; ///< derived uniforms are collected when this passes half their count
+	size_t removed_since_collect = 0; ///< derived uniforms are collected when this passes half the live objects
 
 	Result<Entry*> acquireUniform(const aval<UniformValue>& value, uint32_t chunk, fx::Type expected,
 	                              const scene::RenderObject& object, const std::string& name);
@@ -1471,9 +1471,9 @@ Result<void> HeapScene::update()
 		++stats_.removed;
 	}
 	// Derived uniforms of removed objects: collected in O(size) once the removals since the last collection reach half
-	// the interned count (amortised O(1) per removal).
+	// the live objects (amortised O(1) per removal; ScenePass::update explains the threshold).
 	p.removed_since_collect += stats_.removed;
-	if (p.removed_since_collect > 64 && p.removed_since_collect * 2 > p.derived.size())
+	if (p.removed_since_collect > 64 && p.removed_since_collect * 2 > p.objects.size())
 	{
 		p.derived.collect();
 		p.removed_since_collect = 0;
@@ -1513,6 +1513,7 @@ Result<void> HeapScene::update()
 		p.chooseStrategy(*s);
 
 	stats_.objects = uint32_t(p.objects.size());
+	stats_.derived_uniforms = uint32_t(p.derived.size());
 	stats_.buckets = uint32_t(p.bucket_order.size());
 	for (const Bucket* b : p.bucket_order)
 		for (const auto& s : b->slots)

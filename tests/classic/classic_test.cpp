@@ -718,6 +718,49 @@ namespace quokka::classic::test
 namespace
 {
 
+TEST_F(ClassicTest, DerivedUniformsOfRemovedObjectsAreCollectedUnderChurn)
+{
+	// Every object has its own ModelTrafo, so each interns its own NormalMatrix (the lit effect reads it). Ten rounds
+	// replace all 100 objects: without collection the pass would keep ~1,000 derived nodes; it keeps about the live
+	// ones.
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	adaptive::cset<RenderObjectPtr> objects;
+	auto make = [&](int i)
+	{
+		RenderObject o = baseObject(lit, squarePositions(-0.1f, -0.1f, 0.1f, 0.1f, 0.5f), 6);
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(i % 256, 0, 0));
+		o.uniforms["ModelTrafo"] = scene::uniform(math::Trafo3d::translation(math::V3d(0.001 * i, 0.0, 0.0)));
+		return scene::makeRenderObject(std::move(o));
+	};
+	std::vector<RenderObjectPtr> live;
+	for (int i = 0; i < 100; ++i)
+		live.push_back(make(i));
+	objects.unionWith(live);
+	setUpTask(RenderTree::ofObjects(objects));
+	ASSERT_EQ(frame(), "");
+	const uint32_t first = passStats().derived_uniforms;
+	EXPECT_GE(first, 100u);
+	uint32_t most = 0;
+	for (int round = 1; round <= 10; ++round)
+	{
+		std::vector<RenderObjectPtr> next;
+		for (int i = 0; i < 100; ++i)
+			next.push_back(make(round * 100 + i));
+		adaptive::transact(
+		    [&]
+		    {
+			    for (const auto& o : live)
+				    objects.remove(o);
+			    objects.unionWith(next);
+		    });
+		live = std::move(next);
+		ASSERT_EQ(frame(), "") << "round " << round;
+		EXPECT_EQ(passStats().released, 100u);
+		most = std::max(most, passStats().derived_uniforms);
+	}
+	EXPECT_LE(most, 3 * first) << "derived uniforms of removed objects must not pile up";
+}
+
 TEST_F(ClassicTest, AnArenaWhoseDedicatedPageWasGivenBackIsDestroyedCleanly)
 {
 	// A range larger than a page gets a dedicated page, which is dropped when the range is freed; the arena must then

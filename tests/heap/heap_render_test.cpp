@@ -477,6 +477,57 @@ TEST_F(HeapRenderTest, ASharedVertexBufferThatChangesIsReadAgainByEveryUser)
 	}
 }
 
+TEST_F(HeapRenderTest, DerivedUniformsOfRemovedObjectsAreCollectedUnderChurn)
+{
+	// Each object's own ModelTrafo interns its own NormalMatrix (the lit effect reads it); ten rounds replace all 100
+	// objects. Without collection ~10× the first frame's count would pile up.
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	auto make = [&](int i)
+	{
+		RenderObject o;
+		o.effect = lit;
+		const float x = -0.9f + 0.018f * float(i % 100);
+		o.attributes["Positions"] = scene::BufferView::of(
+		    std::vector<V3f>{V3f(x, -0.5f, 0), V3f(x + 0.1f, -0.5f, 0), V3f(x, 0.5f, 0)}, VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(3, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(200, 40, 40));
+		o.uniforms["ModelTrafo"] = scene::uniform(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
+		o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
+		return scene::makeRenderObject(std::move(o));
+	};
+	adaptive::cset<RenderObjectPtr> set;
+	std::vector<RenderObjectPtr> live;
+	for (int i = 0; i < 100; ++i)
+		live.push_back(make(i));
+	set.unionWith(live);
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	auto t = task(RenderTree::ofObjects(set), options);
+	ASSERT_EQ(frame(*t), "");
+	const uint32_t first = t->stats().heap.derived_uniforms;
+	EXPECT_GE(first, 100u);
+	uint32_t most = 0;
+	for (int round = 1; round <= 10; ++round)
+	{
+		std::vector<RenderObjectPtr> next;
+		for (int i = 0; i < 100; ++i)
+			next.push_back(make(round * 100 + i));
+		adaptive::transact(
+		    [&]
+		    {
+			    for (const auto& o : live)
+				    set.remove(o);
+			    set.unionWith(next);
+		    });
+		live = std::move(next);
+		ASSERT_EQ(frame(*t), "") << "round " << round;
+		EXPECT_EQ(t->stats().heap.removed, 100u);
+		most = std::max(most, t->stats().heap.derived_uniforms);
+	}
+	EXPECT_LE(most, 3 * first) << "derived uniforms of removed objects must not pile up";
+	EXPECT_GT(covered(pixels()), 0u);
+}
+
 TEST_F(HeapRenderTest, BadObjectsFailWithOneLineNamingThem)
 {
 	const Effects fx;

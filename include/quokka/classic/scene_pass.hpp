@@ -45,8 +45,9 @@ struct PassStats
 	uint32_t descriptor_pushes = 0;
 	uint32_t vertex_binds = 0;
 	uint32_t dynamic_state_sets = 0;
-	double update_ms = 0.0; ///< CPU time of update()
-	double encode_ms = 0.0; ///< CPU time of encode()
+	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned after the update (collected under churn)
+	double update_ms = 0.0;        ///< CPU time of update()
+	double encode_ms = 0.0;        ///< CPU time of encode()
 
 	/// Sums counters and times (a task over several passes).
 	PassStats& operator+=(const PassStats& o)
@@ -62,6 +63,7 @@ struct PassStats
 		descriptor_pushes += o.descriptor_pushes;
 		vertex_binds += o.vertex_binds;
 		dynamic_state_sets += o.dynamic_state_sets;
+		derived_uniforms += o.derived_uniforms;
 		update_ms += o.update_ms;
 		encode_ms += o.encode_ms;
 		return *this;

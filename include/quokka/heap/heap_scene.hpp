@@ -75,6 +75,7 @@ struct HeapStats
 	uint32_t compactions = 0;     ///< (update)
 	// Shape after the update.
 	uint32_t objects = 0;
+	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
 	uint32_t buckets = 0;
 	uint32_t slots = 0;
 	uint32_t indirect_slots = 0; ///< slots drawn with the indirect strategy
@@ -108,6 +109,7 @@ struct HeapStats
 		arena_bytes += o.arena_bytes;
 		live_bytes += o.live_bytes;
 		arena_capacity_bytes += o.arena_capacity_bytes;
+		derived_uniforms += o.derived_uniforms;
 		update_ms += o.update_ms;
 		encode_ms += o.encode_ms;
 		return *this;
