@@ -146,6 +146,85 @@ bool convertColumn(const std::byte* src, VkFormat format, fx::Type type, uint32_
 	return true;
 }
 
+/// Components of a 32-bit-per-component vertex format (R32…_SFLOAT/SINT/UINT), else 0.
+uint32_t word32Components(VkFormat format)
+{
+	switch (format)
+	{
+	case VK_FORMAT_R32_SFLOAT:
+	case VK_FORMAT_R32_SINT:
+	case VK_FORMAT_R32_UINT:
+		return 1;
+	case VK_FORMAT_R32G32_SFLOAT:
+	case VK_FORMAT_R32G32_SINT:
+	case VK_FORMAT_R32G32_UINT:
+		return 2;
+	case VK_FORMAT_R32G32B32_SFLOAT:
+	case VK_FORMAT_R32G32B32_SINT:
+	case VK_FORMAT_R32G32B32_UINT:
+		return 3;
+	case VK_FORMAT_R32G32B32A32_SFLOAT:
+	case VK_FORMAT_R32G32B32A32_SINT:
+	case VK_FORMAT_R32G32B32A32_UINT:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
+bool isFloatFormat(VkFormat format)
+{
+	return format == VK_FORMAT_R32_SFLOAT || format == VK_FORMAT_R32G32_SFLOAT ||
+	       format == VK_FORMAT_R32G32B32_SFLOAT || format == VK_FORMAT_R32G32B32A32_SFLOAT;
+}
+
+/// The hot case of attribute ingest (a V3 position or normal feeding a vec4): `n` elements of `from` 32-bit words
+/// each, `stride` bytes apart, into `to` words each — copied, truncated or filled as convertColumn does (0, and 1 in
+/// the fourth component: 1.0f for float formats) — with the component counts as template constants.
+template <uint32_t From, uint32_t To>
+void widenWordsFixed(const std::byte* src, uint32_t stride, uint32_t n, uint32_t one, uint32_t* out)
+{
+	constexpr uint32_t kCopy = From < To ? From : To;
+	uint32_t fill[4] = {0, 0, 0, one};
+	for (uint32_t i = 0; i < n; ++i, src += stride, out += To)
+	{
+		std::memcpy(out, src, kCopy * 4);
+		for (uint32_t c = kCopy; c < To; ++c)
+			out[c] = fill[c];
+	}
+}
+
+void widenWords(const std::byte* src, uint32_t stride, uint32_t n, uint32_t from, uint32_t to, bool is_float,
+                uint32_t* out)
+{
+	const uint32_t one = is_float ? 0x3F800000u : 1u; // 1.0f or 1
+	auto dispatch = [&]<uint32_t From>()
+	{
+		switch (to)
+		{
+		case 1:
+			return widenWordsFixed<From, 1>(src, stride, n, one, out);
+		case 2:
+			return widenWordsFixed<From, 2>(src, stride, n, one, out);
+		case 3:
+			return widenWordsFixed<From, 3>(src, stride, n, one, out);
+		default:
+			return widenWordsFixed<From, 4>(src, stride, n, one, out);
+		}
+	};
+	switch (from)
+	{
+	case 1:
+		return dispatch.template operator()<1>();
+	case 2:
+		return dispatch.template operator()<2>();
+	case 3:
+		return dispatch.template operator()<3>();
+	default:
+		return dispatch.template operator()<4>();
+	}
+}
+
 /// One element of a matrix (or vector) attribute: `type.cols` consecutive columns of `format`, as classic vertex input
 /// reads them.
 bool convertElement(const std::byte* src, VkFormat format, fx::Type type, uint32_t* out)
@@ -1215,8 +1294,11 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	     (view.format == VK_FORMAT_R32_SFLOAT || view.format == VK_FORMAT_R32G32_SFLOAT ||
 	      view.format == VK_FORMAT_R32G32B32_SFLOAT || view.format == VK_FORMAT_R32G32B32A32_SFLOAT ||
 	      view.format == VK_FORMAT_R32_UINT || view.format == VK_FORMAT_R32_SINT));
+	const uint32_t words32 = word32Components(view.format);
 	if (tight_copy)
 		std::memcpy(out, src, data_bytes);
+	else if (!index && type.cols == 1 && words32 != 0)
+		widenWords(src, stride, n, words32, type.rows, isFloatFormat(view.format), out);
 	else if (index)
 		for (uint32_t i = 0; i < n; ++i)
 		{
