@@ -1288,16 +1288,12 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	auto* out = reinterpret_cast<uint32_t*>(
 	    stageAllocation(*chunks[chunk], ref, index ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes)));
 	const std::byte* src = data.data() + view.offset;
-	const bool tight_copy =
-	    (index && isize == 4) ||
-	    (!index && stride == element && element == comps * 4 &&
-	     (view.format == VK_FORMAT_R32_SFLOAT || view.format == VK_FORMAT_R32G32_SFLOAT ||
-	      view.format == VK_FORMAT_R32G32B32_SFLOAT || view.format == VK_FORMAT_R32G32B32A32_SFLOAT ||
-	      view.format == VK_FORMAT_R32_UINT || view.format == VK_FORMAT_R32_SINT));
-	const uint32_t words32 = word32Components(view.format);
+	// 32-bit components: copied whole when already tight at the shader's size, else widened/truncated per element.
+	const uint32_t words32 = index ? 0 : word32Components(view.format);
+	const bool tight_copy = (index && isize == 4) || (words32 != 0 && stride == element && element == comps * 4);
 	if (tight_copy)
 		std::memcpy(out, src, data_bytes);
-	else if (!index && type.cols == 1 && words32 != 0)
+	else if (type.cols == 1 && words32 != 0)
 		widenWords(src, stride, n, words32, type.rows, isFloatFormat(view.format), out);
 	else if (index)
 		for (uint32_t i = 0; i < n; ++i)

@@ -187,6 +187,17 @@ protected:
 	}
 	double runScan(const ScanJob& one) { return runScan(std::span<const ScanJob>(&one, 1)); }
 
+	static ProbeDesc probeDesc(const Slot& slot, const gpu::Buffer& arena, bool all_emits)
+	{
+		ProbeDesc desc;
+		desc.records = slot.records.get();
+		desc.record_count = slot.record_count;
+		desc.tiles = slot.tiles.get();
+		desc.arena = &arena;
+		desc.all_emits = all_emits;
+		return desc;
+	}
+
 	Readback readSlot(const Slot& slot)
 	{
 		return {read(*slot.records, uint64_t(slot.record_count) * kWords * 4), read(*slot.args, 64),
@@ -404,12 +415,7 @@ protected:
 
 	ProbeReport probe(bool all_emits)
 	{
-		ProbeDesc desc;
-		desc.records = slot_.records.get();
-		desc.record_count = slot_.record_count;
-		desc.tiles = slot_.tiles.get();
-		desc.arena = arena_.get();
-		desc.all_emits = all_emits;
+		ProbeDesc desc = probeDesc(slot_, *arena_, all_emits);
 		desc.seed = kSeed;
 		auto report = scan_->probeSlot(desc);
 		EXPECT_TRUE(report.ok()) << report.error().message;
@@ -467,12 +473,7 @@ TEST_F(MegacallScanTest, TriangleCoherenceHoldsForWholePrimitivesAndBreaksAfterA
 		EXPECT_TRUE(created.ok());
 		ScanBuffers buffers = std::move(created.value());
 		runScan(job(buffers, slot));
-		ProbeDesc desc;
-		desc.records = slot.records.get();
-		desc.record_count = slot.record_count;
-		desc.tiles = slot.tiles.get();
-		desc.arena = arena.get();
-		desc.all_emits = true;
+		ProbeDesc desc = probeDesc(slot, *arena, true);
 		desc.primitive_vertices = 3;
 		auto report = scan_->probeSlot(desc);
 		EXPECT_TRUE(report.ok()) << report.error().message;

@@ -106,8 +106,7 @@ struct MeshletUpdateStats
 	uint64_t uploaded_bytes = 0;  ///< staged from the CPU (new batches)
 	uint32_t copy_regions = 0;    ///< copy regions after merging neighbours
 	uint32_t copy_dispatches = 0; ///< compute copy dispatches (CopyPath::Compute), else 0
-	uint32_t patches =
-	    0; ///< records whose address was re-patched (in the compute copy, or by the transfer path's patch dispatch)
+	uint32_t patches = 0;         ///< records re-addressed (by the compute copy or the patch dispatch)
 };
 
 namespace detail
