@@ -29,7 +29,8 @@ constexpr uint32_t kMantissaValue = 1u << kMantissaBits;
 // sizes and the size itself below 8, so the bin is (shift << 3) + (size >> shift): no branch on the denormal range.
 inline uint32_t classShift(uint32_t size)
 {
-	const uint32_t width = uint32_t(std::bit_width(size));
+	// `| 1` tells the compiler the argument is never 0 (no zero test before `bsr`); it changes no class.
+	const uint32_t width = uint32_t(std::bit_width(size | 1u));
 	return width > kMantissaBits + 1 ? width - (kMantissaBits + 1) : 0u;
 }
 
@@ -44,6 +45,13 @@ inline uint32_t roundUp(uint32_t size)
 	// A mantissa that rounds up to 16 carries into the exponent: (shift << 3) + 16 = ((shift + 1) << 3) + 8.
 	const uint32_t shift = classShift(size);
 	return (shift << kMantissaBits) + uint32_t((uint64_t(size) + (1u << shift) - 1u) >> shift);
+}
+// `condition ? a : b` as mask arithmetic: compilers turn a plain ternary on an unpredictable condition back into a
+// branch, which free() must not have (its merge conditions are coin flips on random streams).
+inline uint32_t select(bool condition, uint32_t a, uint32_t b)
+{
+	const uint32_t mask = 0u - uint32_t(condition);
+	return b ^ ((a ^ b) & mask);
 }
 } // namespace
 
@@ -116,6 +124,7 @@ void OffsetAllocator::reset()
 		sentinel.phys_prev = sentinel.phys_next = i;
 	}
 	nodes_[kBoundary].bin_prev = kTagBoundary;
+	nodes_[kScratch].bin_next = kScratchLink;
 	// Every node goes back to the pool, which makes every handle stale (the generation counter is not reset). The
 	// pool pops the lowest index first.
 	pool_head_ = kNone;
@@ -179,20 +188,21 @@ inline void OffsetAllocator::insertFree(Node* nodes, uint32_t index, uint32_t bi
 	used_words_ |= 1u << (bin >> 6);
 }
 
-// Unlinks a free node from `bin`, its bin. Leaves total_free_ alone; the caller retags the node.
-inline void OffsetAllocator::removeFree(Node* nodes, uint32_t index, uint32_t bin)
+// Unlinks a free node from its bin list. Leaves total_free_ alone; the caller retags the node.
+inline void OffsetAllocator::removeFree(Node* nodes, uint32_t index)
 {
 	const Node& node = nodes[index];
 	const uint32_t prev = node.bin_prev;
 	const uint32_t next = node.bin_next;
 	nodes[prev].bin_next = next;
 	nodes[next].bin_prev = prev;
-	// prev == next only when both are the bin's sentinel, i.e. the bin is now empty (~6 % of unlinks on the bench
-	// stream, so a well-predicted branch beats branch-free mask arithmetic).
+	// prev == next only when both are the bin's sentinel — whose index is the bin — i.e. the bin is now empty (~6 % of
+	// unlinks on the bench stream, so a well-predicted branch beats branch-free mask arithmetic). The scratch node
+	// links to two different nodes and never gets here.
 	if (prev == next) [[unlikely]]
 	{
-		const uint32_t word = bin >> 6;
-		used_bins_[word] &= ~(uint64_t(1) << (bin & 63));
+		const uint32_t word = prev >> 6;
+		used_bins_[word] &= ~(uint64_t(1) << (prev & 63));
 		if (used_bins_[word] == 0)
 			used_words_ &= ~(1u << word);
 	}
@@ -245,7 +255,7 @@ Allocation OffsetAllocator::allocate(uint32_t size)
 	if (remainder == 0)
 	{
 		Node& node = nodes[index];
-		removeFree(nodes, index, roundDown(size));
+		removeFree(nodes, index);
 		node.bin_prev = kTagUsed;
 		node.bin_next = generation;
 		return {node.offset, index, generation};
@@ -273,13 +283,14 @@ Allocation OffsetAllocator::allocate(uint32_t size)
 	node.bin_next = generation;
 	nodes[prev].phys_next = live;
 	rest.phys_prev = live;
-	const uint32_t old_bin = roundDown(rest.size);
 	rest.offset = offset + size;
 	rest.size = remainder;
 	const uint32_t bin = roundDown(remainder);
-	if (bin != old_bin || rest.bin_prev != bin)
+	// rest.bin_prev is `bin` exactly when the rest already heads `bin`: otherwise it is another bin's sentinel or a
+	// range node (index ≥ kFirstNode).
+	if (rest.bin_prev != bin)
 	{
-		removeFree(nodes, index, old_bin);
+		removeFree(nodes, index);
 		insertFree(nodes, index, bin);
 	}
 	return {offset, live, generation};
@@ -310,40 +321,39 @@ bool OffsetAllocator::free(const Allocation& allocation)
 	Node& node = nodes[index];
 	--live_count_;
 	total_free_ += node.size;
-	// The boundary sentinel is never free: no "has a neighbour" tests. An absorbed neighbour goes to the pool.
-	uint32_t prev = node.phys_prev;
-	uint32_t next = node.phys_next;
+	// The boundary sentinel is never free: no "has a neighbour" tests. On random streams about half the neighbours are
+	// free, so a merge branch would mispredict every other time; instead a neighbour that is not free is replaced by
+	// the scratch node, on which the unlink, the resize (its size is 0) and the pooling below are no-ops.
+	const uint32_t prev = node.phys_prev;
+	const uint32_t next = node.phys_next;
+	const bool prev_free = nodes[prev].bin_prev < kTagBoundary;
+	const bool next_free = nodes[next].bin_prev < kTagBoundary;
+	const uint32_t absorb_prev = select(prev_free, prev, kScratch);
+	const uint32_t absorb_next = select(next_free, next, kScratch);
+	Node& before = nodes[absorb_prev];
+	Node& after = nodes[absorb_next];
+	removeFree(nodes, absorb_prev);
+	removeFree(nodes, absorb_next);
+	node.offset -= before.size;
+	node.size += before.size + after.size;
+	const uint32_t new_prev = select(prev_free, before.phys_prev, prev);
+	const uint32_t new_next = select(next_free, after.phys_next, next);
+	// Absorbed neighbours go to the pool; the scratch node's links are restored afterwards.
 	uint32_t pool = pool_head_;
-	uint32_t pooled = pooled_;
-	if (nodes[prev].bin_prev < kTagBoundary)
-	{
-		Node& before = nodes[prev];
-		removeFree(nodes, prev, roundDown(before.size));
-		node.offset = before.offset;
-		node.size += before.size;
-		before.bin_prev = kTagPooled;
-		before.bin_next = pool;
-		pool = prev;
-		++pooled;
-		prev = before.phys_prev;
-	}
-	if (nodes[next].bin_prev < kTagBoundary)
-	{
-		Node& after = nodes[next];
-		removeFree(nodes, next, roundDown(after.size));
-		node.size += after.size;
-		after.bin_prev = kTagPooled;
-		after.bin_next = pool;
-		pool = next;
-		++pooled;
-		next = after.phys_next;
-	}
+	before.bin_prev = kTagPooled;
+	before.bin_next = pool;
+	pool = select(prev_free, absorb_prev, pool);
+	after.bin_prev = kTagPooled;
+	after.bin_next = pool;
+	pool = select(next_free, absorb_next, pool);
 	pool_head_ = pool;
-	pooled_ = pooled;
-	node.phys_prev = prev;
-	node.phys_next = next;
-	nodes[prev].phys_next = index;
-	nodes[next].phys_prev = index;
+	pooled_ += uint32_t(prev_free) + uint32_t(next_free);
+	nodes[kScratch].bin_prev = kScratch;
+	nodes[kScratch].bin_next = kScratchLink;
+	node.phys_prev = new_prev;
+	node.phys_next = new_next;
+	nodes[new_prev].phys_next = index;
+	nodes[new_next].phys_prev = index;
 	insertFree(nodes, index, roundDown(node.size));
 	return true;
 }
@@ -391,6 +401,9 @@ Result<void> OffsetAllocator::validate() const
 		return size_ == 0 && live_count_ == 0 && total_free_ == 0 ? Result<void>{} : fail("sentinels missing");
 	if (nodes_[kBoundary].bin_prev != kTagBoundary)
 		return fail("the boundary sentinel is not tagged as one");
+	const Node& scratch = nodes_[kScratch];
+	if (scratch.size != 0 || scratch.bin_prev != kScratch || scratch.bin_next != kScratchLink)
+		return fail("the scratch node is not empty and self-linked");
 	uint64_t covered = 0;
 	uint64_t free_units = 0;
 	uint32_t used = 0;

@@ -108,9 +108,13 @@ private:
 	static constexpr uint32_t kBinCount = 256;
 	/// nodes_[0, 256) are the bins' list heads (circular doubly linked lists, so unlinking never branches on "am I
 	/// the head"); nodes_[256] is the boundary: the neighbour before the first and after the last region, never free,
-	/// so merging never branches on "is there a neighbour". Ranges live in nodes_[257, …).
+	/// so merging never branches on "is there a neighbour". Ranges live in nodes_[kFirstNode, …).
 	static constexpr uint32_t kBoundary = kBinCount;
-	static constexpr uint32_t kFirstNode = kBinCount + 1;
+	/// nodes_[257] is the scratch node free() merges with when a neighbour is not free (size 0; its bin links point at
+	/// itself and nodes_[258], so unlinking it rewrites only those two), which makes the merges branch-free.
+	static constexpr uint32_t kScratch = kBinCount + 1;
+	static constexpr uint32_t kScratchLink = kBinCount + 2;
+	static constexpr uint32_t kFirstNode = kBinCount + 3;
 
 	/// A node's bin_prev doubles as its state: a node index while the node is free (filed in a bin list), else one of
 	/// these tags. A live node's bin_next holds its generation, a pooled node's bin_next links the pool.
@@ -131,7 +135,7 @@ private:
 
 	uint32_t growPool();
 	void insertFree(Node* nodes, uint32_t index, uint32_t bin);
-	void removeFree(Node* nodes, uint32_t index, uint32_t bin);
+	void removeFree(Node* nodes, uint32_t index);
 	uint32_t findFreeBin(uint32_t min_bin) const;
 	uint32_t findExactFit(uint32_t size) const;
 	bool handleLive(const Allocation& allocation) const;
