@@ -4,6 +4,7 @@ find_package(Vulkan 1.3 REQUIRED)
 find_package(glm CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
+find_package(absl CONFIG REQUIRED)
 find_program(QUOKKA_GLSLC glslc REQUIRED)
 
 find_path(QUOKKA_STB_INCLUDE_DIR stb_image_write.h PATH_SUFFIXES stb REQUIRED)
