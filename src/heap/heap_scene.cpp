@@ -1537,7 +1537,7 @@ HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature sign
 	const uint64_t range = context.device().info().max_storage_buffer_range;
 	p.max_chunk_bytes = options.max_chunk_bytes ? options.max_chunk_bytes : std::min<uint64_t>(range, 256ull << 20);
 	p.max_chunk_bytes = std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15);
-	p.reader = objects.getReader();
+	p.reader = objects.getDeltaReader();
 }
 
 HeapScene::~HeapScene()

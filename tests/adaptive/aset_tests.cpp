@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -145,6 +146,65 @@ TEST(PMap, PersistentVersionsAreIndependentAndPositional)
 		prev = k;
 		(void)val;
 	}
+}
+
+// Random sets and erases on one map while snapshots are taken and dropped at random: every snapshot keeps the content
+// it had (updates of unshared nodes happen in place, shared ones are copied), and the map stays a valid ordered AVL
+// map.
+TEST(PMap, InPlaceUpdatesNeverReachASnapshot)
+{
+	std::mt19937 rng(11);
+	PMap<int, int> m;
+	std::map<int, int> model;
+	std::vector<std::pair<PMap<int, int>, std::map<int, int>>> snapshots;
+	for (int op = 0; op < 20000; ++op)
+	{
+		const int key = int(rng() % 512);
+		if (rng() % 3 == 0)
+		{
+			EXPECT_EQ(m.erase(key), model.erase(key) == 1);
+		}
+		else
+		{
+			m.set(key, op);
+			model[key] = op;
+		}
+		if (rng() % 97 == 0)
+			snapshots.emplace_back(m, model);
+		if (!snapshots.empty() && rng() % 131 == 0)
+			snapshots.erase(snapshots.begin() + ptrdiff_t(rng() % snapshots.size()));
+	}
+	snapshots.emplace_back(m, model);
+	ASSERT_GT(snapshots.size(), 10u);
+	for (const auto& [snapshot, expected] : snapshots)
+	{
+		ASSERT_EQ(snapshot.size(), expected.size());
+		size_t i = 0;
+		for (const auto& [k, v] : expected)
+		{
+			const auto [sk, sv] = snapshot.at(i++);
+			ASSERT_EQ(sk, k);
+			ASSERT_EQ(sv, v);
+			ASSERT_EQ(snapshot.rank(k), i - 1);
+		}
+	}
+}
+
+// A map nobody shares is updated in place: a value's address survives setting another key and replacing its own value.
+TEST(PMap, UnsharedMapIsUpdatedInPlace)
+{
+	PMap<int, int> m;
+	for (int i = 0; i < 100; ++i)
+		m.set(i, i);
+	const int* v50 = m.find(50);
+	m.set(50, -50);
+	EXPECT_EQ(m.find(50), v50);
+	EXPECT_EQ(*v50, -50);
+	PMap<int, int> copy = m;
+	m.set(50, 7); // shared now: copied, the copy keeps -50
+	EXPECT_EQ(*copy.find(50), -50);
+	EXPECT_EQ(*m.find(50), 7);
+	EXPECT_NE(m.find(50), copy.find(50));
 }
 
 // ---- S: aset -------------------------------------------------------------------------------------------------------
@@ -367,6 +427,36 @@ TEST(ASetBinary, DifferenceIntersectXor) // S10
 	EXPECT_EQ(unionOf(aa, aa), aa);
 	EXPECT_TRUE(difference(aa, aa).force().empty());
 	EXPECT_TRUE(symmetricDifference(aa, aa).force().empty());
+}
+
+// A delta-only reader sees the same changes as a full one, and content snapshots taken before a change keep their
+// content although the set now updates in place between pulls.
+TEST(ASetReaders, DeltaOnlyReaderSeesTheSameChangesAndSnapshotsSurvive)
+{
+	cset<int> s{1, 2, 3};
+	auto full = s.getReader();
+	auto delta = s.getDeltaReader();
+	EXPECT_EQ(full->pull(), delta->pull());
+	for (int round = 0; round < 50; ++round)
+	{
+		const CountingSet<int> before = s.force();
+		const size_t before_size = before.size();
+		transact(
+		    [&]
+		    {
+			    for (int i = 0; i < 20; ++i)
+				    s.add(1000 + 100 * round + i);
+			    s.remove(1000 + 100 * round + 7);
+			    if (round > 0)
+				    s.remove(1000 + 100 * (round - 1) + 3);
+		    });
+		const auto d = delta->pull();
+		EXPECT_EQ(d, full->pull());
+		EXPECT_EQ(d.size(), round > 0 ? 20u : 19u);
+		EXPECT_EQ(before.size(), before_size);
+		EXPECT_FALSE(before.contains(1000 + 100 * round + 1));
+		EXPECT_EQ(s.force().size(), before_size + 19 - (round > 0 ? 1 : 0));
+	}
 }
 
 TEST(ASetReaders, ShareUpstreamWork) // S13

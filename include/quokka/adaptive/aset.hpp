@@ -108,6 +108,9 @@ public:
 
 	/// A new independent reader: its first pull returns the whole content, later pulls the changes since.
 	SetReader<T> getReader() const { return makeRef<HistoryReader<Trace>>(history_); }
+	/// A reader for consumers of changes only (getChanges, never state()): it keeps no snapshot of the content, so
+	/// the set's changes between its pulls update the content in place instead of path-copying O(log n) nodes each.
+	SetReader<T> getDeltaReader() const { return makeRef<HistoryReader<Trace>>(history_, false); }
 	/// The content as an adaptive value (O(1) snapshots; the history itself).
 	aval<CountingSet<T>> content() const { return aval<CountingSet<T>>(Ref<AValNode<CountingSet<T>>>(history_)); }
 	/// Top-level read of the content (O(1) snapshot after bringing the set up to date).
@@ -624,7 +627,7 @@ template <typename T, typename F>
 auto choose(const aset<T>& s, F f) -> aset<typename std::invoke_result_t<F&, const T&>::value_type>
 {
 	using U = typename std::invoke_result_t<F&, const T&>::value_type;
-	return detail::derivedSet<U>(makeRef<detail::SetChooseReader<T, U, F>>(s.getReader(), std::move(f)));
+	return detail::derivedSet<U>(makeRef<detail::SetChooseReader<T, U, F>>(s.getDeltaReader(), std::move(f)));
 }
 
 /// Maps every element; non-injective maps count contributors (an output stays while any input maps to it).

@@ -184,27 +184,41 @@ public:
 	using State = typename Trace::State;
 	using Delta = typename Trace::Delta;
 
-	explicit HistoryReader(Ref<History<Trace>> history) : history_(std::move(history)) {}
+	/// `keep_state` false: a delta-only reader. It holds no snapshot of the history's state, so the history's nodes
+	/// stay unshared between pulls and its next changes are applied in place (PMap's transient updates) instead of
+	/// path-copying; state() is then unavailable.
+	explicit HistoryReader(Ref<History<Trace>> history, bool keep_state = true)
+	    : history_(std::move(history)), keep_state_(keep_state)
+	{
+	}
 	~HistoryReader() override
 	{
 		if (version_)
 			history_->releaseVersion(version_);
 	}
 	/// The reader's state after its last pull (its previous state plus every delta it returned).
-	const State& state() const { return state_; }
+	const State& state() const
+	{
+		QUOKKA_ASSERT(keep_state_, "HistoryReader::state() on a delta-only reader");
+		return state_;
+	}
 	/// Top-level pull.
 	Delta pull() { return this->getChanges(Token{}); }
 
 protected:
 	Delta compute(Token token) override
 	{
-		state_ = history_->getValue(token);
+		if (keep_state_)
+			state_ = history_->getValue(token);
+		else
+			history_->getValue(token);
 		return history_->readFrom(version_);
 	}
 
 private:
 	Ref<History<Trace>> history_;
 	typename History<Trace>::Version* version_ = nullptr;
+	bool keep_state_ = true;
 	State state_;
 };
 

@@ -126,13 +126,14 @@ public:
 	}
 	bool contains(const K& key) const { return find(key) != nullptr; }
 
-	/// Inserts or replaces the value of `key`.
-	void set(const K& key, V value) { root_ = insert(root_, key, std::move(value)); }
-	/// Removes `key`; returns whether it was present.
+	/// Inserts or replaces the value of `key`. Nodes this map alone holds (no copy of the map shares them) are updated
+	/// in place; shared ones are copied, so copies taken before keep seeing the old version either way.
+	void set(const K& key, V value) { root_ = insertOwned(std::move(root_), key, std::move(value)); }
+	/// Removes `key`; returns whether it was present. In place where unshared, like set().
 	bool erase(const K& key)
 	{
 		bool found = false;
-		root_ = remove(root_, key, found);
+		root_ = removeOwned(std::move(root_), key, found);
 		return found;
 	}
 
@@ -300,6 +301,67 @@ private:
 		if (less_(t->key, k))
 			return balance(t->key, t->value, t->left, insert(t->right, k, std::move(v)));
 		return mk(t->key, std::move(v), t->left, t->right);
+	}
+	// Transient updates: a node whose refcount is 1 is reachable only through the pointer being updated (the map's
+	// root, or a parent that is itself unshared), so it is changed in place — no node copies, no key copies — which is
+	// what a collection that nobody snapshots (the common case: a cset between frames) pays per change. A shared node
+	// falls back to the copying versions above; copying it raises its children's counts, so they are copied too.
+	// Rotations (rare: amortised O(1) per update) go through the copying balance().
+
+	/// Height and size of an unshared node after a child changed; rebalances (copying) when the AVL bound broke.
+	static NodePtr refit(NodePtr t)
+	{
+		Node* n = t.p;
+		const int32_t hl = h(n->left), hr = h(n->right);
+		if (hl > hr + 1 || hr > hl + 1)
+			return balance(n->key, n->value, n->left, n->right);
+		n->height = 1 + std::max(hl, hr);
+		n->size = 1 + sz(n->left) + sz(n->right);
+		return t;
+	}
+	NodePtr insertOwned(NodePtr t, const K& k, V v) const
+	{
+		if (!t)
+			return mk(k, std::move(v), NodePtr(), NodePtr());
+		if (t->rc != 1)
+			return insert(t, k, std::move(v));
+		Node* n = t.p;
+		if (less_(k, n->key))
+			n->left = insertOwned(std::move(n->left), k, std::move(v));
+		else if (less_(n->key, k))
+			n->right = insertOwned(std::move(n->right), k, std::move(v));
+		else
+		{
+			n->value = std::move(v);
+			return t;
+		}
+		return refit(std::move(t));
+	}
+	NodePtr removeOwned(NodePtr t, const K& k, bool& found) const
+	{
+		if (!t)
+			return t;
+		if (t->rc != 1)
+			return remove(t, k, found);
+		Node* n = t.p;
+		if (less_(k, n->key))
+		{
+			n->left = removeOwned(std::move(n->left), k, found);
+			return found ? refit(std::move(t)) : t;
+		}
+		if (less_(n->key, k))
+		{
+			n->right = removeOwned(std::move(n->right), k, found);
+			return found ? refit(std::move(t)) : t;
+		}
+		found = true;
+		if (!n->left)
+			return n->right;
+		if (!n->right)
+			return n->left;
+		const Node* min = nullptr;
+		NodePtr r = removeMin(n->right, min);
+		return balance(min->key, min->value, n->left, std::move(r));
 	}
 	static NodePtr removeMin(const NodePtr& t, const Node*& min)
 	{
