@@ -1599,10 +1599,16 @@ Result<void> HeapScene::update()
 		if (!r.ok() && result.ok())
 			result = r;
 	}
-	// Changed shared values: one re-pack each.
+	// Changed shared values: one re-pack each, in arena address order — the staging ring then appends each write
+	// instead of searching its ordered region map, and neighbouring allocations merge into one copy region.
 	std::vector<Ref<Entry>> entries;
 	entries.swap(p.dirty_entries);
+	std::vector<std::pair<uint64_t, Entry*>> by_address;
+	by_address.reserve(entries.size());
 	for (const Ref<Entry>& e : entries)
+		by_address.emplace_back(uint64_t(e->chunk) << 32 | e->ref, e.get());
+	std::sort(by_address.begin(), by_address.end());
+	for (const auto& [address, e] : by_address)
 	{
 		Result<void> r = e->repack();
 		if (!r.ok() && result.ok())
