@@ -221,7 +221,7 @@ size_t DerivedUniforms::collect()
 		for (auto it = derived_.begin(); it != derived_.end();)
 			if (it->second.node()->refCount() == 1)
 			{
-				it = derived_.erase(it);
+				derived_.erase(it++); // (absl: erase leaves the other iterators valid)
 				++dropped;
 				again = true;
 			}

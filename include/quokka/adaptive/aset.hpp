@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
+
 #include <quokka/adaptive/history.hpp>
 #include <quokka/adaptive/persistent_map.hpp>
 
@@ -249,7 +251,9 @@ aset<T> derivedSet(Ref<OpReader<SetTrace<T>>> reader)
 	return aset<T>(makeRef<History<SetTrace<T>>>(std::move(reader)));
 }
 
-/// A per-element cache: a hash map when std::hash<T> exists (O(1) per changed element), else an ordered map.
+/// A per-element cache: a flat hash map when std::hash<T> exists (O(1) per changed element, one slot read where a
+/// node-based map walks a chain of separately allocated nodes — it holds every element of big sets), else an ordered
+/// map.
 template <typename T, typename V, typename = void>
 struct ElementCache
 {
@@ -258,7 +262,8 @@ struct ElementCache
 template <typename T, typename V>
 struct ElementCache<T, V, std::void_t<decltype(std::hash<T>{}(std::declval<const T&>()))>>
 {
-	using type = std::unordered_map<T, V>;
+	using type = absl::flat_hash_map<T, V>; // absl::Hash mixes (also over a std::hash fallback): std::hash of a
+	                                        // pointer is the identity, too weak for SwissTable's 7-bit tags
 };
 
 /// choose (and map/filter): f runs once per added element; results are cached so removal never calls f.
