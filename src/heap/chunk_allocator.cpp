@@ -203,17 +203,16 @@ std::optional<uint32_t> ChunkAllocator::allocate(uint64_t bytes)
 	{
 		const uint32_t size = uint32_t(*best >> 32);
 		offset = uint32_t(*best);
-		auto node = free_by_size_.extract(best);
+		free_by_size_.erase(best);
 		free_start_.erase(free_start_.find(offset));
 		if (size > units)
 		{
 			// The remainder sits between the new live block and whatever followed the free block — a live block,
 			// since free blocks are coalesced and never touch the cursor — so it needs no merging. Its end is the
-			// free block's end: only that entry's value changes. Its size key reuses the set node (no allocation).
+			// free block's end: only that entry's value changes.
 			free_start_.insert(offset + units, size - units);
 			free_end_.find(offset + size)->value = offset + units;
-			node.value() = sizeKey(size - units, offset + units);
-			free_by_size_.insert(std::move(node));
+			free_by_size_.insert(sizeKey(size - units, offset + units));
 		}
 		else
 			free_end_.erase(free_end_.find(offset + size));

@@ -9,10 +9,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <vector>
+
+#include <absl/container/btree_set.h>
 
 #include <quokka/base/result.hpp>
 
@@ -66,10 +67,10 @@ private:
 ///
 /// Cost: free(), blockBytes() and the bookkeeping of allocate() are O(1) expected, in flat hash maps (live blocks by
 /// start; free blocks by start and by end, which is all that merging with neighbours needs); the best-fit search and
-/// the size index updates are O(log n) in a std::set of (size, offset) keys; fits() is O(1). planCompaction(),
-/// freeBlocks() and validate() sort, O(n log n). The flat maps made a free+allocate pair 2–4× faster than std::map
-/// indices (bench/heap/chunk_allocator_bench.cpp); about half of what remains is the std::set, whose next step would
-/// be one set per size class.
+/// the size index updates are O(log n) in a B-tree (absl::btree_set) of (size, offset) keys; fits() is O(1).
+/// planCompaction(), freeBlocks() and validate() sort, O(n log n). The flat maps made a free+allocate pair 2–4× faster
+/// than std::map indices (bench/heap/chunk_allocator_bench.cpp); the B-tree replaced a std::set (a node allocation and
+/// ~log2(n) scattered nodes per update).
 ///
 /// Limits: capacity ≤ 4 GiB (kMaxCapacity), because the renderer stores references as u32 byte offsets; an offset is
 /// then at most 4 GiB − 16 and fits. Byte totals (cursor, capacity, live/free bytes) are u64 so 4 GiB itself is exact.
@@ -179,10 +180,13 @@ private:
 	uint32_t cursor_ = 0;
 	uint32_t live_units_ = 0;
 	uint64_t bad_frees_ = 0;
-	detail::OffsetMap live_;          ///< unit offset → unit size of each live block
-	detail::OffsetMap free_start_;    ///< unit offset → unit size of each free block (right-neighbour merges)
-	detail::OffsetMap free_end_;      ///< unit end → unit offset of each free block (left-neighbour merges)
-	std::set<uint64_t> free_by_size_; ///< (size << 32 | offset) of each free block (best-fit search)
+	detail::OffsetMap live_;       ///< unit offset → unit size of each live block
+	detail::OffsetMap free_start_; ///< unit offset → unit size of each free block (right-neighbour merges)
+	detail::OffsetMap free_end_;   ///< unit end → unit offset of each free block (left-neighbour merges)
+	/// (size << 32 | offset) of each free block (best-fit search). A B-tree: a heap of 10^6 objects frees and
+	/// re-files blocks at every removal, where a red-black tree's node allocation and ~log2(n) scattered nodes per
+	/// operation were most of a removal's cost (perf).
+	absl::btree_set<uint64_t> free_by_size_;
 
 	void insertFree(uint32_t offset, uint32_t size);
 	void eraseFree(detail::OffsetMap::Slot* start);
