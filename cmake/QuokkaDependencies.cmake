@@ -31,6 +31,10 @@ target_link_libraries(quokka_shaderc INTERFACE ${_quokka_shaderc_libs} Threads::
 
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SPIRV_CROSS_C REQUIRED IMPORTED_TARGET spirv-cross-c-shared)
+# The CLI's malloc (apps/quokka/CMakeLists.txt); sanitizer builds keep their own.
+if(NOT QUOKKA_SANITIZE)
+  pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
+endif()
 
 if(QUOKKA_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)

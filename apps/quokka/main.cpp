@@ -4,6 +4,14 @@
 #include <cstdio>
 #include <string>
 
+#ifdef QUOKKA_JEMALLOC
+// jemalloc reads this at its initialisation: back the heap with transparent huge pages (the kernel's default policy,
+// "madvise", gives them only to memory that asks). At 10^6 objects the renderer's per-object structures span
+// gigabytes; with 4 KiB pages a cache miss on them is usually a TLB miss as well (docs/benchmarks.md § heap).
+extern "C" const char* malloc_conf; // NOLINT: jemalloc's configuration symbol
+const char* malloc_conf = "thp:always,metadata_thp:auto";
+#endif
+
 int main(int argc, char** argv)
 {
 	using namespace quokka::app;
