@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include <absl/container/flat_hash_map.h>
 
@@ -1652,14 +1653,22 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 	Impl& p = *impl_;
 	gpu::Device& device = p.context->device();
 	gpu::StagingRing& staging = p.context->staging();
-	// Blocks freed and re-used this frame were read by earlier frames: their reads complete before this frame's
-	// transfers (an execution dependency across the queue's submission order).
-	list.memoryBarrier(
-	    VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
-	        VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT |
-	        VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-	    VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT,
-	    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+	// Earlier frames read the arena: their reads complete before the copies recorded here (growth, compaction) —
+	// an execution dependency across the queue's submission order. Recorded once, before the first such copy, so a
+	// frame without one records no barrier here; the frame's staged writes are ordered by the staging ring's own
+	// barrier (StagingRing::flush).
+	bool war_recorded = false;
+	auto beforeCopies = [&]
+	{
+		if (std::exchange(war_recorded, true))
+			return;
+		list.memoryBarrier(
+		    VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
+		        VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT |
+		        VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		    VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT,
+		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+	};
 	bool copied = false;
 	for (size_t i = 0; i < p.chunks.size(); ++i)
 	{
@@ -1690,6 +1699,7 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 			if (c.buffer)
 			{
 				// Growth keeps the content: copy it on the GPU (the arena has no host mirror).
+				beforeCopies();
 				gpu::copyBuffer(list.vk(), *c.buffer, 0, *buffer, 0, c.buffer->size());
 				list.keepAlive(c.buffer);
 				copied = true;
@@ -1718,6 +1728,7 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 		QUOKKA_TRY_ASSIGN(scratch,
 		                  device.createBuffer({total, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
 		                                       gpu::MemoryDomain::DeviceLocal, "heap compaction scratch"}));
+		beforeCopies();
 		vkCmdCopyBuffer(list.vk(), c->buffer->vk(), scratch->vk(), uint32_t(out.size()), out.data());
 		list.memoryBarrier(
 		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT,
