@@ -355,6 +355,11 @@ private:
 			return found ? refit(std::move(t)) : t;
 		}
 		found = true;
+		return withoutRoot(n);
+	}
+	/// The subtree that replaces `n` when n's own key is removed: its only child, else n's successor over both.
+	static NodePtr withoutRoot(const Node* n)
+	{
 		if (!n->left)
 			return n->right;
 		if (!n->right)
@@ -387,13 +392,7 @@ private:
 			return found ? balance(t->key, t->value, t->left, std::move(r)) : t;
 		}
 		found = true;
-		if (!t->left)
-			return t->right;
-		if (!t->right)
-			return t->left;
-		const Node* min = nullptr;
-		NodePtr r = removeMin(t->right, min);
-		return balance(min->key, min->value, t->left, std::move(r));
+		return withoutRoot(t.p);
 	}
 	template <typename F>
 	static void walk(Node* n, F& f)
