@@ -79,13 +79,26 @@ Result<StagingRing::Chunk*> StagingRing::chunkFor(uint64_t size)
 void StagingRing::insertRegion(Destination& dst, uint64_t offset, Region region)
 {
 	const uint64_t end = offset + region.size;
-	auto& map = dst.regions;
-	// Writes in ascending order (a placement frame, sorted runs): append without searching.
-	if (map.empty() || map.rbegin()->first + map.rbegin()->second.size <= offset)
+	if (dst.ordered)
 	{
-		map.emplace_hint(map.end(), offset, region);
-		return;
+		auto& v = dst.ascending;
+		if (v.empty() || v.back().first + v.back().second.size <= offset)
+		{
+			Region& last = v.empty() ? region : v.back().second;
+			if (!v.empty() && v.back().first + last.size == offset && last.src == region.src &&
+			    last.src_offset + last.size == region.src_offset)
+				last.size += region.size; // contiguous in the destination and in the staging chunk
+			else
+				v.emplace_back(offset, region);
+			return;
+		}
+		// Out of order: from now on the ordered map resolves overlaps.
+		for (const auto& [o, r] : v)
+			dst.regions.emplace_hint(dst.regions.end(), o, r);
+		v.clear();
+		dst.ordered = false;
 	}
+	auto& map = dst.regions;
 	// First region that may overlap: the one starting at or before `offset`.
 	auto it = map.upper_bound(offset);
 	if (it != map.begin())
@@ -127,7 +140,12 @@ Result<void> StagingRing::write(const BufferHandle& dst, uint64_t dst_offset, co
 		return chunk.error();
 	Chunk& c = *chunk.value();
 	std::memcpy(c.buffer->mapped() + c.cursor, data, size);
-	Destination& d = pending_[dst->id()];
+	if (dst->id() != last_id_ || !last_)
+	{
+		last_ = &pending_[dst->id()]; // element references survive rehashing
+		last_id_ = dst->id();
+	}
+	Destination& d = *last_;
 	if (!d.buffer)
 		d.buffer = dst;
 	insertRegion(d, dst_offset, Region{size, c.buffer.get(), c.cursor});
@@ -146,28 +164,50 @@ StagingFlushStats StagingRing::flush(CommandList& list, VkPipelineStageFlags2 ds
 	// Prior GPU work may read or write the destinations: order the copies after it (write-after-read/write).
 	list.memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT,
 	                   VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
-	std::vector<VkBufferCopy> copies;
 	for (auto& [id, d] : pending_)
 	{
-		// One copy command per destination needs one source buffer; group regions by staging chunk.
-		std::unordered_map<const Buffer*, std::vector<VkBufferCopy>> by_src;
-		for (auto it = d.regions.begin(); it != d.regions.end(); ++it)
+		// Regions in destination order, adjacent ones (in both buffers) merged.
+		copies_.clear();
+		auto add = [&](uint64_t offset, const Region& r)
 		{
-			auto& v = by_src[it->second.src];
-			const VkBufferCopy next{it->second.src_offset, it->first, it->second.size};
-			if (!v.empty() && v.back().dstOffset + v.back().size == next.dstOffset &&
-			    v.back().srcOffset + v.back().size == next.srcOffset)
-				v.back().size += next.size; // adjacent in both: merge
-			else
-				v.push_back(next);
-		}
-		for (auto& [src, regions] : by_src)
+			if (!copies_.empty())
+			{
+				Copy& last = copies_.back();
+				if (last.src == r.src && last.copy.dstOffset + last.copy.size == offset &&
+				    last.copy.srcOffset + last.copy.size == r.src_offset)
+				{
+					last.copy.size += r.size;
+					return;
+				}
+			}
+			copies_.push_back({r.src, VkBufferCopy{r.src_offset, offset, r.size}});
+		};
+		if (d.ordered)
+			for (const auto& [offset, r] : d.ascending)
+				add(offset, r);
+		else
+			for (const auto& [offset, r] : d.regions)
+				add(offset, r);
+		// One copy command per (destination, staging chunk): group by chunk, keeping destination order inside each.
+		const bool one_source =
+		    std::all_of(copies_.begin(), copies_.end(), [&](const Copy& c) { return c.src == copies_.front().src; });
+		if (!one_source)
+			std::stable_sort(copies_.begin(), copies_.end(),
+			                 [](const Copy& a, const Copy& b) { return std::less<const Buffer*>()(a.src, b.src); });
+		for (size_t i = 0; i < copies_.size();)
 		{
-			vkCmdCopyBuffer(list.vk(), src->vk(), d.buffer->vk(), uint32_t(regions.size()), regions.data());
+			size_t j = i;
+			regions_.clear();
+			for (; j < copies_.size() && copies_[j].src == copies_[i].src; ++j)
+			{
+				regions_.push_back(copies_[j].copy);
+				stats.bytes += copies_[j].copy.size;
+			}
+			vkCmdCopyBuffer(list.vk(), copies_[i].src->vk(), d.buffer->vk(), uint32_t(regions_.size()),
+			                regions_.data());
 			++stats.destinations;
-			stats.regions += uint32_t(regions.size());
-			for (const VkBufferCopy& r : regions)
-				stats.bytes += r.size;
+			stats.regions += uint32_t(regions_.size());
+			i = j;
 		}
 		list.keepAlive(d.buffer);
 	}
@@ -195,6 +235,8 @@ StagingFlushStats StagingRing::flush(CommandList& list, VkPipelineStageFlags2 ds
 			    recycle->push_back(std::move(b));
 	    });
 	pending_.clear();
+	last_ = nullptr;
+	last_id_ = 0;
 	pending_bytes_ = 0;
 	return stats;
 }

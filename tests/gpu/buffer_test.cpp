@@ -190,6 +190,48 @@ TEST_F(BufferTest, TenThousandScatteredStagingWritesEqualACpuModel)
 	EXPECT_LE(ring.stagingBytes(), 2u * ring.chunkBytes());
 }
 
+// Ascending writes take the append path: contiguous ones (16-byte sizes keep the staging side contiguous too) merge
+// into one region, gaps start new ones; a write behind the last one then switches to the overlap-resolving path and
+// must still win over the older bytes it covers.
+TEST_F(BufferTest, AscendingStagingWritesMergeAndALaterOverlapStillWins)
+{
+	constexpr uint64_t kSize = 64 << 10;
+	auto a = device().createBuffer({kSize, BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
+	                                MemoryDomain::DeviceLocal, "staged.ascending"});
+	ASSERT_TRUE(a.ok());
+	std::vector<std::byte> model(kSize, std::byte{0});
+	ASSERT_TRUE(device().uploadBuffer(*a.value(), 0, model.data(), kSize).ok());
+	StagingRing ring(device());
+	auto write = [&](uint64_t offset, uint64_t size, uint32_t seed)
+	{
+		const auto data = randomBytes(size, seed);
+		std::memcpy(model.data() + offset, data.data(), size);
+		ASSERT_TRUE(ring.write(a.value(), offset, data.data(), size).ok());
+	};
+	for (int frame = 0; frame < 2; ++frame)
+	{
+		// 100 contiguous 16-byte writes, a gap, 100 more: two regions.
+		for (uint32_t i = 0; i < 100; ++i)
+			write(1024 + 16 * i, 16, 100 * frame + i);
+		for (uint32_t i = 0; i < 100; ++i)
+			write(8192 + 16 * i, 16, 1000 + 100 * frame + i);
+		if (frame == 1)
+			write(1024 + 40, 100, 7); // behind the last write, overlapping the first run
+		auto list = device().beginCommands();
+		ASSERT_TRUE(list.ok());
+		const StagingFlushStats stats = ring.flush(list.value());
+		EXPECT_EQ(stats.destinations, 1u);
+		// Frame 1: the first run splits around the overlapping write (before, the write, after) and the second run
+		// stays whole; pieces adjacent in both buffers merge again, so at most 4 regions.
+		EXPECT_EQ(stats.regions, frame == 0 ? 2u : 4u) << "frame " << frame;
+		EXPECT_EQ(stats.bytes, 3200u) << "frame " << frame; // the late write covers bytes already staged
+		ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+		auto back = device().readBuffer(*a.value(), 0, kSize);
+		ASSERT_TRUE(back.ok());
+		ASSERT_EQ(std::memcmp(back.value().data(), model.data(), kSize), 0) << "frame " << frame;
+	}
+}
+
 TEST_F(BufferTest, StagingWriteOutsideTheBufferIsAnError)
 {
 	auto a = device().createBuffer({64, BufferUsage::TransferDst, MemoryDomain::DeviceLocal, "small"});

@@ -69,20 +69,35 @@ private:
 		const Buffer* src;
 		uint64_t src_offset;
 	};
+	/// A destination's pending regions, non-overlapping. Writes that arrive in ascending destination order (placement
+	/// frames, the heap's address-ordered re-packs) append to `ascending`, merging with the previous region when both
+	/// ends are contiguous; the first write that does not moves them into `regions`, which resolves overlaps.
 	struct Destination
 	{
 		BufferHandle buffer;
-		std::map<uint64_t, Region> regions; // dst offset → region, non-overlapping
+		std::vector<std::pair<uint64_t, Region>> ascending;
+		std::map<uint64_t, Region> regions; // dst offset → region, used once the order broke
+		bool ordered = true;
+	};
+	/// One region of a flush: its staging chunk and copy.
+	struct Copy
+	{
+		const Buffer* src;
+		VkBufferCopy copy;
 	};
 
 	Result<Chunk*> chunkFor(uint64_t size);
-	void insertRegion(Destination& dst, uint64_t offset, Region region);
+	static void insertRegion(Destination& dst, uint64_t offset, Region region);
 
 	Device* device_;
 	uint64_t chunk_bytes_;
 	std::vector<Chunk> active_;                         // chunks written since the last flush
 	std::vector<BufferHandle> free_;                    // recycled chunks of chunk_bytes_
 	std::unordered_map<uint64_t, Destination> pending_; // by Buffer::id()
+	uint64_t last_id_ = 0;                              // the destination of the previous write (0: none)
+	Destination* last_ = nullptr;
+	std::vector<Copy> copies_;          // flush() scratch, kept for its capacity
+	std::vector<VkBufferCopy> regions_; // flush() scratch: one vkCmdCopyBuffer's regions
 	uint64_t pending_bytes_ = 0;
 	std::shared_ptr<std::vector<BufferHandle>> recycle_; // chunks returned by retired lists
 };
