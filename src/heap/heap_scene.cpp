@@ -1604,14 +1604,34 @@ Result<void> HeapScene::update()
 	// instead of searching its ordered region map, and neighbouring allocations merge into one copy region.
 	std::vector<Ref<Entry>> entries;
 	entries.swap(p.dirty_entries);
+	// The entries are scattered objects (10^4 random edits in a 10^6-object scene touch 10^4 cold entries and their
+	// uniform nodes), so both loops prefetch ahead: each visit is then one cache hit instead of a miss per level.
+	constexpr size_t kAhead = 8;
+	auto prefetchObject = [](const void* p)
+	{
+		__builtin_prefetch(p);
+		__builtin_prefetch(static_cast<const char*>(p) + 64);
+		__builtin_prefetch(static_cast<const char*>(p) + 128);
+		__builtin_prefetch(static_cast<const char*>(p) + 192);
+	};
 	std::vector<std::pair<uint64_t, Entry*>> by_address;
 	by_address.reserve(entries.size());
-	for (const Ref<Entry>& e : entries)
-		by_address.emplace_back(uint64_t(e->chunk) << 32 | e->ref, e.get());
-	std::sort(by_address.begin(), by_address.end());
-	for (const auto& [address, e] : by_address)
+	for (size_t i = 0; i < entries.size(); ++i)
 	{
-		Result<void> r = e->repack();
+		if (i + kAhead < entries.size())
+			prefetchObject(entries[i + kAhead].get());
+		const Entry* e = entries[i].get();
+		by_address.emplace_back(uint64_t(e->chunk) << 32 | e->ref, entries[i].get());
+	}
+	std::sort(by_address.begin(), by_address.end());
+	for (size_t i = 0; i < by_address.size(); ++i)
+	{
+		if (i + 2 * kAhead < by_address.size())
+			prefetchObject(by_address[i + 2 * kAhead].second);
+		if (i + kAhead < by_address.size())
+			if (const auto& node = by_address[i + kAhead].second->uniform.node())
+				prefetchObject(node.get());
+		Result<void> r = by_address[i].second->repack();
 		if (!r.ok() && result.ok())
 			result = r;
 	}
