@@ -20,7 +20,7 @@ namespace quokka::heap
 
 namespace
 {
-constexpr uint32_t kUnitShift = 4; // 16-byte units
+constexpr uint32_t kUnitShift = ChunkAllocator::kUnitShift; // 16-byte units
 static_assert((1u << kUnitShift) == ChunkAllocator::kAlign);
 
 constexpr uint64_t sizeKey(uint32_t size, uint32_t offset)

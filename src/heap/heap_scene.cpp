@@ -758,6 +758,16 @@ public:
 	}
 	uint32_t instances() const { return active ? draw.instance_count : 0; }
 	uint64_t emits() const { return uint64_t(count()) * instances(); }
+	/// Removal of many scattered objects: detach() visits the object, its entry and input arrays, the entries, the
+	/// input nodes and the entries' pool slots — one cache miss per level. The removal loop calls this for objects
+	/// ahead of the one it detaches, deeper levels for nearer objects, so each level is in cache when needed.
+	enum class PrefetchStage
+	{
+		kArrays,  ///< the entry and input arrays (this object must be in cache)
+		kEntries, ///< the entries and the input nodes (the arrays must be)
+		kPool,    ///< the pool slots of entries this removal frees (the entries must be)
+	};
+	void prefetch(PrefetchStage stage) const;
 	/// Writes this object's command and megacall record into its slot's shadows.
 	void writeRecord();
 	/// Re-writes header and record after its inputs moved (compaction).
@@ -1089,6 +1099,36 @@ Result<void> HeapObject::place()
 	return r;
 }
 
+void HeapObject::prefetch(PrefetchStage stage) const
+{
+	switch (stage)
+	{
+	case PrefetchStage::kArrays:
+		__builtin_prefetch(entries.data());
+		__builtin_prefetch(inputs_.data());
+		break;
+	case PrefetchStage::kEntries:
+		for (const Entry* e : entries)
+		{
+			__builtin_prefetch(e);
+			__builtin_prefetch(reinterpret_cast<const char*>(e) + 64);
+			__builtin_prefetch(reinterpret_cast<const char*>(e) + 128);
+		}
+		for (const Input& in : inputs_)
+			__builtin_prefetch(in.node);
+		break;
+	case PrefetchStage::kPool:
+		for (const Entry* e : entries)
+			if (e->refcount == 1)
+			{
+				if (!e->constant)
+					scene_->pool.prefetch(e->key);
+				scene_->chunks[e->chunk]->allocator.prefetchFree(e->ref, 16ull + e->data_bytes);
+			}
+		break;
+	}
+}
+
 void HeapObject::unplace()
 {
 	detachFromSlot();
@@ -1191,7 +1231,6 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 
 namespace
 {
-/// Stages an allocation: its 16-byte header and the data.
 /// Stages an allocation's header and returns where its `data_bytes` of data go (filled by the caller at once).
 std::byte* stageAllocation(Chunk& chunk, uint32_t ref, uint32_t type_id, uint32_t length, uint32_t data_bytes)
 {
@@ -1567,19 +1606,42 @@ Result<void> HeapScene::update()
 	auto changes = p.reader->getChanges(Token{});
 	// Removals first, so their blocks are reused by this frame's additions.
 	std::vector<RenderObjectPtr> added;
+	std::vector<const scene::RenderObject*> removed;
 	for (const auto& [object, count] : changes)
-	{
 		if (count > 0)
-		{
 			added.push_back(object);
-			continue;
+		else
+			removed.push_back(object.get());
+	{
+		// Scattered objects: the lookups, then the detaches, prefetch ahead (HeapObject::prefetch).
+		constexpr size_t kAhead = 4;
+		std::vector<Ref<HeapObject>> doomed;
+		doomed.reserve(removed.size());
+		for (size_t i = 0; i < removed.size(); ++i)
+		{
+			if (i + 2 * kAhead < removed.size())
+				p.objects.prefetch(removed[i + 2 * kAhead]);
+			auto it = p.objects.find(removed[i]);
+			if (it == p.objects.end())
+				continue;
+			__builtin_prefetch(it->second.get());
+			__builtin_prefetch(reinterpret_cast<const char*>(it->second.get()) + 64);
+			doomed.push_back(std::move(it->second));
+			p.objects.erase(it);
 		}
-		auto it = p.objects.find(object.get());
-		if (it == p.objects.end())
-			continue;
-		it->second->detach();
-		p.objects.erase(it);
-		++stats_.removed;
+		using Stage = HeapObject::PrefetchStage;
+		for (size_t i = 0; i < doomed.size(); ++i)
+		{
+			if (i + 3 * kAhead < doomed.size())
+				doomed[i + 3 * kAhead]->prefetch(Stage::kArrays);
+			if (i + 2 * kAhead < doomed.size())
+				doomed[i + 2 * kAhead]->prefetch(Stage::kEntries);
+			if (i + kAhead < doomed.size())
+				doomed[i + kAhead]->prefetch(Stage::kPool);
+			doomed[i]->detach();
+			doomed[i] = Ref<HeapObject>();
+		}
+		stats_.removed += uint32_t(doomed.size());
 	}
 	// Derived uniforms of removed objects: collected in O(size) once the removals since the last collection reach half
 	// the live objects (amortised O(1) per removal; ScenePass::update explains the threshold).

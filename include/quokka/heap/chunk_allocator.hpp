@@ -46,6 +46,12 @@ public:
 	uint32_t size() const { return size_; }
 	/// Removes every entry and keeps the table.
 	void clear();
+	/// Hints the CPU to fetch the slot where a lookup of `key` starts (a batch of lookups prefetches ahead).
+	void prefetch(uint32_t key) const
+	{
+		if (!slots_.empty())
+			__builtin_prefetch(&slots_[home(key)]);
+	}
 	/// Every entry, in table (not key) order.
 	const std::vector<Slot>& slots() const { return slots_; }
 
@@ -81,6 +87,8 @@ class ChunkAllocator
 public:
 	/// Every offset and block size is a multiple of this (vec4 alignment of the storage-buffer views).
 	static constexpr uint32_t kAlign = 16;
+	/// log2(kAlign): the internal maps count 16-byte units.
+	static constexpr uint32_t kUnitShift = 4;
 	/// Largest capacity: 2^32 bytes = 2^28 units, so every byte offset (≤ 2^32 − 16) fits the u32 references.
 	static constexpr uint64_t kMaxCapacity = uint64_t(1) << 32;
 
@@ -133,6 +141,15 @@ public:
 	Result<void> freeChecked(uint32_t offset);
 	/// Size in bytes of the live block starting at `offset`; 0 when no live block starts there.
 	uint64_t blockBytes(uint32_t offset) const;
+	/// Prefetches what free(offset) of a `bytes`-byte block looks up first (its live entry, the neighbours' free
+	/// entries), for callers freeing many scattered blocks in a row. Changes nothing.
+	void prefetchFree(uint32_t offset, uint64_t bytes) const
+	{
+		const uint32_t start = offset >> kUnitShift;
+		live_.prefetch(start);
+		free_end_.prefetch(start);
+		free_start_.prefetch(start + uint32_t((bytes + kAlign - 1) >> kUnitShift));
+	}
 	/// Forgets every block: cursor 0, nothing live, no leak report. For an owner that drops or recycles the chunk.
 	void reset();
 
