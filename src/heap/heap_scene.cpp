@@ -658,6 +658,7 @@ struct HeapScene::Impl
 	}
 	/// Drops empty slots and buckets (after the update, so nothing refers to them).
 	void sweep();
+	bool sweep_pending = false; ///< a slot or bucket became empty since the last sweep
 	/// Compacts chunks whose waste passed the floor: plans the moves, re-seats every reference (pool entries, draw
 	/// headers, index starts in commands and records); upload() records the copies.
 	void compact();
@@ -942,6 +943,8 @@ void HeapObject::detachFromSlot()
 	s->count.set(0, uint32_t(s->records.size()));
 	slot = nullptr;
 	scene_->markSlot(s);
+	if (s->records.empty())
+		scene_->sweep_pending = true;
 }
 
 Result<void> HeapObject::place()
@@ -1142,7 +1145,8 @@ void HeapObject::unplace()
 	{
 		if (placed)
 			bucket->free_headers.push_back(header);
-		--bucket->objects;
+		if (--bucket->objects == 0)
+			scene_->sweep_pending = true;
 	}
 	bucket = nullptr;
 	placed = false;
@@ -1438,6 +1442,7 @@ Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_
 	if (it != buckets.end())
 		return it->second.get();
 	auto b = std::make_unique<Bucket>();
+	sweep_pending = true; // dropped again if placement fails before it is used
 	b->chunk = chunk;
 	b->effect = o.effect;
 	b->indirect_effect = effect;
@@ -1483,6 +1488,7 @@ Result<Slot*> HeapScene::Impl::createSlot(Bucket& b, const scene::PipelineStateV
 		if (s->indirect_pipeline == entry && s->dyn == dyn && s->indexed == indexed)
 			return s.get();
 	auto s = std::make_unique<Slot>();
+	sweep_pending = true; // dropped again if placement fails before it is used
 	s->bucket = &b;
 	s->indirect_pipeline = entry;
 	s->request = std::move(req);
@@ -1550,6 +1556,9 @@ void HeapScene::Impl::compact()
 
 void HeapScene::Impl::sweep()
 {
+	// Only a frame that emptied a slot or a bucket has anything to drop: other frames skip the O(buckets) walk.
+	if (!std::exchange(sweep_pending, false))
+		return;
 	std::erase_if(dirty_slots, [](const Slot* s) { return s->records.empty(); });
 	for (Bucket* b : bucket_order)
 	{
