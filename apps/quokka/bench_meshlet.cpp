@@ -199,21 +199,52 @@ Result<void> fill(meshlet::MeshletManager& manager, std::vector<meshlet::BatchId
 	return {};
 }
 
+// The core's clock as this thread sees it, in GHz: a chain of dependent 64-bit multiplies, 3 cycles each on every
+// x86-64 core since Sandy Bridge and Zen (and on the common Arm cores), so no rename trick can shorten it (a chain of
+// `add reg, imm` can be: Golden Cove folds those). Hosts that change clock between processes (the H200 host runs
+// its cores at ~2.1 or ~3 GHz) make pairs/s alone incomparable across runs; cycles per pair are not.
+double clockGHz()
+{
+	constexpr uint64_t kMultiplies = 6'000'000;
+	constexpr double kCyclesPerMultiply = 3.0;
+	volatile uint64_t seed = 0x9E3779B97F4A7C15ull;
+	uint64_t x = seed;
+	const uint64_t m = seed | 1u;
+	const double t0 = threadSeconds();
+	for (uint64_t i = 0; i < kMultiplies; ++i)
+	{
+		x *= m;
+		asm volatile("" : "+r"(x)); // one multiply per step: no reassociation into x * (m * m)
+	}
+	const double seconds = threadSeconds() - t0;
+	seed = x; // keeps the chain
+	return double(kMultiplies) * kCyclesPerMultiply / seconds * 1e-9;
+}
+
 // The allocator figures: OffsetAllocator vs the naive best-fit list on the same stream.
 nlohmann::ordered_json allocatorFigures(const BenchOptions& o)
 {
 	const uint64_t pairs = o.ops;
 	const uint64_t naive_pairs = std::min<uint64_t>(pairs, 20000);
 	const Stream stream = makeStream(pairs, 42);
-	std::vector<double> fast, naive;
+	std::vector<double> fast, naive, ghz;
 	uint64_t failures = 0;
 	for (uint32_t rep = 0; rep < o.reps; ++rep)
+	{
+		ghz.push_back(clockGHz()); // before and after each rep: the clock may change in between
 		fast.push_back(offsetAllocatorRate(stream, failures));
+		ghz.push_back(clockGHz());
+	}
 	for (uint32_t rep = 0; rep < std::min(o.reps, 3u); ++rep)
 		naive.push_back(naiveRate(stream, naive_pairs));
 	const double fast_rate = median(fast);
 	const double naive_rate = median(naive);
+	const double clock = median(ghz);
 	return {{"clock", "thread_cpu_time"},
+	        {"core_clock_ghz", clock},
+	        {"core_clock_ghz_min", *std::min_element(ghz.begin(), ghz.end())},
+	        {"core_clock_ghz_max", *std::max_element(ghz.begin(), ghz.end())},
+	        {"offset_allocator_cycles_per_pair", clock * 1e9 / fast_rate},
 	        {"live_allocations", kLive},
 	        {"space_units", kSpace},
 	        {"size_range", {1, 65536}},
@@ -386,6 +417,9 @@ void printText(const nlohmann::ordered_json& j, const PathFigures& transfer, con
 	            "%.3f M pairs/s: x%.0f\n",
 	            fast / 1e6, 1e9 / fast, a["naive_best_fit_pairs_per_s"].get<double>() / 1e6,
 	            a["ratio_vs_naive"].get<double>());
+	std::printf("              core clock %.2f GHz (%.2f-%.2f over the runs): %.0f cycles per pair\n",
+	            a["core_clock_ghz"].get<double>(), a["core_clock_ghz_min"].get<double>(),
+	            a["core_clock_ghz_max"].get<double>(), a["offset_allocator_cycles_per_pair"].get<double>());
 	std::printf("  copy        %.2f GB/s (best of vkCmdCopyBuffer %.2f GB/s and a compute copy %.2f GB/s)\n", copy_rate,
 	            j["copy"]["transfer_gb_per_s"].get<double>(), j["copy"]["compute_gb_per_s"].get<double>());
 	for (const auto& [name, f] : {std::pair<const char*, const PathFigures&>{"transfer", transfer},

@@ -187,6 +187,15 @@ TEST(CliBench, MeshletJsonHasEveryFigureWithItsSameRunRatio)
 	EXPECT_GT(j["allocator"]["offset_allocator_pairs_per_s"].get<double>(), 0.0);
 	EXPECT_GT(j["allocator"]["ratio_vs_naive"].get<double>(), 0.0);
 	EXPECT_EQ(j["allocator"]["failed_allocations"], 0);
+	// The clock reference: a plausible core clock (any CPU that runs CI is between 0.3 and 8 GHz), min ≤ median ≤
+	// max, and cycles per pair consistent with it.
+	const auto& a = j["allocator"];
+	EXPECT_GT(a["core_clock_ghz"].get<double>(), 0.3);
+	EXPECT_LT(a["core_clock_ghz"].get<double>(), 8.0);
+	EXPECT_LE(a["core_clock_ghz_min"].get<double>(), a["core_clock_ghz"].get<double>());
+	EXPECT_GE(a["core_clock_ghz_max"].get<double>(), a["core_clock_ghz"].get<double>());
+	EXPECT_NEAR(a["offset_allocator_cycles_per_pair"].get<double>(),
+	            a["core_clock_ghz"].get<double>() * 1e9 / a["offset_allocator_pairs_per_s"].get<double>(), 1e-6);
 	EXPECT_GT(j["copy"]["gb_per_s"].get<double>(), 0.0);
 	EXPECT_GT(j["compaction"]["bytes_moved"].get<uint64_t>(), 0u);
 	EXPECT_GT(j["compaction"]["fraction_of_copy_bandwidth"].get<double>(), 0.0);
