@@ -566,7 +566,7 @@ TEST_F(HeapRenderTest, ValidatorsStayCleanThroughTenThousandRandomOperations)
 				for (int op = 0; op < 100; ++op)
 				{
 					const size_t i = rng() % s.objects.size();
-					switch (rng() % 4)
+					switch (rng() % 5)
 					{
 					case 0:
 						set.add(s.objects[i]);
@@ -576,6 +576,11 @@ TEST_F(HeapRenderTest, ValidatorsStayCleanThroughTenThousandRandomOperations)
 						break;
 					case 2:
 						s.actives[i].setValue(!s.actives[i].value());
+						break;
+					case 3:
+						// A private trafo: its derived uniforms sit side by side and re-pack as one staged run.
+						s.trafos[i].setValue(s.trafos[i].value() *
+						                     math::Trafo3d::translation({0.001 * double(rng() % 9), 0.0, 0.0}));
 						break;
 					default:
 						s.shared_colors[rng() % 3].setValue(rgba(int(rng() % 256), 0, 0));
