@@ -354,6 +354,23 @@ struct Chunk
 	}
 };
 
+/// Stages an allocation's header and returns where its `data_bytes` of data go (filled by the caller at once).
+std::byte* stageAllocation(Chunk& chunk, uint32_t ref, uint32_t type_id, uint32_t length, uint32_t data_bytes)
+{
+	std::byte* out = chunk.reserve(ref, 16 + data_bytes);
+	const uint32_t header[4] = {type_id, length, length ? data_bytes / length : 0, 0};
+	std::memcpy(out, header, 16);
+	return out + 16;
+}
+
+/// Hints the CPU to fetch the first `lines` cache lines of the object at `p` (loops over scattered objects call it a
+/// few visits ahead).
+void prefetchLines(const void* p, int lines)
+{
+	for (int i = 0; i < lines; ++i)
+		__builtin_prefetch(static_cast<const char*>(p) + 64 * i);
+}
+
 /// A GPU array with a full host shadow: edits record dirty word ranges, upload() stages them (nearby ranges merged;
 /// the whole array after growth — no GPU copy needed since the shadow holds everything). Ranges, not one min..max
 /// span: 100 scattered edits in a 50,000-record slot upload ~100 small runs, not the slot.
@@ -705,10 +722,7 @@ Result<void> Entry::repack()
 		// The previous re-pack ends where this allocation starts (an object's uniforms sit side by side): staging the
 		// unchanged header too makes both one copy region. Drivers pay per region (on the H200, vkCmdCopyBuffer's
 		// regions were ~15 % of a frame of 10^4 edits), so 16 more bytes are cheaper than a second region.
-		const uint32_t header[4] = {kTypeUniform, 1, data_bytes, 0};
-		std::byte* out = c.reserve(ref, 16 + data_bytes);
-		std::memcpy(out, header, 16);
-		std::memcpy(out + 16, p.f, data_bytes);
+		std::memcpy(stageAllocation(c, ref, kTypeUniform, 1, data_bytes), p.f, data_bytes);
 	}
 	else
 		c.write(ref + 16, p.f, data_bytes);
@@ -1129,11 +1143,7 @@ void HeapObject::prefetch(PrefetchStage stage) const
 		break;
 	case PrefetchStage::kEntries:
 		for (const Entry* e : entries)
-		{
-			__builtin_prefetch(e);
-			__builtin_prefetch(reinterpret_cast<const char*>(e) + 64);
-			__builtin_prefetch(reinterpret_cast<const char*>(e) + 128);
-		}
+			prefetchLines(e, 3);
 		for (const Input& in : inputs_)
 			__builtin_prefetch(in.node);
 		break;
@@ -1249,18 +1259,6 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 		return makeError(ErrorCode::OutOfMemory, "arena chunk full");
 	return *at;
 }
-
-namespace
-{
-/// Stages an allocation's header and returns where its `data_bytes` of data go (filled by the caller at once).
-std::byte* stageAllocation(Chunk& chunk, uint32_t ref, uint32_t type_id, uint32_t length, uint32_t data_bytes)
-{
-	std::byte* out = chunk.reserve(ref, 16 + data_bytes);
-	const uint32_t header[4] = {type_id, length, length ? data_bytes / length : 0, 0};
-	std::memcpy(out, header, 16);
-	return out + 16;
-}
-} // namespace
 
 Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, uint32_t chunk, fx::Type expected,
                                                const scene::RenderObject& object, const std::string& name)
@@ -1650,8 +1648,7 @@ Result<void> HeapScene::update()
 			auto it = p.objects.find(removed[i]);
 			if (it == p.objects.end())
 				continue;
-			__builtin_prefetch(it->second.get());
-			__builtin_prefetch(reinterpret_cast<const char*>(it->second.get()) + 64);
+			prefetchLines(it->second.get(), 2);
 			doomed.push_back(std::move(it->second));
 			p.objects.erase(it);
 		}
@@ -1695,19 +1692,12 @@ Result<void> HeapScene::update()
 	// The entries are scattered objects (10^4 random edits in a 10^6-object scene touch 10^4 cold entries and their
 	// uniform nodes), so both loops prefetch ahead: each visit is then one cache hit instead of a miss per level.
 	constexpr size_t kAhead = 8;
-	auto prefetchObject = [](const void* p)
-	{
-		__builtin_prefetch(p);
-		__builtin_prefetch(static_cast<const char*>(p) + 64);
-		__builtin_prefetch(static_cast<const char*>(p) + 128);
-		__builtin_prefetch(static_cast<const char*>(p) + 192);
-	};
 	std::vector<std::pair<uint64_t, Entry*>> by_address;
 	by_address.reserve(entries.size());
 	for (size_t i = 0; i < entries.size(); ++i)
 	{
 		if (i + kAhead < entries.size())
-			prefetchObject(entries[i + kAhead].get());
+			prefetchLines(entries[i + kAhead].get(), 4);
 		const Entry* e = entries[i].get();
 		by_address.emplace_back(uint64_t(e->chunk) << 32 | e->ref, entries[i].get());
 	}
@@ -1715,10 +1705,10 @@ Result<void> HeapScene::update()
 	for (size_t i = 0; i < by_address.size(); ++i)
 	{
 		if (i + 2 * kAhead < by_address.size())
-			prefetchObject(by_address[i + 2 * kAhead].second);
+			prefetchLines(by_address[i + 2 * kAhead].second, 4);
 		if (i + kAhead < by_address.size())
 			if (const auto& node = by_address[i + kAhead].second->uniform.node())
-				prefetchObject(node.get());
+				prefetchLines(node.get(), 4);
 		Result<void> r = by_address[i].second->repack();
 		if (!r.ok() && result.ok())
 			result = r;
