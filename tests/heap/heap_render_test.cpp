@@ -342,6 +342,45 @@ TEST_F(HeapRenderTest, IncrementalEditsMatchAClassicRenderOfTheSameSet)
 	}
 }
 
+TEST_F(HeapRenderTest, RemovingExactlyTheNewestObjectsInOneFrameShrinksEveryArrayCleanly)
+{
+	// Adds append records and headers at the ends of their arrays; removing exactly those objects in the next frame
+	// shrinks the arrays back below ranges the add frame had marked dirty (bench update's add-then-undo pattern).
+	const Effects fx;
+	RandomScene s = randomScene(13, 60, fx);
+	for (const Mode& m : modes(8192))
+	{
+		if (m.options.path == runtime::RenderPath::Classic)
+			continue;
+		adaptive::cset<RenderObjectPtr> set(std::vector<RenderObjectPtr>(s.objects.begin(), s.objects.begin() + 40));
+		const auto tree = RenderTree::ofObjects(set);
+		auto classic = task(tree, {});
+		auto heap = task(tree, m.options);
+		for (int round = 0; round < 3; ++round)
+		{
+			for (bool adding : {true, false})
+			{
+				{
+					adaptive::Transaction tx;
+					for (size_t i = 40; i < 60; ++i)
+						if (adding)
+							set.add(s.objects[i]);
+						else
+							set.remove(s.objects[i]);
+				}
+				ASSERT_EQ(frame(*classic), "");
+				const Rgba8Image reference = pixels();
+				ASSERT_EQ(frame(*heap), "");
+				ASSERT_EQ(differing(pixels(), reference), 0u) << m.name << ", round " << round << ", adding " << adding;
+				auto findings = heap->heapScenes().front()->validateHeap();
+				ASSERT_TRUE(findings.ok()) << findings.error().message;
+				EXPECT_TRUE(findings->empty()) << m.name << ": " << findings->front();
+			}
+		}
+		EXPECT_EQ(heap->stats().heap.objects, 40u) << m.name;
+	}
+}
+
 TEST_F(HeapRenderTest, TenThousandObjectsOnOneValueShareOneAllocationAndOneUpload)
 {
 	const Effects fx;
