@@ -8,9 +8,13 @@
 // operator new below).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
+#include <optional>
+#include <random>
 #include <vector>
 
 #include <quokka/adaptive/alist.hpp>
@@ -272,6 +276,59 @@ void BM_SetReaderChanges(benchmark::State& state)
 	state.SetItemsProcessed(state.iterations() * 2 * k);
 }
 BENCHMARK(BM_SetReaderChanges)->ArgsProduct({{1000, 100000, 1000000}, {1, 10, 100}})->Unit(benchmark::kMicrosecond);
+
+void BM_ObjectSetAddRemove(benchmark::State& state)
+{
+	// The heap renderer's shape (bench update): a cset of n shared_ptr objects at scattered addresses → choose (the
+	// render tree's flattening) → a delta reader; each iteration adds k objects never seen before in one transaction,
+	// pulls, removes them in another, pulls. Items = elements added or removed.
+	struct Object
+	{
+		int id;
+		char payload[200];
+	};
+	using Ptr = std::shared_ptr<const Object>;
+	const auto n = int(state.range(0));
+	const auto k = int(state.range(1));
+	std::vector<Ptr> all;
+	for (int i = 0; i < n + 64 * k; ++i)
+		all.push_back(std::make_shared<const Object>(Object{i, {}}));
+	std::mt19937 rng(5);
+	std::shuffle(all.begin(), all.end(), rng); // allocation order ≠ address order ≠ insertion order
+	cset<Ptr> s;
+	transact(
+	    [&]
+	    {
+		    for (int i = 0; i < n; ++i)
+			    s.add(all[size_t(i)]);
+	    });
+	auto chosen = choose(aset<Ptr>(s), [](const Ptr& p) { return p->id >= 0 ? std::optional<Ptr>(p) : std::nullopt; });
+	auto r = chosen.getDeltaReader();
+	r->pull();
+	size_t next = size_t(n);
+	for (auto _ : state)
+	{
+		if (next + size_t(k) > all.size())
+			next = size_t(n);
+		transact(
+		    [&]
+		    {
+			    for (int j = 0; j < k; ++j)
+				    s.add(all[next + size_t(j)]);
+		    });
+		benchmark::DoNotOptimize(r->pull());
+		transact(
+		    [&]
+		    {
+			    for (int j = 0; j < k; ++j)
+				    s.remove(all[next + size_t(j)]);
+		    });
+		benchmark::DoNotOptimize(r->pull());
+		next += size_t(k);
+	}
+	state.SetItemsProcessed(state.iterations() * 2 * k);
+}
+BENCHMARK(BM_ObjectSetAddRemove)->ArgsProduct({{100000, 1000000}, {100, 10000}})->Unit(benchmark::kMicrosecond);
 
 void BM_PullUnchangedReader(benchmark::State& state)
 {

@@ -33,7 +33,7 @@ std::vector<T> forced(const aset<T>& s)
 
 SetDelta<int> sd(std::initializer_list<std::pair<const int, int>> l)
 {
-	return SetDelta<int>(l);
+	return SetDelta<int>(l.begin(), l.end());
 }
 
 CountingSet<int> cs(std::initializer_list<std::pair<int, int>> l)
@@ -169,6 +169,10 @@ TEST(PMap, InPlaceUpdatesNeverReachASnapshot)
 			m.set(key, op);
 			model[key] = op;
 		}
+		if (op % 499 == 0)
+		{
+			ASSERT_TRUE(m.valid()) << "op " << op;
+		}
 		if (rng() % 97 == 0)
 			snapshots.emplace_back(m, model);
 		if (!snapshots.empty() && rng() % 131 == 0)
@@ -178,6 +182,7 @@ TEST(PMap, InPlaceUpdatesNeverReachASnapshot)
 	ASSERT_GT(snapshots.size(), 10u);
 	for (const auto& [snapshot, expected] : snapshots)
 	{
+		ASSERT_TRUE(snapshot.valid());
 		ASSERT_EQ(snapshot.size(), expected.size());
 		size_t i = 0;
 		for (const auto& [k, v] : expected)
@@ -205,6 +210,36 @@ TEST(PMap, UnsharedMapIsUpdatedInPlace)
 	EXPECT_EQ(*copy.find(50), -50);
 	EXPECT_EQ(*m.find(50), 7);
 	EXPECT_NE(m.find(50), copy.find(50));
+}
+
+// Rotations and removals of unshared nodes relink them instead of copying: every key that stays keeps its node (the
+// address of its value) through thousands of inserts and erases that rebalance the tree around it.
+TEST(PMap, UnsharedRebalancingRelinksNodesInsteadOfCopyingThem)
+{
+	std::mt19937 rng(3);
+	PMap<int, int> m;
+	std::vector<int> keys(4000);
+	for (int i = 0; i < 4000; ++i)
+		keys[size_t(i)] = i;
+	std::shuffle(keys.begin(), keys.end(), rng);
+	for (int k : keys)
+		m.set(k, k);
+	std::map<int, const int*> address;
+	for (int k : keys)
+		address[k] = m.find(k);
+	for (int i = 0; i < 2000; ++i)
+	{
+		ASSERT_TRUE(m.erase(keys[size_t(i)]));
+		address.erase(keys[size_t(i)]);
+		m.set(4000 + i, i); // new keys at the right edge: rotations all the way up
+	}
+	ASSERT_TRUE(m.valid());
+	EXPECT_EQ(m.size(), 4000u);
+	for (const auto& [k, p] : address)
+	{
+		ASSERT_EQ(m.find(k), p) << k;
+		ASSERT_EQ(*p, k);
+	}
 }
 
 // ---- S: aset -------------------------------------------------------------------------------------------------------

@@ -102,6 +102,18 @@ public:
 		return true;
 	}
 
+	/// Changes the state in place: f(state, sink) applies a change and adds its effective delta to `sink` (null when
+	/// no reader keeps a version), returning whether anything changed. For single-element edits (cset::add) that
+	/// would otherwise build a delta, apply it and combine the effective one.
+	template <typename F>
+	bool edit(F&& f)
+	{
+		if (!f(*this->value_, tail_ ? &tail_->delta : static_cast<Delta*>(nullptr)))
+			return false;
+		this->markOutdated();
+		return true;
+	}
+
 	struct Version
 	{
 		Delta delta;

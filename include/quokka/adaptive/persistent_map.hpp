@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -87,7 +88,9 @@ class PMap
 		static constexpr size_t kMaxPooled = 1 << 14;
 
 		uint32_t rc = 0;
-		int32_t height = 1;
+		// The children's heights live in the parent: an update fixes a node on its path from the child it came
+		// back from, without loading the sibling (at 10^6 keys the siblings of the deepest levels are cache misses).
+		int8_t hl = 0, hr = 0;
 		size_t size = 1;
 		K key;
 		V value;
@@ -95,7 +98,8 @@ class PMap
 		Node(K k, V v, NodePtr l, NodePtr r)
 		    : key(std::move(k)), value(std::move(v)), left(std::move(l)), right(std::move(r))
 		{
-			height = 1 + std::max(h(left), h(right));
+			hl = int8_t(h(left));
+			hr = int8_t(h(right));
 			size = 1 + sz(left) + sz(right);
 		}
 	};
@@ -128,13 +132,25 @@ public:
 
 	/// Inserts or replaces the value of `key`. Nodes this map alone holds (no copy of the map shares them) are updated
 	/// in place; shared ones are copied, so copies taken before keep seeing the old version either way.
-	void set(const K& key, V value) { root_ = insertOwned(std::move(root_), key, std::move(value)); }
+	void set(const K& key, V value)
+	{
+		ptrdiff_t grown = 0;
+		root_ = insertOwned(std::move(root_), key, std::move(value), grown);
+	}
+	/// Read-modify-write of one key in one descent: f(const V* old) (null when absent) returns the new value, or
+	/// std::nullopt to leave the key absent. In place where unshared, like set().
+	template <typename F>
+	void update(const K& key, F&& f)
+	{
+		ptrdiff_t grown = 0;
+		root_ = updateOwned(std::move(root_), key, f, grown);
+	}
 	/// Removes `key`; returns whether it was present. In place where unshared, like set().
 	bool erase(const K& key)
 	{
-		bool found = false;
-		root_ = removeOwned(std::move(root_), key, found);
-		return found;
+		ptrdiff_t grown = 0;
+		root_ = removeOwned(std::move(root_), key, grown);
+		return grown != 0;
 	}
 
 	/// The entry at sorted position `pos` (< size()).
@@ -244,6 +260,16 @@ public:
 	iterator begin() const { return iterator(root_.p); }
 	iterator end() const { return iterator(); }
 
+	/// Invariant check for tests and debug builds: keys strictly ascending, every node's height and size agree with its
+	/// children, and no two sibling subtrees differ in height by more than one. O(n).
+	bool valid() const
+	{
+		const K* prev = nullptr;
+		bool ok = true;
+		check(root_.p, prev, ok);
+		return ok;
+	}
+
 	/// True when both maps are the same version (O(1); unequal versions may still hold equal content).
 	bool sameVersion(const PMap& o) const { return root_.p == o.root_.p; }
 	friend bool operator==(const PMap& a, const PMap& b)
@@ -265,7 +291,7 @@ public:
 	}
 
 private:
-	static int32_t h(const NodePtr& n) { return n ? n->height : 0; }
+	static int32_t h(const NodePtr& n) { return n ? 1 + std::max<int32_t>(n->hl, n->hr) : 0; }
 	static size_t sz(const NodePtr& n) { return n ? n->size : 0; }
 	static NodePtr mk(K k, V v, NodePtr l, NodePtr r)
 	{
@@ -276,7 +302,7 @@ private:
 		int32_t hl = h(l), hr = h(r);
 		if (hl > hr + 1)
 		{
-			if (h(l->left) >= h(l->right))
+			if (l->hl >= l->hr)
 				return mk(l->key, l->value, l->left, mk(std::move(k), std::move(v), l->right, std::move(r)));
 			const NodePtr& lr = l->right;
 			return mk(lr->key, lr->value, mk(l->key, l->value, l->left, lr->left),
@@ -284,7 +310,7 @@ private:
 		}
 		if (hr > hl + 1)
 		{
-			if (h(r->right) >= h(r->left))
+			if (r->hr >= r->hl)
 				return mk(r->key, r->value, mk(std::move(k), std::move(v), std::move(l), r->left), r->right);
 			const NodePtr& rl = r->left;
 			return mk(rl->key, rl->value, mk(std::move(k), std::move(v), std::move(l), rl->left),
@@ -306,56 +332,216 @@ private:
 	// root, or a parent that is itself unshared), so it is changed in place — no node copies, no key copies — which is
 	// what a collection that nobody snapshots (the common case: a cset between frames) pays per change. A shared node
 	// falls back to the copying versions above; copying it raises its children's counts, so they are copied too.
-	// Rotations (rare: amortised O(1) per update) go through the copying balance().
+	// `grown` returns the change in the number of keys (−1, 0 or +1), so that sizes on the way back are adjusted
+	// without loading siblings; rotations of unshared nodes relink them.
 
-	/// Height and size of an unshared node after a child changed; rebalances (copying) when the AVL bound broke.
-	static NodePtr refit(NodePtr t)
+	static bool owned(const NodePtr& n) { return n && n->rc == 1; }
+	/// An unshared node after its `left` (or right) child was replaced and its subtree grew by `grown` keys.
+	static NodePtr refit(NodePtr t, bool left, ptrdiff_t grown)
 	{
 		Node* n = t.p;
-		const int32_t hl = h(n->left), hr = h(n->right);
-		if (hl > hr + 1 || hr > hl + 1)
+		if (left)
+			n->hl = int8_t(h(n->left));
+		else
+			n->hr = int8_t(h(n->right));
+		n->size = size_t(ptrdiff_t(n->size) + grown);
+		return rebalance(std::move(t));
+	}
+	/// Restores the AVL bound at an unshared node whose hl/hr/size are current: by relinking when every node the
+	/// rotation moves is unshared too (no allocation, no key copies), else by copying.
+	static NodePtr rebalance(NodePtr t)
+	{
+		Node* n = t.p;
+		if (n->hl > n->hr + 1)
+		{
+			Node* l = n->left.p;
+			if (l->hl >= l->hr)
+			{
+				if (l->rc == 1)
+					return rotateRight(std::move(t));
+			}
+			else if (l->rc == 1 && l->right->rc == 1)
+			{
+				n->left = rotateLeft(std::move(n->left));
+				n->hl = int8_t(h(n->left));
+				return rotateRight(std::move(t));
+			}
 			return balance(n->key, n->value, n->left, n->right);
-		n->height = 1 + std::max(hl, hr);
-		n->size = 1 + sz(n->left) + sz(n->right);
+		}
+		if (n->hr > n->hl + 1)
+		{
+			Node* r = n->right.p;
+			if (r->hr >= r->hl)
+			{
+				if (r->rc == 1)
+					return rotateLeft(std::move(t));
+			}
+			else if (r->rc == 1 && r->left->rc == 1)
+			{
+				n->right = rotateRight(std::move(n->right));
+				n->hr = int8_t(h(n->right));
+				return rotateLeft(std::move(t));
+			}
+			return balance(n->key, n->value, n->left, n->right);
+		}
 		return t;
 	}
-	NodePtr insertOwned(NodePtr t, const K& k, V v) const
+	/// Rotations of unshared nodes (t and the child that rises): pointers move, reference counts stay; heights and
+	/// sizes follow from the stored ones (plus the size of the rising child's outer subtree).
+	static NodePtr rotateRight(NodePtr t)
 	{
-		if (!t)
-			return mk(k, std::move(v), NodePtr(), NodePtr());
-		if (t->rc != 1)
-			return insert(t, k, std::move(v));
-		Node* n = t.p;
-		if (less_(k, n->key))
-			n->left = insertOwned(std::move(n->left), k, std::move(v));
-		else if (less_(n->key, k))
-			n->right = insertOwned(std::move(n->right), k, std::move(v));
-		else
-		{
-			n->value = std::move(v);
-			return t;
-		}
-		return refit(std::move(t));
+		NodePtr l = std::move(t->left);
+		const size_t outer = sz(l->left);
+		t->left = std::move(l->right);
+		t->hl = l->hr;
+		t->size -= 1 + outer;
+		l->hr = int8_t(h(t));
+		l->size = 1 + outer + t->size;
+		l->right = std::move(t);
+		return l;
 	}
-	NodePtr removeOwned(NodePtr t, const K& k, bool& found) const
+	static NodePtr rotateLeft(NodePtr t)
+	{
+		NodePtr r = std::move(t->right);
+		const size_t outer = sz(r->right);
+		t->right = std::move(r->left);
+		t->hr = r->hl;
+		t->size -= 1 + outer;
+		r->hl = int8_t(h(t));
+		r->size = 1 + outer + t->size;
+		r->left = std::move(t);
+		return r;
+	}
+	NodePtr insertOwned(NodePtr t, const K& k, V v, ptrdiff_t& grown) const
 	{
 		if (!t)
-			return t;
+		{
+			grown = 1;
+			return mk(k, std::move(v), NodePtr(), NodePtr());
+		}
 		if (t->rc != 1)
-			return remove(t, k, found);
+		{
+			const size_t before = t->size;
+			NodePtr r = insert(t, k, std::move(v));
+			grown = ptrdiff_t(r->size) - ptrdiff_t(before);
+			return r;
+		}
 		Node* n = t.p;
 		if (less_(k, n->key))
 		{
-			n->left = removeOwned(std::move(n->left), k, found);
-			return found ? refit(std::move(t)) : t;
+			n->left = insertOwned(std::move(n->left), k, std::move(v), grown);
+			return refit(std::move(t), true, grown);
 		}
 		if (less_(n->key, k))
 		{
-			n->right = removeOwned(std::move(n->right), k, found);
-			return found ? refit(std::move(t)) : t;
+			n->right = insertOwned(std::move(n->right), k, std::move(v), grown);
+			return refit(std::move(t), false, grown);
 		}
-		found = true;
-		return withoutRoot(n);
+		n->value = std::move(v);
+		return t;
+	}
+	template <typename F>
+	NodePtr updateOwned(NodePtr t, const K& k, F& f, ptrdiff_t& grown) const
+	{
+		if (!t || t->rc != 1)
+		{
+			// Absent, or a shared subtree: look up, then insert or remove by the copying versions.
+			const V* old = nullptr;
+			for (Node* n = t.p; n && !old;)
+				if (less_(k, n->key))
+					n = n->left.p;
+				else if (less_(n->key, k))
+					n = n->right.p;
+				else
+					old = &n->value;
+			std::optional<V> value = f(old);
+			if (value)
+				return insertOwned(std::move(t), k, std::move(*value), grown);
+			return old ? removeOwned(std::move(t), k, grown) : t;
+		}
+		Node* n = t.p;
+		if (less_(k, n->key))
+		{
+			n->left = updateOwned(std::move(n->left), k, f, grown);
+			return grown ? refit(std::move(t), true, grown) : t;
+		}
+		if (less_(n->key, k))
+		{
+			n->right = updateOwned(std::move(n->right), k, f, grown);
+			return grown ? refit(std::move(t), false, grown) : t;
+		}
+		std::optional<V> value = f(static_cast<const V*>(&n->value));
+		if (value)
+		{
+			n->value = std::move(*value);
+			return t;
+		}
+		grown = -1;
+		return withoutRootOwned(std::move(t));
+	}
+	NodePtr removeOwned(NodePtr t, const K& k, ptrdiff_t& grown) const
+	{
+		if (!t)
+			return t;
+		if (t->rc != 1)
+		{
+			bool found = false;
+			NodePtr r = remove(t, k, found);
+			grown = found ? -1 : 0;
+			return r;
+		}
+		Node* n = t.p;
+		if (less_(k, n->key))
+		{
+			n->left = removeOwned(std::move(n->left), k, grown);
+			return grown ? refit(std::move(t), true, grown) : t;
+		}
+		if (less_(n->key, k))
+		{
+			n->right = removeOwned(std::move(n->right), k, grown);
+			return grown ? refit(std::move(t), false, grown) : t;
+		}
+		grown = -1;
+		return withoutRootOwned(std::move(t));
+	}
+	/// withoutRoot() for an unshared `t`: its successor node is unlinked and takes t's place when the right subtree's
+	/// path to it is unshared (no copies); otherwise the copying version.
+	static NodePtr withoutRootOwned(NodePtr t)
+	{
+		Node* n = t.p;
+		if (!n->left)
+			return std::move(n->right);
+		if (!n->right)
+			return std::move(n->left);
+		NodePtr min;
+		NodePtr r = removeMinOwned(std::move(n->right), min);
+		if (!min)
+		{
+			// A shared node on the way: the right subtree was left as it was.
+			n->right = std::move(r);
+			return withoutRoot(n);
+		}
+		min->left = std::move(n->left);
+		min->right = std::move(r);
+		min->hl = n->hl;
+		min->hr = int8_t(h(min->right));
+		min->size = n->size - 1;
+		return rebalance(std::move(min));
+	}
+	/// Unlinks the smallest node of an unshared path into `min` and returns the rest; leaves `min` empty (and returns
+	/// `t` unchanged) when a shared node is met first.
+	static NodePtr removeMinOwned(NodePtr t, NodePtr& min)
+	{
+		if (t->rc != 1)
+			return t;
+		if (!t->left)
+		{
+			NodePtr rest = std::move(t->right);
+			min = std::move(t);
+			return rest;
+		}
+		t->left = removeMinOwned(std::move(t->left), min);
+		return min ? refit(std::move(t), true, -1) : t;
 	}
 	/// The subtree that replaces `n` when n's own key is removed: its only child, else n's successor over both.
 	static NodePtr withoutRoot(const Node* n)
@@ -393,6 +579,20 @@ private:
 		}
 		found = true;
 		return withoutRoot(t.p);
+	}
+	int32_t check(const Node* n, const K*& prev, bool& ok) const
+	{
+		if (!n)
+			return 0;
+		const int32_t hl = check(n->left.p, prev, ok);
+		if (prev && !less_(*prev, n->key))
+			ok = false;
+		prev = &n->key;
+		const int32_t hr = check(n->right.p, prev, ok);
+		if (hl > hr + 1 || hr > hl + 1 || n->hl != hl || n->hr != hr || n->size != 1 + sz(n->left) + sz(n->right) ||
+		    n->rc == 0)
+			ok = false;
+		return 1 + std::max(hl, hr);
 	}
 	template <typename F>
 	static void walk(Node* n, F& f)
