@@ -1067,35 +1067,39 @@ Result<void> HeapObject::place()
 			    else
 				    return fail("its inputs do not fit in one arena chunk of " +
 				                std::to_string(scene_->max_chunk_bytes) + " bytes");
-			    std::vector<Entry*> got;
+			    // Entries in header order (uniforms, then attributes), acquired buffers first: they are the large
+			    // allocations, so a chunk without room fails at its first one instead of after acquiring (and then
+			    // releasing) every uniform — with 8 full chunks before the newest, that was most of an add.
+			    std::vector<Entry*> got(uniforms.size() + views_.size(), nullptr);
 			    Entry* idx = nullptr;
 			    Result<void> acquired = [&]() -> Result<void>
 			    {
-				    for (size_t i = 0; i < uniforms.size(); ++i)
-				    {
-					    QUOKKA_TRY_ASSIGN(e, scene_->acquireUniform(uniforms[i], chunk, iface.uniforms[i].type, o,
-					                                                iface.uniforms[i].name));
-					    got.push_back(e);
-				    }
-				    for (size_t i = 0; i < views_.size(); ++i)
-				    {
-					    QUOKKA_TRY_ASSIGN(e,
-					                      scene_->acquireBuffer(Entry::kAttribute, *views_[i], iface.attributes[i].type,
-					                                            chunk, o, iface.attributes[i].name));
-					    got.push_back(e);
-				    }
 				    if (o.indices)
 				    {
 					    QUOKKA_TRY_ASSIGN(
 					        e, scene_->acquireBuffer(Entry::kIndex, *o.indices, fx::U32, chunk, o, "indices"));
 					    idx = e;
 				    }
+				    for (size_t i = 0; i < views_.size(); ++i)
+				    {
+					    QUOKKA_TRY_ASSIGN(e,
+					                      scene_->acquireBuffer(Entry::kAttribute, *views_[i], iface.attributes[i].type,
+					                                            chunk, o, iface.attributes[i].name));
+					    got[uniforms.size() + i] = e;
+				    }
+				    for (size_t i = 0; i < uniforms.size(); ++i)
+				    {
+					    QUOKKA_TRY_ASSIGN(e, scene_->acquireUniform(uniforms[i], chunk, iface.uniforms[i].type, o,
+					                                                iface.uniforms[i].name));
+					    got[i] = e;
+				    }
 				    return {};
 			    }();
 			    if (!acquired.ok())
 			    {
 				    for (Entry* e : got)
-					    scene_->releaseEntry(e);
+					    if (e)
+						    scene_->releaseEntry(e);
 				    if (idx)
 					    scene_->releaseEntry(idx);
 				    if (acquired.error().code != ErrorCode::OutOfMemory)
