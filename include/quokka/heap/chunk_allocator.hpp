@@ -129,8 +129,9 @@ public:
 	/// `bytes`: any value; more than capacity() simply fails.
 	std::optional<uint32_t> allocate(uint64_t bytes);
 	/// True when allocate(bytes) would succeed now, without allocating. Since allocating never merges or shrinks,
-	/// fits(Σ ALIGN16(part)) also guarantees that every part then allocates, in any order — the renderer's group-fit
-	/// placement asks this before it places any of a draw's inputs.
+	/// fits(Σ ALIGN16(part)) also guarantees that every part then allocates, in any order. (The heap renderer's group
+	/// fit does not ask it: which of a draw's inputs need room depends on what the chunk already shares, so it tries,
+	/// largest allocations first, and rolls back.)
 	bool fits(uint64_t bytes) const;
 	/// Frees the live block starting at byte offset `offset`, merging it with free neighbours and giving it back to
 	/// the cursor when it ends there. A double free or an offset that is not a live block's start is a programmer
