@@ -348,12 +348,12 @@ struct Chunk
 	}
 	void clearPending()
 	{
-		// Keep two pages, or what this frame used up to kKeptPages: a steady stream of large frames (10^4 adds
-		// stage ~18 MB) then reuses its pages instead of faulting in fresh zeroed memory every frame, while a big
-		// first frame gives its memory back. (Freeing an unwritten chunk's pages too cost an add frame that follows a
-		// removal frame a fresh mapping: +80 % at 100 adds.)
+		// Keep two pages, or all this frame used when that is at most kKeptPages: a steady stream of large frames
+		// (10^4 adds stage ~18 MB) then reuses its pages instead of faulting in fresh zeroed memory every frame,
+		// while a frame bigger than that (placement) gives its memory back at once. (Freeing an unwritten chunk's
+		// pages too cost an add frame that follows a removal frame a fresh mapping: +80 % at 100 adds.)
 		pending.clear();
-		pages.resize(std::min<size_t>(pages.size(), std::max(2u, std::min(page_count, kKeptPages))));
+		pages.resize(std::min<size_t>(pages.size(), page_count <= kKeptPages ? std::max(2u, page_count) : 2u));
 		page_count = 0;
 	}
 };
