@@ -335,7 +335,6 @@ private:
 	// `grown` returns the change in the number of keys (−1, 0 or +1), so that sizes on the way back are adjusted
 	// without loading siblings; rotations of unshared nodes relink them.
 
-	static bool owned(const NodePtr& n) { return n && n->rc == 1; }
 	/// An unshared node after its `left` (or right) child was replaced and its subtree grew by `grown` keys.
 	static NodePtr refit(NodePtr t, bool left, ptrdiff_t grown)
 	{
