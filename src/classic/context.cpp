@@ -1,6 +1,8 @@
 // The classic path's device-level caches: buffer arenas, pipelines, samplers, and the interned GPU copies of adaptive
 // buffers and textures.
 #include <quokka/classic/context.hpp>
+#include <quokka/classic/object_inputs.hpp>
+#include <quokka/fx/instancing.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -192,6 +194,34 @@ Context::~Context()
 	dirty_textures_.clear();
 	QUOKKA_ASSERT(buffers_.empty() && textures_.empty(),
 	              "classic::Context destroyed while buffer or texture resources are alive (destroy passes first)");
+}
+
+Result<const fx::Effect*> Context::objectEffect(const scene::RenderObject& object)
+{
+	bool any = false;
+	for (const auto& entry : object.attributes)
+		any |= entry.second.per_instance;
+	if (!any)
+		return &object.effect;
+	const std::vector<std::string> per_instance = perInstanceUniforms(object);
+	if (per_instance.empty())
+		return &object.effect;
+	std::string key = object.effect.id().hex();
+	for (const std::string& n : per_instance)
+		key += " " + n;
+	key += " |";
+	std::vector<std::string> supplied;
+	for (const auto& entry : object.uniforms)
+	{
+		supplied.push_back(entry.first);
+		key += " " + entry.first;
+	}
+	if (auto it = instanced_effects_.find(key); it != instanced_effects_.end())
+		return &it->second;
+	auto rewritten = fx::instanceUniforms(object.effect, per_instance, supplied);
+	if (!rewritten.ok())
+		return makeError(rewritten.error().code, objectName(object) + ": " + rewritten.error().message);
+	return &instanced_effects_.emplace(std::move(key), std::move(rewritten.value())).first->second;
 }
 
 Result<const PipelineEntry*> Context::pipeline(const PipelineRequest& r)

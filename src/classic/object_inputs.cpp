@@ -1,6 +1,7 @@
 // Object inputs shared by the classic and heap paths: uniform packing, format checks, state conversion, derived
 // standard trafos.
 #include <quokka/classic/object_inputs.hpp>
+#include <quokka/fx/instancing.hpp>
 
 #include <cstring>
 
@@ -229,6 +230,15 @@ size_t DerivedUniforms::collect()
 				++it;
 	}
 	return dropped;
+}
+
+std::vector<std::string> perInstanceUniforms(const scene::RenderObject& object)
+{
+	std::vector<std::string> names;
+	for (const auto& [name, view] : object.attributes)
+		if (view.per_instance && fx::readsUniform(object.effect, name))
+			names.push_back(name);
+	return names;
 }
 
 Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& object, const std::string& name)

@@ -275,7 +275,8 @@ Result<void> PreparedObject::uploadUniforms()
 Result<void> PreparedObject::prepare()
 {
 	const scene::RenderObject& o = *object_;
-	QUOKKA_TRY_ASSIGN(effect, pass_->context->effects().compile(o.effect, pass_->outputs));
+	QUOKKA_TRY_ASSIGN(source, pass_->context->objectEffect(o));
+	QUOKKA_TRY_ASSIGN(effect, pass_->context->effects().compile(*source, pass_->outputs));
 	effect_ = std::move(effect);
 	const fx::EffectInterface& iface = effect_->iface;
 	// A retry after a failed preparation starts over.

@@ -680,7 +680,8 @@ struct HeapScene::Impl
 	void releaseEntry(Entry* e);
 	Result<uint32_t> allocate(uint32_t chunk, uint32_t data_bytes);
 	uint32_t openChunk();
-	Result<Bucket*> bucketFor(const scene::RenderObject& o, uint32_t chunk);
+	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`) in `chunk`.
+	Result<Bucket*> bucketFor(const scene::RenderObject& o, const fx::Effect& source, uint32_t chunk);
 	Result<Slot*> slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
 	Result<Slot*> createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
 	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
@@ -998,7 +999,8 @@ void HeapObject::detachFromSlot()
 Result<void> HeapObject::place()
 {
 	const scene::RenderObject& o = *object_;
-	QUOKKA_TRY_ASSIGN(effect, scene_->heapEffect(o.effect));
+	QUOKKA_TRY_ASSIGN(source, scene_->context->objectEffect(o));
+	QUOKKA_TRY_ASSIGN(effect, scene_->heapEffect(*source));
 	const fx::EffectInterface& iface = effect->iface;
 	inputs_.clear();
 	views_.clear();
@@ -1137,7 +1139,7 @@ Result<void> HeapObject::place()
 			    }
 			    entries = std::move(got);
 			    indices = idx;
-			    QUOKKA_TRY_ASSIGN(b, scene_->bucketFor(o, chunk));
+			    QUOKKA_TRY_ASSIGN(b, scene_->bucketFor(o, *source, chunk));
 			    bucket = b;
 			    ++bucket->objects;
 			    break;
@@ -1460,9 +1462,9 @@ Result<fx::CompiledEffectPtr> HeapScene::Impl::heapEffect(const fx::Effect& effe
 	return compiled;
 }
 
-Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_t chunk)
+Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, const fx::Effect& source, uint32_t chunk)
 {
-	QUOKKA_TRY_ASSIGN(effect, heapEffect(o.effect));
+	QUOKKA_TRY_ASSIGN(effect, heapEffect(source));
 	BucketKey key{effect->key, chunk, {}};
 	std::vector<Ref<classic::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
@@ -1485,7 +1487,7 @@ Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, uint32_
 	auto b = std::make_unique<Bucket>();
 	sweep_pending = true; // dropped again if placement fails before it is used
 	b->chunk = chunk;
-	b->effect = o.effect;
+	b->effect = source;
 	b->indirect_effect = effect;
 	b->header_words = effect->iface.header_words;
 	b->textures = std::move(textures);

@@ -1,11 +1,12 @@
 // Effects: composition rules, ids, the two-phase compile with pruning, error mapping, and a composed effect
-// rendered on the GPU through its reflected interface.
+// rendered on the GPU through its reflected interface; the per-instance uniform rewrite.
 #include "../gpu/gpu_fixture.hpp"
 
 #include <cstring>
 
 #include <quokka/fx/compile.hpp>
 #include <quokka/fx/effect.hpp>
+#include <quokka/fx/instancing.hpp>
 #include <quokka/fx/stock.hpp>
 #include <quokka/fx/uniform_scope.hpp>
 #include <quokka/gpu/buffer.hpp>
@@ -468,6 +469,118 @@ TEST_F(EffectCompile, InstanceTrafoPlacesEachInstance)
 	EXPECT_EQ(pixels->at(24, 8), off);
 	EXPECT_EQ(pixels->at(8, 24), off);
 	EXPECT_EQ(pixels->at(16, 16), off);
+}
+
+// ---- per-instance uniforms (instancing.hpp)
+
+const Stage* stageNamed(const Effect& e, const std::string& name)
+{
+	for (const StagePtr& s : e.stages())
+		if (s->name() == name)
+			return s.get();
+	return nullptr;
+}
+
+TEST(InstanceUniforms, APerInstanceModelTrafoBecomesAFlatPortAndItsDerivedTrafosShaderExpressions)
+{
+	auto effect = compose("lit", stock::trafo(), stock::constantColor(), stock::simpleLighting());
+	ASSERT_TRUE(effect.ok());
+	auto r = instanceUniforms(effect.value(), {"ModelTrafo"}, {});
+	ASSERT_TRUE(r.ok()) << r.error().message;
+	EXPECT_FALSE(r->id() == effect->id());
+	const Stage* trafo = stageNamed(r.value(), "stock.trafo");
+	ASSERT_TRUE(trafo);
+	// ModelTrafo is read from the State; NormalMatrix is computed from it; ViewProjTrafo stays a uniform.
+	EXPECT_EQ(trafo->uniformNames(), (std::vector<std::string>{"ViewProjTrafo"}));
+	const auto& reads = trafo->readPorts();
+	auto port = std::find_if(reads.begin(), reads.end(), [](const Port& p) { return p.name == "ModelTrafo"; });
+	ASSERT_NE(port, reads.end());
+	EXPECT_EQ(port->type, M44f);
+	EXPECT_EQ(port->interp, Interp::Flat);
+	EXPECT_EQ(trafo->defines().at("ModelTrafo"), "s.ModelTrafo");
+	EXPECT_EQ(trafo->defines().at("NormalMatrix"), "transpose(inverse(mat3(ModelTrafo)))");
+	EXPECT_EQ(trafo->defines().size(), 2u);
+	// Stages reading nothing per instance are shared as they are (LightLocation derives from the view only).
+	EXPECT_EQ(r->stages()[1].get(), effect->stages()[1].get());
+	EXPECT_EQ(r->stages()[2].get(), effect->stages()[2].get());
+	// Unchanged when no stage reads the name as a uniform.
+	auto same = instanceUniforms(effect.value(), {"InstanceTrafo"}, {});
+	ASSERT_TRUE(same.ok());
+	EXPECT_EQ(same->id(), effect->id());
+}
+
+TEST(InstanceUniforms, DerivedTrafosFollowTheirInputsUnlessTheObjectSuppliesThem)
+{
+	auto reader = std::make_shared<const Stage>(Stage::vertex("mvp")
+	                                                .reads({{"Positions", V4f}})
+	                                                .writes({{"Positions", V4f}})
+	                                                .uniforms({"ModelViewProjTrafoInv", "CameraLocation"})
+	                                                .glsl("s.Positions = ModelViewProjTrafoInv * s.Positions + "
+	                                                      "vec4(CameraLocation, 0.0);"));
+	auto effect = compose("mvp", reader, stock::constantColor());
+	ASSERT_TRUE(effect.ok());
+	// A per-instance view: ModelViewProjTrafoInv = ModelTrafoInv · ViewProjTrafoInv with both factors derived from
+	// the view, and the camera from the per-instance view as well; ProjTrafoInv and ModelTrafoInv stay uniforms.
+	auto r = instanceUniforms(effect.value(), {"ViewTrafo"}, {});
+	ASSERT_TRUE(r.ok()) << r.error().message;
+	const Stage* s = stageNamed(r.value(), "mvp");
+	auto uniforms = s->uniformNames();
+	std::sort(uniforms.begin(), uniforms.end());
+	EXPECT_EQ(uniforms, (std::vector<std::string>{"ModelTrafoInv", "ProjTrafoInv"}));
+	std::vector<std::string> defined;
+	for (const auto& [k, v] : s->defines())
+		defined.push_back(k);
+	EXPECT_EQ(defined, (std::vector<std::string>{"CameraLocation", "ModelViewProjTrafoInv", "ViewProjTrafoInv",
+	                                             "ViewTrafo", "ViewTrafoInv"}));
+	// The object supplies ModelViewProjTrafoInv itself: only the camera is derived per instance.
+	auto supplied = instanceUniforms(effect.value(), {"ViewTrafo"}, {"ModelViewProjTrafoInv"});
+	ASSERT_TRUE(supplied.ok());
+	s = stageNamed(supplied.value(), "mvp");
+	EXPECT_EQ(s->uniformNames(), (std::vector<std::string>{"ModelViewProjTrafoInv"}));
+	EXPECT_EQ(s->defines().count("ModelViewProjTrafoInv"), 0u);
+	EXPECT_EQ(s->defines().count("CameraLocation"), 1u);
+}
+
+TEST(InstanceUniforms, ABoolUniformCannotBeSuppliedPerInstance)
+{
+	ASSERT_TRUE(UniformScope::declare("TestFlag", Bool).ok());
+	auto stage = std::make_shared<const Stage>(
+	    Stage::fragment("flagged").writes({{"Colors", V4f}}).uniforms({"TestFlag"}).glsl(
+	        "s.Colors = TestFlag ? vec4(1.0) : vec4(0.0);"));
+	auto effect = compose("flag", stock::trafo(), stage);
+	ASSERT_TRUE(effect.ok());
+	auto r = instanceUniforms(effect.value(), {"TestFlag"}, {});
+	ASSERT_FALSE(r.ok());
+	EXPECT_NE(r.error().message.find("'TestFlag' is bool"), std::string::npos) << r.error().message;
+	EXPECT_NE(r.error().message.find("stage 'flagged'"), std::string::npos) << r.error().message;
+}
+
+TEST_F(EffectCompile, PerInstanceUniformsAreInstanceAttributesAndFlatVaryingsInBothPaths)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect = compose("lit", stock::trafo(), stock::constantColor(), stock::simpleLighting());
+	ASSERT_TRUE(effect.ok());
+	auto r = instanceUniforms(effect.value(), {"ModelTrafo", "ConstantColor"}, {});
+	ASSERT_TRUE(r.ok()) << r.error().message;
+	for (PathVariant path : {PathVariant::Classic, PathVariant::HeapIndirect, PathVariant::HeapMegacall})
+	{
+		auto compiled = compiler.compile(r.value(), {}, path);
+		ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+		const EffectInterface& i = compiled.value()->iface;
+		const InterfaceVariable* m = i.attribute("ModelTrafo");
+		const InterfaceVariable* c = i.attribute("ConstantColor");
+		ASSERT_TRUE(m && c);
+		EXPECT_EQ(m->type, M44f);
+		EXPECT_EQ(c->type, V4f);
+		EXPECT_FALSE(i.uniform("ModelTrafo") || i.uniform("NormalMatrix") || i.uniform("ConstantColor"));
+		EXPECT_TRUE(i.uniform("ViewProjTrafo") && i.uniform("LightLocation"));
+		// The fragment side reads the colour through a flat varying.
+		bool flat_color = false;
+		for (const InterfaceVariable& v : i.varyings)
+			flat_color |= v.name == "ConstantColor";
+		EXPECT_TRUE(flat_color);
+		EXPECT_NE(compiled.value()->fragment_glsl.find("flat in vec4 in_ConstantColor"), std::string::npos);
+	}
 }
 
 } // namespace quokka::fx::test

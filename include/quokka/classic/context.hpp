@@ -139,6 +139,12 @@ public:
 	gpu::StagingRing& staging() { return staging_; }
 	BufferArena& uniformArena() { return uniform_arena_; }
 
+	/// The effect `object` is drawn with: its own, or — when per-instance views supply uniforms it reads
+	/// (perInstanceUniforms) — its fx::instanceUniforms rewrite, cached by the effect's id, those names and the names
+	/// of the uniforms the object supplies. The pointer stays valid while `object` and the context live. Errors:
+	/// InvalidArgument naming the object (a bool uniform supplied per instance).
+	Result<const fx::Effect*> objectEffect(const scene::RenderObject& object);
+
 	/// The pipeline for `request`, created on first use. Errors as Device::createGraphicsPipeline.
 	Result<const PipelineEntry*> pipeline(const PipelineRequest& request);
 	/// The sampler for `state`, created on first use.
@@ -179,6 +185,7 @@ private:
 	BufferArena data_arena_;
 	BufferArena uniform_arena_;
 	std::unordered_map<std::string, std::unique_ptr<PipelineEntry>> pipelines_;
+	std::unordered_map<std::string, fx::Effect> instanced_effects_;
 	std::map<std::tuple<int, int, bool>, gpu::SamplerHandle> samplers_;
 	std::unordered_map<const adaptive::AdaptiveObject*, BufferResource*> buffers_;
 	std::unordered_map<const adaptive::AdaptiveObject*, TextureResource*> textures_;

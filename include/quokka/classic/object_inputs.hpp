@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include <absl/container/flat_hash_map.h>
 
@@ -46,6 +47,11 @@ protected:
 		return r;
 	}
 };
+
+/// The uniforms `object` supplies per instance (fx/instancing.hpp): the names of its per-instance views that its effect
+/// reads as uniforms, in name order. Such a view is the uniform's value for each instance (element first_instance + i
+/// for instance i, as for every per-instance attribute); it shadows a uniform of the same name in `object.uniforms`.
+std::vector<std::string> perInstanceUniforms(const scene::RenderObject& object);
 
 /// The largest of `count` u16 (`u16`) or u32 indices at `data` (how many vertices an indexed draw reads).
 uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count);
