@@ -133,8 +133,8 @@ Result<Effect> instanceUniforms(const Effect& effect, const std::vector<std::str
 			{
 				rewrite = true;
 				if (auto r = rw.need(u, reads, uniforms, defines); !r.ok())
-					return makeError(ErrorCode::InvalidArgument, "effect '" + effect.name() + "', stage '" + s->name() +
-					                                                 "': " + r.error().message);
+					return makeError(ErrorCode::InvalidArgument,
+					                 "effect '" + effect.name() + "', stage '" + s->name() + "': " + r.error().message);
 			}
 		if (!rewrite)
 		{
@@ -145,7 +145,8 @@ Result<Effect> instanceUniforms(const Effect& effect, const std::vector<std::str
 		Stage copy = *s;
 		for (auto& [k, v] : defines)
 			std::move(copy).define(k, v); // in place
-		stages.push_back(std::make_shared<const Stage>(std::move(copy).reads(std::move(reads)).uniforms(std::move(uniforms))));
+		stages.push_back(
+		    std::make_shared<const Stage>(std::move(copy).reads(std::move(reads)).uniforms(std::move(uniforms))));
 	}
 	if (!changed)
 		return effect;

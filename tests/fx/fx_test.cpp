@@ -544,9 +544,10 @@ TEST(InstanceUniforms, DerivedTrafosFollowTheirInputsUnlessTheObjectSuppliesThem
 TEST(InstanceUniforms, ABoolUniformCannotBeSuppliedPerInstance)
 {
 	ASSERT_TRUE(UniformScope::declare("TestFlag", Bool).ok());
-	auto stage = std::make_shared<const Stage>(
-	    Stage::fragment("flagged").writes({{"Colors", V4f}}).uniforms({"TestFlag"}).glsl(
-	        "s.Colors = TestFlag ? vec4(1.0) : vec4(0.0);"));
+	auto stage = std::make_shared<const Stage>(Stage::fragment("flagged")
+	                                               .writes({{"Colors", V4f}})
+	                                               .uniforms({"TestFlag"})
+	                                               .glsl("s.Colors = TestFlag ? vec4(1.0) : vec4(0.0);"));
 	auto effect = compose("flag", stock::trafo(), stage);
 	ASSERT_TRUE(effect.ok());
 	auto r = instanceUniforms(effect.value(), {"TestFlag"}, {});

@@ -52,6 +52,7 @@ struct Effects
 	fx::Effect constant = effectOf({fx::stock::trafo(), fx::stock::constantColor()});
 	fx::Effect colors = effectOf({fx::stock::trafo(), fx::stock::vertexColors()});
 	fx::Effect instanced = effectOf({instanceOffset(), fx::stock::trafo(), fx::stock::constantColor()});
+	fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
 };
 
 V4f rgba(int r, int g, int b, int a = 255)
@@ -82,8 +83,10 @@ RenderObjectPtr randomObject(std::mt19937& rng, const Effects& fx, RandomScene& 
 		positions.push_back(V3f(cx + r * u(rng), cy + r * u(rng), 0.0f));
 	const uint32_t vertices = uint32_t(positions.size());
 	RenderObject o;
-	const int kind = int(rng() % 4); // 0 constant colour, 1 vertex colours (UNORM8), 2 instanced, 3 shared colour
-	o.effect = kind == 1 ? fx.colors : kind == 2 ? fx.instanced : fx.constant;
+	// 0 constant colour, 1 vertex colours (UNORM8), 2 instanced, 3 shared colour, 4 per-instance uniforms (ModelTrafo
+	// and ConstantColor, lit: NormalMatrix derived per instance)
+	const int kind = int(rng() % 5);
+	o.effect = kind == 1 ? fx.colors : kind == 2 ? fx.instanced : kind == 4 ? fx.lit : fx.constant;
 	o.attributes["Positions"] = scene::BufferView::of(positions, VK_FORMAT_R32G32B32_SFLOAT);
 	o.attributes["Normals"] =
 	    scene::BufferView::of(std::vector<V3f>(vertices, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
@@ -108,9 +111,26 @@ RenderObjectPtr randomObject(std::mt19937& rng, const Effects& fx, RandomScene& 
 			offsets.push_back(V3f(0.3f * u(rng), 0.3f * u(rng), 0.0f));
 		o.attributes["InstanceOffset"] = scene::BufferView::of(offsets, VK_FORMAT_R32G32B32_SFLOAT, true);
 	}
+	if (kind == 4)
+	{
+		instances = 1 + rng() % 3;
+		std::vector<math::M44f> trafos;
+		std::vector<uint8_t> colors;
+		for (uint32_t i = 0; i < 4; ++i)
+		{
+			// Shifted and squashed in its plane (so the normal matrix is not the identity), at the object's depth.
+			const math::Trafo3d t = math::Trafo3d::translation(math::V3d(0.3 * u(rng), 0.3 * u(rng), depth)) *
+			                        math::Trafo3d::scale(math::V3d(0.6 + 0.4 * (u(rng) + 1.0), 0.7, 1.0));
+			trafos.push_back(math::M44f(t.forward));
+			for (int k = 0; k < 4; ++k)
+				colors.push_back(k == 3 ? 255 : uint8_t(c(rng)));
+		}
+		o.attributes["ModelTrafo"] = scene::BufferView::of(trafos, VK_FORMAT_R32G32B32A32_SFLOAT, true);
+		o.attributes["ConstantColor"] = scene::BufferView::of(colors, VK_FORMAT_R8G8B8A8_UNORM, true);
+	}
 	scene::DrawCall d;
 	d.instance_count = instances;
-	d.first_instance = kind == 2 ? rng() % 2 : 0;
+	d.first_instance = kind == 2 || kind == 4 ? rng() % 2 : 0;
 	const int indexing = int(rng() % 3); // 0 none, 1 u16, 2 u32
 	if (indexing == 0)
 		d.count = vertices;
@@ -819,6 +839,73 @@ TEST_F(HeapRenderTest, TexturesBlendingInterleavingBaseVertexInstanceTrafosAndCu
 			EXPECT_EQ(heap->stats().heap.objects, 5u); // summed over both Render commands' heap scenes
 		}
 	}
+}
+
+/// Per-instance uniforms draw what separate objects with those values as uniforms draw: three lit instances whose
+/// ModelTrafo (NormalMatrix derived from it per instance) and ConstantColor (UNORM8, read by the fragment stage) come
+/// from per-instance views starting at first_instance 1, against three objects with the same values as uniforms
+/// (derived on the CPU in double precision: lighting may differ by one step), in classic and every heap strategy
+/// (those pixel for pixel).
+TEST_F(HeapRenderTest, PerInstanceUniformsDrawLikeSeparateObjectsInEveryPath)
+{
+	const Effects fx;
+	const Quad q = quad(-0.25f, -0.25f, 0.25f, 0.25f, 0.0f);
+	const auto positions = scene::BufferView::of(q.positions, VK_FORMAT_R32G32B32_SFLOAT);
+	const auto normals =
+	    scene::BufferView::of(std::vector<V3f>(4, glm::normalize(V3f(0.4f, 0.3f, -1.0f))), VK_FORMAT_R32G32B32_SFLOAT);
+	const auto indices = scene::BufferView::of(q.indices, VK_FORMAT_R32_UINT);
+	const std::vector<math::Trafo3d> trafos = {
+	    math::Trafo3d::translation(math::V3d(-0.5, -0.4, 0.3)) * math::Trafo3d::scale(math::V3d(1.5, 0.8, 1.0)),
+	    math::Trafo3d::translation(math::V3d(0.45, -0.3, 0.5)) * math::Trafo3d::rotation(math::V3d(0, 0, 1), 0.5),
+	    math::Trafo3d::translation(math::V3d(0.0, 0.5, 0.7)) * math::Trafo3d::scale(math::V3d(0.7, 1.6, 1.0))};
+	const std::vector<std::array<uint8_t, 4>> colors = {{250, 40, 40, 255}, {40, 250, 60, 255}, {60, 80, 250, 255}};
+
+	std::vector<math::M44f> trafo_data = {math::M44f(0.0f)}; // element 0 is skipped by first_instance = 1
+	std::vector<uint8_t> color_data = {0, 0, 0, 0};
+	for (size_t i = 0; i < trafos.size(); ++i)
+	{
+		trafo_data.push_back(math::M44f(trafos[i].forward));
+		color_data.insert(color_data.end(), colors[i].begin(), colors[i].end());
+	}
+	RenderObject inst;
+	inst.effect = fx.lit;
+	inst.attributes["Positions"] = positions;
+	inst.attributes["Normals"] = normals;
+	inst.attributes["ModelTrafo"] = scene::BufferView::of(trafo_data, VK_FORMAT_R32G32B32A32_SFLOAT, true);
+	inst.attributes["ConstantColor"] = scene::BufferView::of(color_data, VK_FORMAT_R8G8B8A8_UNORM, true);
+	inst.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f)); // shadowed by the per-instance view
+	inst.indices = indices;
+	scene::DrawCall d{true, 6};
+	d.instance_count = 3;
+	d.first_instance = 1;
+	inst.draw_call = adaptive::constant(d);
+	const auto instanced = RenderTree::leafOf(scene::makeRenderObject(std::move(inst)));
+
+	std::vector<RenderObjectPtr> separate;
+	for (size_t i = 0; i < trafos.size(); ++i)
+	{
+		RenderObject o;
+		o.effect = fx.lit;
+		o.attributes["Positions"] = positions;
+		o.attributes["Normals"] = normals;
+		o.indices = indices;
+		o.uniforms["ModelTrafo"] = scene::uniform(trafos[i]);
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(colors[i][0], colors[i][1], colors[i][2]));
+		o.draw_call = adaptive::constant(scene::DrawCall{true, 6});
+		separate.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	const Rgba8Image reference = render(RenderTree::ofObjects(adaptive::asetOf(separate)), {});
+	ASSERT_GT(covered(reference), kSize * kSize / 5);
+	const Rgba8Image classic = render(instanced, {});
+	size_t far = 0;
+	for (uint32_t y = 0; y < kSize; ++y)
+		for (uint32_t x = 0; x < kSize; ++x)
+			for (int k = 0; k < 4; ++k)
+				far += std::abs(int(classic.at(x, y)[k]) - int(reference.at(x, y)[k])) > 1;
+	EXPECT_EQ(far, 0u) << "instanced differs from separate objects by more than one step";
+	EXPECT_EQ(covered(classic), covered(reference));
+	for (const Mode& m : modes())
+		EXPECT_EQ(differing(render(instanced, m.options), classic), 0u) << m.name;
 }
 
 /// Scalar uniforms and attributes (float, uint) are loaded from the arena as classic binds them.

@@ -4,7 +4,11 @@
 // Buffers are host data (ArrayBuffer: shared immutable bytes) behind avals; the renderer uploads them on change and
 // reuses the GPU buffer when the size fits. A BufferView interprets a buffer as one vertex attribute (format, offset,
 // stride, per-vertex or per-instance). Uniforms map a name (as the effect declares it) to an aval of UniformValue;
-// only names the compiled effect actually uses are read. RenderObjects are shared immutable descriptions
+// only names the compiled effect actually uses are read. A per-instance view named like a uniform the effect reads
+// supplies that uniform per instance (element first_instance + i for instance i, in the uniform's type: M44f as four
+// R32G32B32A32_SFLOAT columns, V4f as R32G32B32A32_SFLOAT or R8G8B8A8_UNORM, …); it shadows the uniform of that name
+// and the standard trafos derived from it (ModelViewProjTrafo, NormalMatrix, …) are then derived per instance on the
+// GPU (fx/instancing.hpp). RenderObjects are shared immutable descriptions
 // (RenderObjectPtr), compared and ordered by identity. Owner thread only (adaptive values).
 #pragma once
 
