@@ -675,6 +675,28 @@ struct HeapScene::Impl
 		key.type = type;
 		return key;
 	}
+	/// How a buffer is stored in the arena: `elements` tight elements of `components` 32-bit words (indices: one),
+	/// read from `data` at the view's offset every `stride` bytes, each `element` bytes there.
+	struct BufferLayout
+	{
+		uint32_t element = 0, stride = 0, components = 0, elements = 0;
+		uint64_t data_bytes = 0;
+	};
+	static BufferLayout bufferLayout(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
+	                                 const scene::ArrayBuffer& data)
+	{
+		BufferLayout l;
+		const bool index = kind == Entry::kIndex;
+		const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
+		l.element = index ? isize : scene::formatSize(view.format) * type.cols;
+		l.stride = index ? isize : view.stride ? view.stride : l.element;
+		l.components = index ? 1 : type.rows * type.cols;
+		l.elements = data.size() >= uint64_t(view.offset) + l.element
+		                 ? uint32_t((data.size() - view.offset - l.element) / l.stride + 1)
+		                 : 0;
+		l.data_bytes = uint64_t(l.elements) * l.components * 4;
+		return l;
+	}
 	Result<Entry*> acquireBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk,
 	                             const scene::RenderObject& object, const std::string& name);
 	void releaseEntry(Entry* e);
@@ -1076,7 +1098,37 @@ Result<void> HeapObject::place()
 		    }
 		    if (!scene_->chunks.empty())
 			    consider(uint32_t(scene_->chunks.size() - 1));
-		    if (candidates.size() > 1)
+		    // Buffers that no pool entry holds — their storage is referenced by its aval alone, and every entry keeps
+		    // a reference — need an allocation in whichever chunk, so a chunk where that certainly fails (its largest
+		    // allocation does not fit, or their sum exceeds the chunk's free and unused bytes) is skipped in O(1):
+		    // no pool lookups (cache misses in a table of millions of entries) and no allocation attempts. Exactly
+		    // the attempts that would fail are skipped, so placement is unchanged.
+		    uint64_t fresh_sum = 0, fresh_max = 0;
+		    bool first_fresh = false;
+		    auto fresh = [&](Entry::Kind kind, const scene::BufferView& v, fx::Type type)
+		    {
+			    const scene::ArrayBuffer& data = v.buffer.getValue(Token{});
+			    if (data.bytes.use_count() != 1)
+				    return false;
+			    const uint64_t bytes =
+			        (16 + HeapScene::Impl::bufferLayout(kind, v, type, data).data_bytes + ChunkAllocator::kAlign - 1) &
+			        ~uint64_t(ChunkAllocator::kAlign - 1);
+			    fresh_sum += bytes;
+			    fresh_max = std::max(fresh_max, bytes);
+			    return true;
+		    };
+		    if (o.indices)
+			    first_fresh = fresh(Entry::kIndex, *o.indices, fx::U32);
+		    for (size_t i = 0; i < views_.size(); ++i)
+			    if (fresh(Entry::kAttribute, *views_[i], iface.attributes[i].type) && i == 0 && !o.indices)
+				    first_fresh = true;
+		    auto certainlyFull = [&](uint32_t c)
+		    {
+			    const ChunkAllocator& a = scene_->chunks[c]->allocator;
+			    return fresh_max != 0 &&
+			           (!a.fits(fresh_max) || a.capacity() - a.cursor() + a.freeBytes() < fresh_sum);
+		    };
+		    if (candidates.size() > 1 && !first_fresh)
 		    {
 			    // Each attempt starts with a pool lookup of the first buffer (below) — scattered slots of a large
 			    // table; fetching them for every candidate at once overlaps the misses of full chunks' attempts.
@@ -1092,7 +1144,14 @@ Result<void> HeapObject::place()
 		    {
 			    uint32_t chunk;
 			    if (attempt < candidates.size())
+			    {
 				    chunk = candidates[attempt];
+				    if (certainlyFull(chunk))
+				    {
+					    ++scene_->stats->chunks_skipped;
+					    continue;
+				    }
+			    }
 			    else if (attempt == candidates.size())
 				    chunk = scene_->openChunk();
 			    else
@@ -1384,13 +1443,9 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	}
 	const bool index = kind == Entry::kIndex;
 	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
-	const uint32_t element = index ? isize : scene::formatSize(view.format) * type.cols;
-	const uint32_t stride = index ? isize : view.stride ? view.stride : element;
-	const uint32_t comps = index ? 1 : type.rows * type.cols;
-	const uint32_t n = data.size() >= uint64_t(view.offset) + element
-	                       ? uint32_t((data.size() - view.offset - element) / stride + 1)
-	                       : 0;
-	const uint64_t data_bytes = uint64_t(n) * comps * 4;
+	const BufferLayout layout = bufferLayout(kind, view, type, data);
+	const uint32_t element = layout.element, stride = layout.stride, comps = layout.components, n = layout.elements;
+	const uint64_t data_bytes = layout.data_bytes;
 	if (data_bytes + 16 > max_chunk_bytes)
 		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": " + name + " needs " +
 		                                                 std::to_string(data_bytes + 16) +

@@ -73,6 +73,8 @@ struct HeapStats
 	uint32_t draw_calls = 0;      ///< indirect draw commands recorded (encode)
 	uint32_t pipeline_binds = 0;  ///< (encode)
 	uint32_t compactions = 0;     ///< (update)
+	/// Placement attempts skipped because the chunk certainly had no room for an object's unshared buffers (update)
+	uint32_t chunks_skipped = 0;
 	// Shape after the update.
 	uint32_t objects = 0;
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
@@ -100,6 +102,7 @@ struct HeapStats
 		draw_calls += o.draw_calls;
 		pipeline_binds += o.pipeline_binds;
 		compactions += o.compactions;
+		chunks_skipped += o.chunks_skipped;
 		objects += o.objects;
 		buckets += o.buckets;
 		slots += o.slots;
