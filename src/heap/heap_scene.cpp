@@ -1125,8 +1125,7 @@ Result<void> HeapObject::place()
 		    auto certainlyFull = [&](uint32_t c)
 		    {
 			    const ChunkAllocator& a = scene_->chunks[c]->allocator;
-			    return fresh_max != 0 &&
-			           (!a.fits(fresh_max) || a.capacity() - a.cursor() + a.freeBytes() < fresh_sum);
+			    return fresh_max != 0 && (!a.fits(fresh_max) || a.capacity() - a.cursor() + a.freeBytes() < fresh_sum);
 		    };
 		    if (candidates.size() > 1 && !first_fresh)
 		    {
