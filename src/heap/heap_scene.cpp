@@ -918,8 +918,9 @@ Result<void> HeapObject::validateDraw()
 		const Entry* e = entries[uniforms + i];
 		const uint64_t n = views_[i]->per_instance ? instances : vertices;
 		if (n > e->elements)
-			return fail("an attribute holds " + std::to_string(e->elements) + " elements but the draw reads " +
-			            std::to_string(n) + (views_[i]->per_instance ? " instances" : " vertices"));
+			return fail("attribute '" + (bucket ? bucket->indirect_effect->iface.attributes[i].name : std::string()) +
+			            "' holds " + std::to_string(e->elements) + " elements but the draw reads " + std::to_string(n) +
+			            (views_[i]->per_instance ? " instances" : " vertices"));
 	}
 	return {};
 }

@@ -607,6 +607,49 @@ TEST_F(HeapRenderTest, BadObjectsFailWithOneLineNamingThem)
 	EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }
 
+/// Bad per-instance uniforms fail with one line naming the object and the uniform, in both paths: fewer values than
+/// the draw's instances, and a bool uniform (no vertex attribute can carry it).
+TEST_F(HeapRenderTest, BadPerInstanceUniformsFailWithOneLineNamingThem)
+{
+	const Effects fx;
+	ASSERT_TRUE(fx::UniformScope::declare("TestInstanceFlag", fx::Bool).ok());
+	const fx::Effect flagged =
+	    effectOf({fx::stock::trafo(),
+	              std::make_shared<const fx::Stage>(fx::Stage::fragment("test.flag")
+	                                                    .writes({{"Colors", fx::V4f}})
+	                                                    .uniforms({"TestInstanceFlag"})
+	                                                    .glsl("s.Colors = vec4(TestInstanceFlag ? 1.0 : 0.0);"))});
+	auto object = [&](const fx::Effect& effect, const std::string& per_instance, uint32_t values)
+	{
+		RenderObject o;
+		o.effect = effect;
+		o.attributes["Positions"] = scene::BufferView::of(std::vector<V3f>(3, V3f(0)), VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Normals"] = o.attributes["Positions"];
+		o.attributes[per_instance] =
+		    scene::BufferView::of(std::vector<V4f>(values, V4f(1.0f)), VK_FORMAT_R32G32B32A32_SFLOAT, true);
+		scene::DrawCall d{false, 3};
+		d.instance_count = 3;
+		o.draw_call = adaptive::constant(d);
+		return scene::makeRenderObject(std::move(o));
+	};
+	const auto short_colors = object(fx.constant, "ConstantColor", 2);
+	const auto bool_flag = object(flagged, "TestInstanceFlag", 3);
+	for (const Mode& m : modes())
+	{
+		for (const auto& [bad, words] :
+		     {std::pair{short_colors, std::vector<std::string>{"ConstantColor", "3 instances"}},
+		      std::pair{bool_flag, std::vector<std::string>{"TestInstanceFlag", "bool"}}})
+		{
+			auto t = task(RenderTree::leafOf(bad), m.options);
+			const std::string error = frame(*t);
+			EXPECT_NE(error.find("render object #" + std::to_string(bad->id)), std::string::npos) << m.name << error;
+			for (const std::string& w : words)
+				EXPECT_NE(error.find(w), std::string::npos) << m.name << ": " << error;
+			EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+		}
+	}
+}
+
 TEST_F(HeapRenderTest, ValidatorsStayCleanThroughTenThousandRandomOperations)
 {
 	const Effects fx;
