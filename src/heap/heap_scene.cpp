@@ -1106,11 +1106,21 @@ Result<void> HeapObject::place()
 		    // the attempts that would fail are skipped, so placement is unchanged.
 		    uint64_t fresh_sum = 0, fresh_max = 0;
 		    bool first_fresh = false;
+		    std::array<PoolKey, 8> fresh_keys; // (two views reading the same bytes the same way share one entry)
+		    size_t fresh_count = 0;
 		    auto fresh = [&](Entry::Kind kind, const scene::BufferView& v, fx::Type type)
 		    {
 			    const scene::ArrayBuffer& data = v.buffer.getValue(Token{});
 			    if (data.bytes.use_count() != 1)
 				    return false;
+			    const PoolKey key = HeapScene::Impl::bufferKey(kind, v, type, 0);
+			    if (std::find(fresh_keys.begin(), fresh_keys.begin() + fresh_count, key) !=
+			        fresh_keys.begin() + fresh_count)
+				    return true;
+			    if (fresh_count < fresh_keys.size())
+				    fresh_keys[fresh_count++] = key;
+			    else
+				    return true; // (not counted: the skip test only ever underestimates)
 			    const uint64_t bytes =
 			        (16 + HeapScene::Impl::bufferLayout(kind, v, type, data).data_bytes + ChunkAllocator::kAlign - 1) &
 			        ~uint64_t(ChunkAllocator::kAlign - 1);
