@@ -203,11 +203,11 @@ gpu::DynamicState dynamicState(const scene::PipelineStateValues& v, bool has_dep
 
 namespace
 {
-aval<UniformValue> trafoInput(const scene::RenderObject& object, const char* name)
+aval<UniformValue> trafoInput(const scene::RenderObject& object, const char* name, const aval<UniformValue>& identity)
 {
 	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
 		return it->second;
-	return adaptive::constant(UniformValue(math::Trafo3d::identity()));
+	return identity;
 }
 
 } // namespace
@@ -273,23 +273,23 @@ Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& o
 	const aval<UniformValue> none;
 	auto viewProj = [&]
 	{
-		const auto v = trafoInput(object, "ViewTrafo"), p = trafoInput(object, "ProjTrafo");
+		const auto v = trafoInput(object, "ViewTrafo", identity_), p = trafoInput(object, "ProjTrafo", identity_);
 		return intern(ViewProj, p, v, [&] { return product(p, v); });
 	};
 	auto trafo = [&](const std::string& base) -> std::optional<aval<UniformValue>>
 	{
 		if (base == "ModelTrafo" || base == "ViewTrafo" || base == "ProjTrafo")
-			return trafoInput(object, base.c_str());
+			return trafoInput(object, base.c_str(), identity_);
 		if (base == "ViewProjTrafo")
 			return viewProj();
 		if (base == "ModelViewTrafo")
 		{
-			const auto m = trafoInput(object, "ModelTrafo"), v = trafoInput(object, "ViewTrafo");
+			const auto m = trafoInput(object, "ModelTrafo", identity_), v = trafoInput(object, "ViewTrafo", identity_);
 			return intern(ModelView, v, m, [&] { return product(v, m); });
 		}
 		if (base == "ModelViewProjTrafo")
 		{
-			const auto m = trafoInput(object, "ModelTrafo");
+			const auto m = trafoInput(object, "ModelTrafo", identity_);
 			const auto vp = viewProj();
 			return intern(ModelViewProj, vp, m, [&] { return product(vp, m); });
 		}
@@ -311,7 +311,7 @@ Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& o
 	}
 	if (name == "NormalMatrix")
 	{
-		const auto m = trafoInput(object, "ModelTrafo");
+		const auto m = trafoInput(object, "ModelTrafo", identity_);
 		return intern(Normal, m, none,
 		              [&]
 		              {
@@ -321,7 +321,7 @@ Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& o
 	}
 	if (name == "CameraLocation" || name == "LightLocation")
 	{
-		const auto v = trafoInput(object, "ViewTrafo");
+		const auto v = trafoInput(object, "ViewTrafo", identity_);
 		return intern(Camera, v, none,
 		              [&]
 		              {

@@ -589,6 +589,39 @@ TEST_F(HeapRenderTest, DerivedUniformsOfRemovedObjectsAreCollectedUnderChurn)
 	EXPECT_GT(covered(pixels()), 0u);
 }
 
+/// Objects without trafos of their own share the derived ones (one identity stands for every absent trafo), in both
+/// paths: 100 lit objects intern one NormalMatrix, one ViewProjTrafo and one LightLocation, not one of each per object.
+TEST_F(HeapRenderTest, ObjectsWithoutTrafosShareTheirDerivedUniforms)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	std::vector<RenderObjectPtr> objects;
+	for (int i = 0; i < 100; ++i)
+	{
+		RenderObject o;
+		o.effect = lit;
+		const float x = -0.9f + 0.018f * float(i);
+		o.attributes["Positions"] =
+		    scene::BufferView::of(std::vector<V3f>{V3f(x, -0.5f, 0.5f), V3f(x + 0.1f, -0.5f, 0.5f), V3f(x, 0.5f, 0.5f)},
+		                          VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(3, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(200, 40, 40));
+		o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
+	runtime::RenderOptions heap;
+	heap.path = runtime::RenderPath::Heap;
+	auto classic = task(tree, {});
+	ASSERT_EQ(frame(*classic), "");
+	const Rgba8Image reference = pixels();
+	EXPECT_GT(covered(reference), 0u);
+	EXPECT_LE(classic->stats().passes.derived_uniforms, 3u);
+	auto t = task(tree, heap);
+	ASSERT_EQ(frame(*t), "");
+	EXPECT_EQ(differing(pixels(), reference), 0u);
+	EXPECT_LE(t->stats().heap.derived_uniforms, 3u);
+}
+
 TEST_F(HeapRenderTest, BadObjectsFailWithOneLineNamingThem)
 {
 	const Effects fx;

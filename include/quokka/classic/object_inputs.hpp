@@ -92,6 +92,9 @@ private:
 	/// A flat map: at 10^6 objects it holds ~10^6 per-object derived values (NormalMatrix, …), where a node-based map's
 	/// chain walk costs several cache misses per lookup.
 	absl::flat_hash_map<Key, adaptive::aval<scene::UniformValue>> derived_;
+	/// The one node standing for every absent trafo: derived values are interned by their input nodes, so a fresh
+	/// identity per lookup would give every object without a ModelTrafo its own NormalMatrix node and table entry.
+	adaptive::aval<scene::UniformValue> identity_ = adaptive::constant(scene::UniformValue(math::Trafo3d::identity()));
 };
 
 } // namespace quokka::classic
