@@ -241,6 +241,37 @@ std::vector<std::string> perInstanceUniforms(const scene::RenderObject& object)
 	return names;
 }
 
+UniformValue deriveValue(DerivedRecipe recipe, const UniformValue& input)
+{
+	switch (recipe)
+	{
+	case DerivedRecipe::NormalMatrix:
+		return UniformValue(math::toFloat(asTrafo(input).normalMatrix()));
+	case DerivedRecipe::Inverse:
+		return UniformValue(asTrafo(input).inverse());
+	case DerivedRecipe::None:
+		break;
+	}
+	return input;
+}
+
+PackedValue packDerived(DerivedRecipe recipe, const UniformValue& input)
+{
+	return recipe == DerivedRecipe::None ? packUniform(input) : packUniform(deriveValue(recipe, input));
+}
+
+DerivedRecipe DerivedUniforms::recipe(const scene::RenderObject& object, const std::string& name,
+                                      aval<UniformValue>& input) const
+{
+	const DerivedRecipe r = name == "NormalMatrix"    ? DerivedRecipe::NormalMatrix
+	                        : name == "ModelTrafoInv" ? DerivedRecipe::Inverse
+	                                                  : DerivedRecipe::None;
+	if (r == DerivedRecipe::None || object.uniforms.count(name))
+		return DerivedRecipe::None;
+	input = trafoInput(object, "ModelTrafo", identity_);
+	return r;
+}
+
 Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& object, const std::string& name)
 {
 	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
@@ -305,7 +336,7 @@ Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& o
 			return intern(Inverse, base, none,
 			              [&] {
 				              return adaptive::map(base, [](const UniformValue& v)
-				                                   { return UniformValue(asTrafo(v).inverse()); });
+				                                   { return deriveValue(DerivedRecipe::Inverse, v); });
 			              });
 		}
 	}
@@ -313,10 +344,9 @@ Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& o
 	{
 		const auto m = trafoInput(object, "ModelTrafo", identity_);
 		return intern(Normal, m, none,
-		              [&]
-		              {
+		              [&] {
 			              return adaptive::map(m, [](const UniformValue& v)
-			                                   { return UniformValue(math::toFloat(asTrafo(v).normalMatrix())); });
+			                                   { return deriveValue(DerivedRecipe::NormalMatrix, v); });
 		              });
 	}
 	if (name == "CameraLocation" || name == "LightLocation")

@@ -532,7 +532,10 @@ struct Entry final : AdaptiveObject
 	uint32_t data_bytes = 0;
 	uint32_t refcount = 0;
 	fx::Type type;
-	aval<UniformValue> uniform;            ///< kUniform with a non-constant source
+	aval<UniformValue> uniform; ///< kUniform with a non-constant source
+	/// kUniform: the value is this recipe applied to `uniform` (NormalMatrix from a ModelTrafo node) — pooled by
+	/// (input node, recipe) instead of an adaptive node per object; None for a plain value.
+	classic::DerivedRecipe recipe = classic::DerivedRecipe::None;
 	scene::ArrayBuffer buffer;             ///< kAttribute/kIndex: the value read, keeps the keyed storage alive
 	PoolKey key;                           ///< the pool key (for erasure); node null for a constant uniform
 	std::unique_ptr<ConstantKey> constant; ///< a constant uniform's key (for erasure)
@@ -660,8 +663,9 @@ struct HeapScene::Impl
 	std::vector<Slot*> dirty_slots;
 	size_t removed_since_collect = 0; ///< derived uniforms are collected when this passes half the live objects
 
-	Result<Entry*> acquireUniform(const aval<UniformValue>& value, uint32_t chunk, fx::Type expected,
-	                              const scene::RenderObject& object, const std::string& name);
+	/// The entry of `value` (with `recipe` applied) in `chunk`: shared, or allocated and staged.
+	Result<Entry*> acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe, uint32_t chunk,
+	                              fx::Type expected, const scene::RenderObject& object, const std::string& name);
 	/// The pool key of `view` read as `type` in `chunk` (reads the buffer's current value without subscribing).
 	static PoolKey bufferKey(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk)
 	{
@@ -745,7 +749,7 @@ Result<void> Entry::repack()
 	classic::PackedValue p;
 	try
 	{
-		p = classic::packUniform(uniform.getValue(Token{this}));
+		p = classic::packDerived(recipe, uniform.getValue(Token{this}));
 	}
 	catch (const std::exception& e)
 	{
@@ -1032,9 +1036,20 @@ Result<void> HeapObject::place()
 	    [&]() -> Result<void>
 	    {
 		    // Read everything first (shader-driven: only what the compiled effect uses), then place.
+		    // Values derived from the object's ModelTrafo alone are pooled by (input, recipe): no adaptive node per
+		    // object, and nothing left in the derived table when the object goes.
 		    std::vector<aval<UniformValue>> uniforms;
+		    std::vector<classic::DerivedRecipe> recipes;
 		    for (const fx::UniformMember& m : iface.uniforms)
 		    {
+			    aval<UniformValue> input;
+			    const classic::DerivedRecipe recipe = scene_->derived.recipe(o, m.name, input);
+			    recipes.push_back(recipe);
+			    if (recipe != classic::DerivedRecipe::None)
+			    {
+				    uniforms.push_back(std::move(input));
+				    continue;
+			    }
 			    QUOKKA_TRY_ASSIGN(value, scene_->derived.resolve(o, m.name));
 			    uniforms.push_back(std::move(value));
 		    }
@@ -1189,8 +1204,8 @@ Result<void> HeapObject::place()
 				    }
 				    for (size_t i = 0; i < uniforms.size(); ++i)
 				    {
-					    QUOKKA_TRY_ASSIGN(e, scene_->acquireUniform(uniforms[i], chunk, iface.uniforms[i].type, o,
-					                                                iface.uniforms[i].name));
+					    QUOKKA_TRY_ASSIGN(e, scene_->acquireUniform(uniforms[i], recipes[i], chunk,
+					                                                iface.uniforms[i].type, o, iface.uniforms[i].name));
 					    got[i] = e;
 				    }
 				    return {};
@@ -1364,8 +1379,9 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 	return *at;
 }
 
-Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, uint32_t chunk, fx::Type expected,
-                                               const scene::RenderObject& object, const std::string& name)
+Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe,
+                                               uint32_t chunk, fx::Type expected, const scene::RenderObject& object,
+                                               const std::string& name)
 {
 	auto mismatch = [&](fx::Type got)
 	{
@@ -1375,7 +1391,8 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	};
 	const bool constant = value.node()->isConstant();
 	classic::PackedValue packed{};
-	const PoolKey key = PoolKey::uniform(constant ? nullptr : value.node().get(), chunk);
+	PoolKey key = PoolKey::uniform(constant ? nullptr : value.node().get(), chunk);
+	key.format = uint32_t(recipe); // (unused by uniform keys otherwise: 0 for a plain value)
 	ConstantKey constant_key;
 	auto shared = [&](Entry* e) -> Result<Entry*>
 	{
@@ -1387,7 +1404,7 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	if (constant)
 	{
 		// Equal constants share one allocation: the key is the value itself.
-		packed = classic::packUniform(value.force());
+		packed = classic::packDerived(recipe, value.force());
 		constant_key.chunk = chunk;
 		constant_key.type = packed.type;
 		std::memcpy(constant_key.value.data(), packed.f, packed.type.packedBytes());
@@ -1400,10 +1417,11 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	if (!constant)
 	{
 		e->uniform = value;
+		e->recipe = recipe;
 		e->beginEvaluation();
 		try
 		{
-			packed = classic::packUniform(value.getValue(Token{e.get()}));
+			packed = classic::packDerived(recipe, value.getValue(Token{e.get()}));
 		}
 		catch (const std::exception& ex)
 		{
@@ -1430,7 +1448,9 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		constants.emplace(constant_key, std::move(e));
 		return raw;
 	}
-	if (chunk < 64)
+	// The placement index lists plain values only (a recipe entry's node is the object's ModelTrafo, whose own entry
+	// sits in the same chunk when the effect reads it).
+	if (chunk < 64 && recipe == classic::DerivedRecipe::None)
 		uniform_chunks[key.node] |= uint64_t(1) << chunk;
 	pool.emplace(key, std::move(e));
 	return raw;
@@ -1507,7 +1527,7 @@ void HeapScene::Impl::releaseEntry(Entry* e)
 	if (--e->refcount > 0)
 		return;
 	chunks[e->chunk]->allocator.free(e->ref);
-	if (e->kind == Entry::kUniform && e->key.node && e->chunk < 64)
+	if (e->kind == Entry::kUniform && e->key.node && e->chunk < 64 && e->recipe == classic::DerivedRecipe::None)
 		if (auto it = uniform_chunks.find(e->key.node);
 		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))
 			uniform_chunks.erase(it);
@@ -2231,7 +2251,7 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 	// The placement index: bit c of a uniform node's mask ⇔ chunk c holds an entry for the node.
 	absl::flat_hash_map<const void*, uint64_t> held;
 	for (const auto& [key, e] : p.pool)
-		if (e->kind == Entry::kUniform && key.node && e->chunk < 64)
+		if (e->kind == Entry::kUniform && key.node && e->chunk < 64 && e->recipe == classic::DerivedRecipe::None)
 			held[key.node] |= uint64_t(1) << e->chunk;
 	if (held != p.uniform_chunks)
 		f.add("pool", "the uniform placement index lists " + std::to_string(p.uniform_chunks.size()) +

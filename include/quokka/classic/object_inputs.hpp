@@ -72,6 +72,20 @@ VkPipelineColorBlendAttachmentState toVk(const scene::BlendState& blend);
 /// The Vulkan 1.3 dynamic part of a pipeline state (depth test/write forced off without a depth attachment).
 gpu::DynamicState dynamicState(const scene::PipelineStateValues& values, bool has_depth);
 
+/// A per-object derived uniform that a renderer may pool itself: a recipe over one input node (the object's
+/// ModelTrafo, or the shared identity when it has none). The heap keys such values by (recipe, input, chunk) instead of
+/// asking DerivedUniforms for an adaptive node per object.
+enum class DerivedRecipe : uint8_t
+{
+	None,
+	NormalMatrix, ///< transpose of the inverse's upper 3×3, narrowed to float
+	Inverse,      ///< the inverse trafo
+};
+/// `recipe` applied to `input`: the arithmetic of the nodes DerivedUniforms builds, so both agree bit for bit.
+scene::UniformValue deriveValue(DerivedRecipe recipe, const scene::UniformValue& input);
+/// packUniform(deriveValue(recipe, input)), without copying `input` when there is no recipe.
+PackedValue packDerived(DerivedRecipe recipe, const scene::UniformValue& input);
+
 /// Uniforms an object does not define are derived when they are standard trafos (ModelViewProjTrafo, ViewProjTrafo,
 /// ModelViewTrafo, NormalMatrix, the *Inv variants, CameraLocation; LightLocation defaults to the camera) from its
 /// ModelTrafo/ViewTrafo/ProjTrafo (identity when absent), CPU-side in double precision. Derived values are interned by
@@ -81,6 +95,10 @@ class DerivedUniforms
 public:
 	/// The object's own uniform `name`, else a derived one. Errors: InvalidArgument naming the object.
 	Result<adaptive::aval<scene::UniformValue>> resolve(const scene::RenderObject& object, const std::string& name);
+	/// For a uniform derived from the object's ModelTrafo alone (NormalMatrix, ModelTrafoInv) that the object does not
+	/// define: the recipe, with `input` set to the ModelTrafo node (the shared identity when absent). Else None.
+	DerivedRecipe recipe(const scene::RenderObject& object, const std::string& name,
+	                     adaptive::aval<scene::UniformValue>& input) const;
 	/// Drops the interned nodes (their users keep what they hold).
 	void clear() { derived_.clear(); }
 	/// Drops the interned nodes nobody else holds any more (objects removed): O(size). Returns how many.
