@@ -706,8 +706,9 @@ struct HeapScene::Impl
 	void releaseEntry(Entry* e);
 	Result<uint32_t> allocate(uint32_t chunk, uint32_t data_bytes);
 	uint32_t openChunk();
-	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`) in `chunk`.
-	Result<Bucket*> bucketFor(const scene::RenderObject& o, const fx::Effect& source, uint32_t chunk);
+	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`, compiled as `effect`) in `chunk`.
+	Result<Bucket*> bucketFor(const scene::RenderObject& o, const fx::Effect& source,
+	                          const fx::CompiledEffectPtr& effect, uint32_t chunk);
 	Result<Slot*> slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
 	Result<Slot*> createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
 	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
@@ -1223,7 +1224,7 @@ Result<void> HeapObject::place()
 			    }
 			    entries = std::move(got);
 			    indices = idx;
-			    QUOKKA_TRY_ASSIGN(b, scene_->bucketFor(o, *source, chunk));
+			    QUOKKA_TRY_ASSIGN(b, scene_->bucketFor(o, *source, effect, chunk));
 			    bucket = b;
 			    ++bucket->objects;
 			    break;
@@ -1547,9 +1548,9 @@ Result<fx::CompiledEffectPtr> HeapScene::Impl::heapEffect(const fx::Effect& effe
 	return compiled;
 }
 
-Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, const fx::Effect& source, uint32_t chunk)
+Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, const fx::Effect& source,
+                                           const fx::CompiledEffectPtr& effect, uint32_t chunk)
 {
-	QUOKKA_TRY_ASSIGN(effect, heapEffect(source));
 	BucketKey key{effect->key, chunk, {}};
 	std::vector<Ref<classic::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
