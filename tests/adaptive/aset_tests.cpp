@@ -286,6 +286,48 @@ TEST(ASetMap, DocsExampleCallsFunctionOncePerAddedElement) // S2
 	EXPECT_EQ(cnt, 4);
 }
 
+TEST(ASetFilter, PredicateRunsOncePerAddedElementAndNeverOnRemoval)
+{
+	cset<int> s{1, 2, 3, 4};
+	int calls = 0;
+	auto evens = filter(s,
+	                    [&](int x)
+	                    {
+		                    ++calls;
+		                    return x % 2 == 0;
+	                    });
+	EXPECT_EQ(forced(evens), v({2, 4}));
+	EXPECT_EQ(calls, 4);
+	transact([&] { s.add(6), s.add(7), s.remove(2), s.remove(3); });
+	EXPECT_EQ(forced(evens), v({4, 6}));
+	EXPECT_EQ(calls, 6); // 6 and 7; the removed 2 and 3 are not asked again
+	transact([&] { s.remove(4), s.remove(7), s.add(2), s.add(3); });
+	EXPECT_EQ(forced(evens), v({2, 6}));
+	EXPECT_EQ(calls, 8);
+}
+
+TEST(ASetChoose, ElementsMappedToNothingLeaveWithoutAnEffect)
+{
+	// An element mapped to nothing is not remembered; its removal must still leave every kept result alone, even when
+	// another element maps to the same value (counting) and when it comes back later.
+	cset<int> s{1, 2, 3, 4, 5};
+	int calls = 0;
+	auto halves = choose(s,
+	                     [&](int x) -> std::optional<int>
+	                     {
+		                     ++calls;
+		                     return x % 2 == 0 ? std::optional<int>(x / 2) : std::nullopt;
+	                     });
+	EXPECT_EQ(forced(halves), v({1, 2}));
+	transact([&] { s.remove(1), s.remove(3), s.add(8); });
+	EXPECT_EQ(forced(halves), v({1, 2, 4}));
+	transact([&] { s.add(1), s.remove(2); });
+	EXPECT_EQ(forced(halves), v({2, 4}));
+	transact([&] { s.remove(5), s.remove(1), s.remove(4); });
+	EXPECT_EQ(forced(halves), v({4}));
+	EXPECT_EQ(calls, 7); // 1–5, 8, and 1 again
+}
+
 TEST(ASetUnion, WithAConstantKeepsSharedElements) // S3
 {
 	auto k = asetOf(v({1, 2, 3}));

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,6 +24,7 @@
 
 #include <absl/container/btree_map.h>
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include <quokka/adaptive/history.hpp>
 #include <quokka/adaptive/persistent_map.hpp>
@@ -281,7 +283,22 @@ struct ElementCache<T, V, std::void_t<decltype(std::hash<T>{}(std::declval<const
 	                                        // pointer is the identity, too weak for SwissTable's 7-bit tags
 };
 
-/// choose (and map/filter): f runs once per added element; results are cached so removal never calls f.
+/// Set of elements: hashed when T has std::hash, else ordered.
+template <typename T, typename = void>
+struct ElementSet
+{
+	using type = std::set<T>;
+};
+template <typename T>
+struct ElementSet<T, std::void_t<decltype(std::hash<T>{}(std::declval<const T&>()))>>
+{
+	using type = absl::flat_hash_set<T>; // (absl::Hash: see ElementCache)
+};
+
+/// choose (and map): f runs once per added element; the results that are values are cached so removal never calls f.
+/// Elements f maps to nothing are not remembered at all: their removal has nothing to retract (the input's deltas
+/// are effective, so an element is never removed without having been added), and a choose that keeps few of many
+/// elements — the heap/classic split of a scene — then holds only those few.
 template <typename T, typename U, typename F>
 class SetChooseReader final : public OpReader<SetTrace<U>>
 {
@@ -298,13 +315,14 @@ protected:
 			{
 				std::optional<U> r = f_(k);
 				if (r)
+				{
 					addCount(out, *r, 1);
-				cache_.insert_or_assign(k, std::move(r));
+					cache_.insert_or_assign(k, std::move(*r));
+				}
 			}
 			else if (auto it = cache_.find(k); it != cache_.end())
 			{
-				if (it->second)
-					addCount(out, *it->second, -1);
+				addCount(out, it->second, -1);
 				cache_.erase(it);
 			}
 		}
@@ -314,7 +332,41 @@ protected:
 private:
 	SetReader<T> input_;
 	F f_;
-	typename ElementCache<T, std::optional<U>>::type cache_;
+	typename ElementCache<T, U>::type cache_;
+};
+
+/// filter: the predicate runs once per added element; the elements it kept are remembered (membership only, no
+/// mapped copy), so removal never calls it and an element it rejected costs nothing after its add.
+template <typename T, typename P>
+class SetFilterReader final : public OpReader<SetTrace<T>>
+{
+public:
+	SetFilterReader(SetReader<T> input, P p) : input_(std::move(input)), p_(std::move(p)) {}
+
+protected:
+	SetDelta<T> compute(Token t) override
+	{
+		SetDelta<T> out;
+		for (const auto& [k, c] : input_->getChanges(t))
+		{
+			if (c > 0)
+			{
+				if (p_(k))
+				{
+					addCount(out, k, 1);
+					kept_.insert(k);
+				}
+			}
+			else if (kept_.erase(k) != 0)
+				addCount(out, k, -1);
+		}
+		return out;
+	}
+
+private:
+	SetReader<T> input_;
+	P p_;
+	typename ElementSet<T>::type kept_;
 };
 
 /// union of a fixed list of sets: the counting history keeps an element while any input holds it.
@@ -658,11 +710,11 @@ auto map(const aset<T>& s, F f) -> aset<std::decay_t<std::invoke_result_t<F&, co
 	return choose(s, [f = std::move(f)](const T& v) mutable { return std::optional<U>(f(v)); });
 }
 
-/// Keeps the elements satisfying `p`.
+/// Keeps the elements satisfying `p` (run once per added element).
 template <typename T, typename P>
 aset<T> filter(const aset<T>& s, P p)
 {
-	return choose(s, [p = std::move(p)](const T& v) mutable { return p(v) ? std::optional<T>(v) : std::nullopt; });
+	return detail::derivedSet<T>(makeRef<detail::SetFilterReader<T, P>>(s.getDeltaReader(), std::move(p)));
 }
 
 /// Maps every element to a resource f(x) that is released with dispose(u) when x leaves (notes S6). The Subscription

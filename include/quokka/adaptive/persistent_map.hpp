@@ -42,11 +42,14 @@ class PMap
 			std::swap(p, o.p);
 			return *this;
 		}
+		// The test inline, the deletion (recursive through the children) out of line: an update moves NodePtrs
+		// through every level of its descent, and each moved-from or still-shared one is then a test, not a call.
 		~NodePtr()
 		{
-			if (p && --p->rc == 0)
-				delete p;
+			if (p && --p->rc == 0) [[unlikely]]
+				destroy(p);
 		}
+		[[gnu::noinline]] static void destroy(Node* n) { delete n; }
 		Node* operator->() const { return p; }
 		explicit operator bool() const { return p != nullptr; }
 	};
