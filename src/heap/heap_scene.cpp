@@ -17,6 +17,7 @@
 #include <utility>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
 
 #include <quokka/base/assert.hpp>
 #include <quokka/base/clock.hpp>
@@ -1027,6 +1028,9 @@ void HeapObject::detachFromSlot()
 Result<void> HeapObject::place()
 {
 	const scene::RenderObject& o = *object_;
+	if (!heapEligible(o))
+		return fail("its topology (strips, fans, or one that is not a constant) cannot be drawn by the heap: draw it "
+		            "on the classic path, or set HeapOptions::skip_ineligible and give it to a classic pass");
 	QUOKKA_TRY_ASSIGN(source, scene_->context->objectEffect(o));
 	QUOKKA_TRY_ASSIGN(effect, scene_->heapEffect(*source));
 	const fx::EffectInterface& iface = effect->iface;
@@ -1039,8 +1043,10 @@ Result<void> HeapObject::place()
 		    // Read everything first (shader-driven: only what the compiled effect uses), then place.
 		    // Values derived from the object's ModelTrafo alone are pooled by (input, recipe): no adaptive node per
 		    // object, and nothing left in the derived table when the object goes.
-		    std::vector<aval<UniformValue>> uniforms;
-		    std::vector<classic::DerivedRecipe> recipes;
+		    // (Inline storage: an add otherwise spent a dozen allocations growing these few-element arrays.)
+		    absl::InlinedVector<aval<UniformValue>, 8> uniforms;
+		    absl::InlinedVector<classic::DerivedRecipe, 8> recipes;
+		    views_.reserve(iface.attributes.size());
 		    for (const fx::UniformMember& m : iface.uniforms)
 		    {
 			    aval<UniformValue> input;
@@ -1088,7 +1094,7 @@ Result<void> HeapObject::place()
 
 		    // Group-fit placement: a chunk already holding one of the inputs, else the newest, else a new one; the
 		    // first where every input fits (allocations are rolled back when one does not).
-		    std::vector<uint32_t> candidates;
+		    absl::InlinedVector<uint32_t, 8> candidates;
 		    auto consider = [&](uint32_t c)
 		    {
 			    if (std::find(candidates.begin(), candidates.end(), c) == candidates.end())
@@ -1746,10 +1752,10 @@ Result<void> HeapScene::update()
 	std::vector<RenderObjectPtr> added;
 	std::vector<const scene::RenderObject*> removed;
 	for (const auto& [object, count] : changes)
-		if (count > 0)
+		if (count < 0)
+			removed.push_back(object.get()); // (one never placed is not found below)
+		else if (!p.options.skip_ineligible || heapEligible(*object))
 			added.push_back(object);
-		else
-			removed.push_back(object.get());
 	{
 		// Scattered objects: the lookups, then the detaches, prefetch ahead (HeapObject::prefetch).
 		constexpr size_t kAhead = 4;

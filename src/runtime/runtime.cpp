@@ -198,11 +198,11 @@ Result<bool> RenderTask::update()
 		{
 			if (options_.path == RenderPath::Heap)
 			{
+				// The heap reads the leaves itself and skips what it cannot draw; the classic pass gets the rest.
 				const auto leaves = scene::leafSet(render->tree);
-				e.heap = std::make_unique<heap::HeapScene>(
-				    runtime_->context(), signature_,
-				    adaptive::filter(leaves, [](const scene::RenderObjectPtr& o) { return heap::heapEligible(*o); }),
-				    options_.heap);
+				heap::HeapOptions heap_options = options_.heap;
+				heap_options.skip_ineligible = true;
+				e.heap = std::make_unique<heap::HeapScene>(runtime_->context(), signature_, leaves, heap_options);
 				e.pass = std::make_unique<classic::ScenePass>(
 				    runtime_->context(), signature_,
 				    scene::RenderTree::ofObjects(adaptive::filter(leaves, [](const scene::RenderObjectPtr& o)

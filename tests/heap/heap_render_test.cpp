@@ -686,6 +686,85 @@ TEST_F(HeapRenderTest, NormalMatricesArePooledByTheirModelTrafoAndFollowItsEdits
 	}
 }
 
+/// Strip topologies are not heap-drawable: on the heap path the runtime's heap scene reads the whole set and skips
+/// them (HeapOptions::skip_ineligible) while the classic pass draws them — through adds and removes of both kinds —
+/// and a HeapScene without that option fails with one line instead of drawing them wrongly.
+TEST_F(HeapRenderTest, ObjectsTheHeapCannotDrawGoToTheClassicPassThroughAddsAndRemoves)
+{
+	const Effects fx;
+	RandomScene s = randomScene(23, 24, fx);
+	std::vector<RenderObjectPtr> strips;
+	for (size_t i = 0; i < 4; ++i)
+	{
+		RenderObject o = *s.objects[i];
+		o.state.topology = adaptive::constant(VK_PRIMITIVE_TOPOLOGY_TRIANGLE_STRIP);
+		strips.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	std::vector<RenderObjectPtr> all(s.objects.begin() + 4, s.objects.end());
+	all.insert(all.end(), strips.begin(), strips.end());
+	adaptive::cset<RenderObjectPtr> set(all);
+	const auto tree = RenderTree::ofObjects(set);
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	auto classic = task(tree, {});
+	auto heap = task(tree, options);
+	for (int step = 0; step < 4; ++step)
+	{
+		if (step == 1)
+		{
+			adaptive::Transaction tx;
+			set.remove(strips[0]);
+			set.remove(strips[1]);
+			set.remove(s.objects[5]);
+		}
+		if (step == 2)
+		{
+			adaptive::Transaction tx;
+			set.add(strips[0]);
+			set.add(s.objects[0]);
+		}
+		if (step == 3)
+		{
+			adaptive::Transaction tx;
+			for (const RenderObjectPtr& x : strips)
+				set.remove(x);
+		}
+		ASSERT_EQ(frame(*classic), "");
+		const Rgba8Image reference = pixels();
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_EQ(differing(pixels(), reference), 0u) << "step " << step;
+		EXPECT_GT(covered(reference), 0u);
+	}
+	// Every strip shows: the image with them differs from the image without them.
+	{
+		adaptive::Transaction tx;
+		set.add(strips[2]);
+	}
+	ASSERT_EQ(frame(*heap), "");
+	const Rgba8Image with_strip = pixels();
+	{
+		adaptive::Transaction tx;
+		set.remove(strips[2]);
+	}
+	ASSERT_EQ(frame(*heap), "");
+	EXPECT_GT(differing(with_strip, pixels()), 0u);
+
+	// The heap scene itself: the strips are skipped with the option and an error without it.
+	adaptive::cset<RenderObjectPtr> mixed(std::vector<RenderObjectPtr>{s.objects[6], strips[3]});
+	HeapOptions skip;
+	skip.skip_ineligible = true;
+	HeapScene skipping(runtime_->context(), signature_, mixed, skip);
+	ASSERT_TRUE(skipping.update().ok());
+	EXPECT_EQ(skipping.objectCount(), 1u);
+	HeapScene strict(runtime_->context(), signature_, mixed, HeapOptions{});
+	const auto r = strict.update();
+	ASSERT_FALSE(r.ok());
+	EXPECT_NE(r.error().message.find("render object #" + std::to_string(strips[3]->id)), std::string::npos)
+	    << r.error().message;
+	EXPECT_NE(r.error().message.find("topology"), std::string::npos) << r.error().message;
+	EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << r.error().message;
+}
+
 TEST_F(HeapRenderTest, BadObjectsFailWithOneLineNamingThem)
 {
 	const Effects fx;

@@ -58,6 +58,10 @@ struct HeapOptions
 	/// the megacall, larger ones by indirect commands. Measured on the H200 (docs/benchmarks.md): the megacall is
 	/// faster at 12 emitted vertices per record (0.55×), slower from 36 on (1.3×), so the crossover is about 24.
 	uint32_t megacall_below = 24;
+	/// Objects heapEligible() rejects are ignored instead of failing update(): for a caller that draws them another
+	/// way (the runtime hands the classic pass the complement). The heap then reads the scene's set itself, not a
+	/// filtered copy — which would cost every added or removed object one more persistent-set update.
+	bool skip_ineligible = false;
 };
 
 /// Counters of the last update() … encode(), plus the heap's current shape.
