@@ -190,6 +190,32 @@ TEST_F(BufferTest, TenThousandScatteredStagingWritesEqualACpuModel)
 	EXPECT_LE(ring.stagingBytes(), 2u * ring.chunkBytes());
 }
 
+// A frame far larger than the chunk size: the chunks it opens grow with what it staged so far, so 4 MiB in 4 KiB writes
+// through a 64 KiB ring takes a handful of chunks (one copy command each) instead of 64, and the bytes arrive intact.
+TEST_F(BufferTest, ALargeFrameOpensGeometricallyGrowingChunks)
+{
+	constexpr uint64_t kSize = 4 << 20, kWrite = 4 << 10;
+	auto dst = device().createBuffer({kSize, BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
+	                                  MemoryDomain::DeviceLocal, "staged.large"});
+	ASSERT_TRUE(dst.ok());
+	const std::vector<std::byte> model = randomBytes(kSize, 31);
+	StagingRing ring(device(), 64 << 10);
+	// Descending offsets: no two writes merge on the destination side, so each chunk is one copy command.
+	for (uint64_t offset = kSize; offset > 0; offset -= kWrite)
+		ASSERT_TRUE(ring.write(dst.value(), offset - kWrite, model.data() + offset - kWrite, kWrite).ok());
+	auto list = device().beginCommands();
+	ASSERT_TRUE(list.ok());
+	const StagingFlushStats stats = ring.flush(list.value());
+	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+	EXPECT_LE(stats.destinations, 8u); // 64 + 64 + 128 + … KiB: 7 chunks (the old ring: 64)
+	EXPECT_GE(stats.destinations, 2u);
+	EXPECT_EQ(stats.bytes, kSize);
+	EXPECT_EQ(ring.chunkBytes(), 4u << 20); // the next frame of this volume fits one chunk
+	auto back = device().readBuffer(*dst.value(), 0, kSize);
+	ASSERT_TRUE(back.ok());
+	EXPECT_EQ(std::memcmp(back.value().data(), model.data(), kSize), 0);
+}
+
 // Ascending writes take the append path: contiguous ones (16-byte sizes keep the staging side contiguous too) merge
 // into one region, gaps start new ones; a write behind the last one then switches to the overlap-resolving path and
 // must still win over the older bytes it covers.
