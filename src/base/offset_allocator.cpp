@@ -102,6 +102,7 @@ OffsetAllocator& OffsetAllocator::operator=(OffsetAllocator&& other) noexcept
 	bad_frees_ = std::exchange(other.bad_frees_, 0);
 	pool_head_ = std::exchange(other.pool_head_, kNone);
 	pooled_ = std::exchange(other.pooled_, 0);
+	node_count_ = std::exchange(other.node_count_, 0);
 	generation_ = std::exchange(other.generation_, 0);
 	used_words_ = std::exchange(other.used_words_, 0);
 	for (uint32_t i = 0; i < kBinCount / 64; ++i)
@@ -115,16 +116,17 @@ void OffsetAllocator::reset()
 {
 	if (nodes_.size() < kFirstNode)
 		nodes_.resize(kFirstNode);
+	node_count_ = uint32_t(nodes_.size());
 	for (uint32_t i = 0; i < kFirstNode; ++i)
 	{
 		// Empty circular lists: every sentinel links to itself.
 		Node& sentinel = nodes_[i];
 		sentinel = Node{};
-		sentinel.bin_prev = sentinel.bin_next = i;
-		sentinel.phys_prev = sentinel.phys_next = i;
+		sentinel.bin_prev = sentinel.bin_next = ref(i);
+		sentinel.phys_prev = sentinel.phys_next = ref(i);
 	}
 	nodes_[kBoundary].bin_prev = kTagBoundary;
-	nodes_[kScratch].bin_next = kScratchLink;
+	nodes_[kScratch].bin_next = ref(kScratchLink);
 	// Every node goes back to the pool, which makes every handle stale (the generation counter is not reset). The
 	// pool pops the lowest index first.
 	pool_head_ = kNone;
@@ -134,7 +136,7 @@ void OffsetAllocator::reset()
 		Node& node = nodes_[i];
 		node.bin_prev = kTagPooled;
 		node.bin_next = pool_head_;
-		pool_head_ = i;
+		pool_head_ = ref(i);
 		++pooled_;
 	}
 	live_count_ = 0;
@@ -148,61 +150,69 @@ void OffsetAllocator::reset()
 		growPool();
 	const uint32_t all = pool_head_;
 	Node* const nodes = nodes_.data();
-	pool_head_ = nodes[all].bin_next;
+	Node& whole = at(nodes, all);
+	pool_head_ = whole.bin_next;
 	--pooled_;
-	nodes[all].offset = 0;
-	nodes[all].size = size_;
-	nodes[all].phys_prev = nodes[all].phys_next = kBoundary;
+	whole.offset = 0;
+	whole.size = size_;
+	whole.phys_prev = whole.phys_next = ref(kBoundary);
 	nodes[kBoundary].phys_prev = nodes[kBoundary].phys_next = all;
 	insertFree(nodes, all, roundDown(size_));
 	total_free_ = size_;
 }
 
-// Refills the empty node pool (amortised: the vector grows geometrically). Out of line: the hot paths only test
-// pool_head_.
+// Refills the empty node pool (amortised: the vector grows geometrically) and returns its top's ref. Out of line: the
+// hot paths only test pool_head_.
 [[gnu::noinline]] uint32_t OffsetAllocator::growPool()
 {
 	const uint32_t first = uint32_t(nodes_.size());
-	const uint32_t count = std::max<uint32_t>(first - kFirstNode, 16u);
+	// Refs must stay below the state tags.
+	const uint32_t cap = kTagBoundary / kNodeBytes;
+	QUOKKA_ASSERT(first < cap, "OffsetAllocator: more than 178 million nodes");
+	const uint32_t count = std::min(std::max<uint32_t>(first - kFirstNode, 16u), cap - first);
 	nodes_.resize(size_t(first) + count);
+	node_count_ = uint32_t(nodes_.size());
 	for (uint32_t i = first + count; i-- > first;)
 	{
 		nodes_[i].bin_next = pool_head_;
-		pool_head_ = i;
+		pool_head_ = ref(i);
 	}
 	pooled_ += count;
 	return pool_head_;
 }
 
-// Files node `index` (size set, in no list) at the head of `bin`, its round-down bin. Leaves total_free_ alone.
-inline void OffsetAllocator::insertFree(Node* nodes, uint32_t index, uint32_t bin)
+// Files the node at `node_ref` (size set, in no list) at the head of `bin`, its round-down bin. Leaves total_free_
+// alone.
+inline void OffsetAllocator::insertFree(Node* nodes, uint32_t node_ref, uint32_t bin)
 {
-	Node& node = nodes[index];
-	Node& sentinel = nodes[bin];
+	Node& node = at(nodes, node_ref);
+	const uint32_t sentinel_ref = ref(bin);
+	Node& sentinel = at(nodes, sentinel_ref);
 	const uint32_t head = sentinel.bin_next;
-	node.bin_prev = bin;
+	node.bin_prev = sentinel_ref;
 	node.bin_next = head;
-	nodes[head].bin_prev = index; // the sentinel's own bin_prev when the bin was empty
-	sentinel.bin_next = index;
+	at(nodes, head).bin_prev = node_ref; // the sentinel's own bin_prev when the bin was empty
+	sentinel.bin_next = node_ref;
 	used_bins_[bin >> 6] |= uint64_t(1) << (bin & 63);
 	used_words_ |= 1u << (bin >> 6);
 }
 
 // Unlinks a free node from its bin list. Leaves total_free_ alone; the caller retags the node.
-inline void OffsetAllocator::removeFree(Node* nodes, uint32_t index)
+inline void OffsetAllocator::removeFree(Node* nodes, uint32_t node_ref)
 {
-	const Node& node = nodes[index];
+	const Node& node = at(nodes, node_ref);
 	const uint32_t prev = node.bin_prev;
 	const uint32_t next = node.bin_next;
-	nodes[prev].bin_next = next;
-	nodes[next].bin_prev = prev;
+	at(nodes, prev).bin_next = next;
+	at(nodes, next).bin_prev = prev;
 	// prev == next only when both are the bin's sentinel — whose index is the bin — i.e. the bin is now empty (~6 % of
 	// unlinks on the bench stream, so a well-predicted branch beats branch-free mask arithmetic). The scratch node
 	// links to two different nodes and never gets here.
 	if (prev == next) [[unlikely]]
 	{
-		const uint32_t word = prev >> 6;
-		used_bins_[word] &= ~(uint64_t(1) << (prev & 63));
+		const uint32_t bin = prev / kNodeBytes;
+		const uint32_t word = bin >> 6;
+		used_bins_[word] &= ~(uint64_t(1) << (bin & 63));
 		if (used_bins_[word] == 0)
 			used_words_ &= ~(1u << word);
 	}
@@ -225,15 +235,16 @@ inline uint32_t OffsetAllocator::findFreeBin(uint32_t min_bin) const
 }
 
 // Exact-fit fallback: nodes in the request's round-down bin have sizes in [class, next class) and may still hold
-// `size` units. Only reached when every bin ≥ the round-up class is empty, i.e. on the way to a failure.
+// `size` units. Returns a ref. Only reached when every bin ≥ the round-up class is empty, i.e. on the way to a
+// failure.
 [[gnu::noinline]] uint32_t OffsetAllocator::findExactFit(uint32_t size) const
 {
 	const uint32_t down = roundDown(size);
 	if (down == roundUp(size))
 		return kNone; // a class size: the round-up search already covered this bin
-	for (uint32_t i = nodes_[down].bin_next; i != down; i = nodes_[i].bin_next)
-		if (nodes_[i].size >= size)
-			return i;
+	for (uint32_t r = node(ref(down)).bin_next; r != ref(down); r = node(r).bin_next)
+		if (node(r).size >= size)
+			return r;
 	return kNone;
 }
 
@@ -243,22 +254,22 @@ Allocation OffsetAllocator::allocate(uint32_t size)
 		return {};
 	const uint32_t found = findFreeBin(roundUp(size));
 	// Every node of a bin ≥ the round-up class fits.
-	const uint32_t index = found != kNone ? nodes_[found].bin_next : findExactFit(size);
-	if (index == kNone)
+	const uint32_t rest_ref = found != kNone ? nodes_[found].bin_next : findExactFit(size);
+	if (rest_ref == kNone)
 		return {};
 
 	total_free_ -= size;
 	++live_count_;
 	Node* nodes = nodes_.data();
-	const uint32_t remainder = nodes[index].size - size;
+	const uint32_t remainder = at(nodes, rest_ref).size - size;
 	const uint32_t generation = ++generation_;
 	if (remainder == 0)
 	{
-		Node& node = nodes[index];
-		removeFree(nodes, index);
+		Node& node = at(nodes, rest_ref);
+		removeFree(nodes, rest_ref);
 		node.bin_prev = kTagUsed;
 		node.bin_next = generation;
-		return {node.offset, index, generation};
+		return {node.offset, rest_ref / kNodeBytes, generation};
 	}
 	// Split: the allocation gets a new node in front of the free node, which keeps the rest. The free node stays
 	// where it is when the rest files in the same bin and the node heads it (its list position is then the one a
@@ -269,8 +280,8 @@ Allocation OffsetAllocator::allocate(uint32_t size)
 		live = growPool();
 		nodes = nodes_.data();
 	}
-	Node& rest = nodes[index];
-	Node& node = nodes[live];
+	Node& rest = at(nodes, rest_ref);
+	Node& node = at(nodes, live);
 	pool_head_ = node.bin_next;
 	--pooled_;
 	const uint32_t prev = rest.phys_prev;
@@ -278,27 +289,27 @@ Allocation OffsetAllocator::allocate(uint32_t size)
 	node.offset = offset;
 	node.size = size;
 	node.phys_prev = prev;
-	node.phys_next = index;
+	node.phys_next = rest_ref;
 	node.bin_prev = kTagUsed;
 	node.bin_next = generation;
-	nodes[prev].phys_next = live;
+	at(nodes, prev).phys_next = live;
 	rest.phys_prev = live;
 	rest.offset = offset + size;
 	rest.size = remainder;
 	const uint32_t bin = roundDown(remainder);
-	// rest.bin_prev is `bin` exactly when the rest already heads `bin`: otherwise it is another bin's sentinel or a
-	// range node (index ≥ kFirstNode).
-	if (rest.bin_prev != bin)
+	// rest.bin_prev is bin's sentinel exactly when the rest already heads `bin`: otherwise it is another bin's
+	// sentinel or a range node.
+	if (rest.bin_prev != ref(bin))
 	{
-		removeFree(nodes, index);
-		insertFree(nodes, index, bin);
+		removeFree(nodes, rest_ref);
+		insertFree(nodes, rest_ref, bin);
 	}
-	return {offset, live, generation};
+	return {offset, live / kNodeBytes, generation};
 }
 
 inline bool OffsetAllocator::handleLive(const Allocation& allocation) const
 {
-	if (allocation.node >= nodes_.size())
+	if (allocation.node >= node_count_)
 		return false;
 	const Node& node = nodes_[allocation.node];
 	return node.bin_prev == kTagUsed && node.bin_next == allocation.generation && node.offset == allocation.offset;
@@ -317,8 +328,8 @@ bool OffsetAllocator::free(const Allocation& allocation)
 		return false;
 	}
 	Node* const nodes = nodes_.data();
-	const uint32_t index = allocation.node;
-	Node& node = nodes[index];
+	const uint32_t node_ref = ref(allocation.node);
+	Node& node = at(nodes, node_ref);
 	--live_count_;
 	total_free_ += node.size;
 	// The boundary sentinel is never free: no "has a neighbour" tests. On random streams about half the neighbours are
@@ -326,12 +337,12 @@ bool OffsetAllocator::free(const Allocation& allocation)
 	// the scratch node, on which the unlink, the resize (its size is 0) and the pooling below are no-ops.
 	const uint32_t prev = node.phys_prev;
 	const uint32_t next = node.phys_next;
-	const bool prev_free = nodes[prev].bin_prev < kTagBoundary;
-	const bool next_free = nodes[next].bin_prev < kTagBoundary;
-	const uint32_t absorb_prev = select(prev_free, prev, kScratch);
-	const uint32_t absorb_next = select(next_free, next, kScratch);
-	Node& before = nodes[absorb_prev];
-	Node& after = nodes[absorb_next];
+	const bool prev_free = at(nodes, prev).bin_prev < kTagBoundary;
+	const bool next_free = at(nodes, next).bin_prev < kTagBoundary;
+	const uint32_t absorb_prev = select(prev_free, prev, ref(kScratch));
+	const uint32_t absorb_next = select(next_free, next, ref(kScratch));
+	Node& before = at(nodes, absorb_prev);
+	Node& after = at(nodes, absorb_next);
 	removeFree(nodes, absorb_prev);
 	removeFree(nodes, absorb_next);
 	node.offset -= before.size;
@@ -348,13 +359,13 @@ bool OffsetAllocator::free(const Allocation& allocation)
 	pool = select(next_free, absorb_next, pool);
 	pool_head_ = pool;
 	pooled_ += uint32_t(prev_free) + uint32_t(next_free);
-	nodes[kScratch].bin_prev = kScratch;
-	nodes[kScratch].bin_next = kScratchLink;
+	nodes[kScratch].bin_prev = ref(kScratch);
+	nodes[kScratch].bin_next = ref(kScratchLink);
 	node.phys_prev = new_prev;
 	node.phys_next = new_next;
-	nodes[new_prev].phys_next = index;
-	nodes[new_next].phys_prev = index;
-	insertFree(nodes, index, roundDown(node.size));
+	at(nodes, new_prev).phys_next = node_ref;
+	at(nodes, new_next).phys_prev = node_ref;
+	insertFree(nodes, node_ref, roundDown(node.size));
 	return true;
 }
 
@@ -367,8 +378,8 @@ StorageReport OffsetAllocator::storageReport() const
 	{
 		const uint32_t word = 31u - uint32_t(std::countl_zero(used_words_));
 		const uint32_t bin = (word << 6) | (63u - uint32_t(std::countl_zero(used_bins_[word])));
-		for (uint32_t i = nodes_[bin].bin_next; i != bin; i = nodes_[i].bin_next)
-			report.largest_free = std::max(report.largest_free, nodes_[i].size);
+		for (uint32_t r = nodes_[bin].bin_next; r != ref(bin); r = node(r).bin_next)
+			report.largest_free = std::max(report.largest_free, node(r).size);
 	}
 	if (nodes_.size() >= kFirstNode)
 		report.free_regions = uint32_t(nodes_.size() - kFirstNode) - pooled_ - live_count_;
@@ -380,9 +391,9 @@ std::vector<FreeRegion> OffsetAllocator::freeRegions() const
 	std::vector<FreeRegion> regions;
 	if (nodes_.size() < kFirstNode)
 		return regions;
-	for (uint32_t i = nodes_[kBoundary].phys_next; i != kBoundary; i = nodes_[i].phys_next)
-		if (nodes_[i].bin_prev < kTagBoundary)
-			regions.push_back({nodes_[i].offset, nodes_[i].size});
+	for (uint32_t r = nodes_[kBoundary].phys_next; r != ref(kBoundary); r = node(r).phys_next)
+		if (node(r).bin_prev < kTagBoundary)
+			regions.push_back({node(r).offset, node(r).size});
 	return regions;
 }
 
@@ -399,10 +410,19 @@ Result<void> OffsetAllocator::validate() const
 	auto fail = [](std::string what) { return makeError(ErrorCode::InvalidArgument, "OffsetAllocator: " + what); };
 	if (nodes_.size() < kFirstNode)
 		return size_ == 0 && live_count_ == 0 && total_free_ == 0 ? Result<void>{} : fail("sentinels missing");
+	if (node_count_ != nodes_.size())
+		return fail("node count " + std::to_string(node_count_) + " but " + std::to_string(nodes_.size()) + " nodes");
+	// A link's node index, or kNone when the link is not the ref of a node in [first, nodes_.size()).
+	auto index = [&](uint32_t link, uint32_t first) -> uint32_t
+	{
+		if (link % kNodeBytes != 0 || link / kNodeBytes < first || link / kNodeBytes >= nodes_.size())
+			return kNone;
+		return link / kNodeBytes;
+	};
 	if (nodes_[kBoundary].bin_prev != kTagBoundary)
 		return fail("the boundary sentinel is not tagged as one");
 	const Node& scratch = nodes_[kScratch];
-	if (scratch.size != 0 || scratch.bin_prev != kScratch || scratch.bin_next != kScratchLink)
+	if (scratch.size != 0 || scratch.bin_prev != ref(kScratch) || scratch.bin_next != ref(kScratchLink))
 		return fail("the scratch node is not empty and self-linked");
 	uint64_t covered = 0;
 	uint64_t free_units = 0;
@@ -410,14 +430,15 @@ Result<void> OffsetAllocator::validate() const
 	uint32_t free_nodes = 0;
 	uint32_t prev = kBoundary;
 	uint32_t steps = 0;
-	for (uint32_t i = nodes_[kBoundary].phys_next; i != kBoundary; prev = i, i = nodes_[i].phys_next)
+	for (uint32_t link = nodes_[kBoundary].phys_next; link != ref(kBoundary); link = nodes_[prev].phys_next)
 	{
 		if (++steps > nodes_.size())
 			return fail("neighbour list has a cycle");
-		if (i < kFirstNode || i >= nodes_.size())
-			return fail("neighbour list links to node " + std::to_string(i));
+		const uint32_t i = index(link, kFirstNode);
+		if (i == kNone)
+			return fail("neighbour list links to ref " + std::to_string(link));
 		const Node& node = nodes_[i];
-		if (node.phys_prev != prev)
+		if (node.phys_prev != ref(prev))
 			return fail("node " + std::to_string(i) + " has a wrong previous-neighbour link");
 		if (node.offset != covered)
 			return fail("gap or overlap at offset " + std::to_string(covered));
@@ -435,8 +456,9 @@ Result<void> OffsetAllocator::validate() const
 		else
 			return fail("pooled node " + std::to_string(i) + " is linked into the neighbour list");
 		covered += node.size;
+		prev = i;
 	}
-	if (nodes_[kBoundary].phys_prev != prev)
+	if (nodes_[kBoundary].phys_prev != ref(prev))
 		return fail("boundary's previous-neighbour link is not the last node");
 	if (covered != size_)
 		return fail("nodes cover " + std::to_string(covered) + " of " + std::to_string(size_) + " units");
@@ -448,20 +470,22 @@ Result<void> OffsetAllocator::validate() const
 	for (uint32_t bin = 0; bin < kBinCount; ++bin)
 	{
 		const bool bit = (used_bins_[bin >> 6] >> (bin & 63)) & 1u;
-		if (bit != (nodes_[bin].bin_next != bin))
+		if (bit != (nodes_[bin].bin_next != ref(bin)))
 			return fail("bitmask disagrees with bin " + std::to_string(bin));
 		uint32_t bprev = bin;
-		for (uint32_t i = nodes_[bin].bin_next; i != bin; bprev = i, i = nodes_[i].bin_next)
+		for (uint32_t link = nodes_[bin].bin_next; link != ref(bin); link = nodes_[bprev].bin_next)
 		{
 			if (++binned > free_nodes)
 				return fail("bin lists hold more nodes than there are free nodes");
-			if (i < kFirstNode || i >= nodes_.size())
-				return fail("bin " + std::to_string(bin) + " links to node " + std::to_string(i));
+			const uint32_t i = index(link, kFirstNode);
+			if (i == kNone)
+				return fail("bin " + std::to_string(bin) + " links to ref " + std::to_string(link));
 			const Node& node = nodes_[i];
-			if (node.bin_prev != bprev || sizeClassRoundDown(node.size) != bin)
+			if (node.bin_prev != ref(bprev) || sizeClassRoundDown(node.size) != bin)
 				return fail("node " + std::to_string(i) + " misfiled in bin " + std::to_string(bin));
+			bprev = i;
 		}
-		if (nodes_[bin].bin_prev != bprev)
+		if (nodes_[bin].bin_prev != ref(bprev))
 			return fail("bin " + std::to_string(bin) + " list tail link is wrong");
 	}
 	for (uint32_t word = 0; word < kBinCount / 64; ++word)
@@ -472,10 +496,12 @@ Result<void> OffsetAllocator::validate() const
 	if (binned != free_nodes)
 		return fail("free nodes missing from the bins");
 	uint32_t pooled = 0;
-	for (uint32_t i = pool_head_; i != kNone; i = nodes_[i].bin_next)
+	for (uint32_t link = pool_head_; link != kNone;)
 	{
-		if (i < kFirstNode || i >= nodes_.size() || nodes_[i].bin_prev != kTagPooled || ++pooled > pooled_)
-			return fail("node pool list is corrupt at node " + std::to_string(i));
+		const uint32_t i = index(link, kFirstNode);
+		if (i == kNone || nodes_[i].bin_prev != kTagPooled || ++pooled > pooled_)
+			return fail("node pool list is corrupt at ref " + std::to_string(link));
+		link = nodes_[i].bin_next;
 	}
 	if (pooled != pooled_ || size_t(pooled_) + used + free_nodes + kFirstNode != nodes_.size())
 		return fail("node pool accounting is off");

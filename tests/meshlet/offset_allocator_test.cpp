@@ -112,6 +112,29 @@ TEST(OffsetAllocator, LiveAllocationCountIsNotCappedByTheNodeReservation)
 	EXPECT_EQ(allocator.storageReport().largest_free, 1000u);
 }
 
+TEST(OffsetAllocator, AMovedAllocatorKeepsItsRangesAndTheSourceIsEmpty)
+{
+	OffsetAllocator source(1000, 2);
+	std::vector<Allocation> all;
+	for (uint32_t i = 0; i < 40; ++i) // beyond the reservation: the node pool has grown
+		all.push_back(source.allocate(7));
+	OffsetAllocator moved(std::move(source));
+	EXPECT_TRUE(moved.validate().ok()) << moved.validate().error().message;
+	EXPECT_TRUE(source.validate().ok());
+	EXPECT_EQ(source.liveCount(), 0u);
+	EXPECT_FALSE(source.free(all[0])); // the handles belong to `moved` now
+	for (size_t i = 0; i < all.size(); i += 2)
+		EXPECT_TRUE(moved.free(all[i]));
+	OffsetAllocator assigned(10);
+	assigned = std::move(moved);
+	EXPECT_TRUE(assigned.validate().ok()) << assigned.validate().error().message;
+	EXPECT_EQ(assigned.liveCount(), 20u);
+	for (size_t i = 1; i < all.size(); i += 2)
+		EXPECT_TRUE(assigned.free(all[i]));
+	EXPECT_EQ(assigned.storageReport().largest_free, 1000u);
+	EXPECT_TRUE(assigned.validate().ok());
+}
+
 TEST(OffsetAllocator, BadFreesAreReportedAndLeaveTheAllocatorIntact)
 {
 	OffsetAllocator allocator(4096);

@@ -116,8 +116,10 @@ private:
 	static constexpr uint32_t kScratchLink = kBinCount + 2;
 	static constexpr uint32_t kFirstNode = kBinCount + 3;
 
-	/// A node's bin_prev doubles as its state: a node index while the node is free (filed in a bin list), else one of
-	/// these tags. A live node's bin_next holds its generation, a pooled node's bin_next links the pool.
+	/// Links are *refs*: a node's byte offset in nodes_ (index × sizeof(Node)), so following one is a single
+	/// base + offset address — no index scaling on the hot paths. A node's bin_prev doubles as its state: a ref while
+	/// the node is free (filed in a bin list), else one of these tags (refs stay below them: growPool() caps the node
+	/// count). A live node's bin_next holds its generation, a pooled node's bin_next links the pool.
 	static constexpr uint32_t kTagBoundary = 0xfffffffcu;
 	static constexpr uint32_t kTagPooled = 0xfffffffdu;
 	static constexpr uint32_t kTagUsed = 0xfffffffeu;
@@ -127,15 +129,25 @@ private:
 	{
 		uint32_t offset = 0;
 		uint32_t size = 0;
-		uint32_t bin_prev = kTagPooled; ///< free: previous in the bin list; else the state tag
-		uint32_t bin_next = kNone;      ///< free: next in the bin list; used: generation; pooled: next pooled node
-		uint32_t phys_prev = kNone;
-		uint32_t phys_next = kNone;
+		uint32_t bin_prev = kTagPooled; ///< free: ref of the previous in the bin list; else the state tag
+		uint32_t bin_next = kNone;  ///< free: ref of the next in the bin list; used: generation; pooled: next pooled
+		uint32_t phys_prev = kNone; ///< ref
+		uint32_t phys_next = kNone; ///< ref
 	};
+	static constexpr uint32_t kNodeBytes = uint32_t(sizeof(Node));
+	static constexpr uint32_t ref(uint32_t index) { return index * kNodeBytes; }
+	static Node& at(Node* nodes, uint32_t ref)
+	{
+		return *reinterpret_cast<Node*>(reinterpret_cast<char*>(nodes) + ref);
+	}
+	const Node& node(uint32_t ref) const
+	{
+		return *reinterpret_cast<const Node*>(reinterpret_cast<const char*>(nodes_.data()) + ref);
+	}
 
 	uint32_t growPool();
-	void insertFree(Node* nodes, uint32_t index, uint32_t bin);
-	void removeFree(Node* nodes, uint32_t index);
+	void insertFree(Node* nodes, uint32_t node_ref, uint32_t bin);
+	void removeFree(Node* nodes, uint32_t node_ref);
 	uint32_t findFreeBin(uint32_t min_bin) const;
 	uint32_t findExactFit(uint32_t size) const;
 	bool handleLive(const Allocation& allocation) const;
@@ -144,8 +156,9 @@ private:
 	uint32_t live_count_ = 0;
 	uint64_t total_free_ = 0;
 	uint64_t bad_frees_ = 0;
-	uint32_t pool_head_ = kNone; ///< node pool: a stack linked through bin_next
+	uint32_t pool_head_ = kNone; ///< ref of the node pool's top: a stack linked through bin_next
 	uint32_t pooled_ = 0;        ///< nodes in the pool
+	uint32_t node_count_ = 0;    ///< nodes_.size(), for the handle check
 	uint32_t generation_ = 0;    ///< generation of the latest allocation (one counter for all nodes)
 	/// Two-level bitmask of non-empty bins: bit b of used_bins_[b / 64], and bit w of used_words_ when
 	/// used_bins_[w] != 0.
