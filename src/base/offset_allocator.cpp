@@ -100,7 +100,6 @@ OffsetAllocator& OffsetAllocator::operator=(OffsetAllocator&& other) noexcept
 	live_count_ = std::exchange(other.live_count_, 0);
 	total_free_ = std::exchange(other.total_free_, 0);
 	bad_frees_ = std::exchange(other.bad_frees_, 0);
-	pool_head_ = std::exchange(other.pool_head_, kNone);
 	pooled_ = std::exchange(other.pooled_, 0);
 	node_count_ = std::exchange(other.node_count_, 0);
 	generation_ = std::exchange(other.generation_, 0);
@@ -109,6 +108,8 @@ OffsetAllocator& OffsetAllocator::operator=(OffsetAllocator&& other) noexcept
 		used_bins_[i] = std::exchange(other.used_bins_[i], 0);
 	nodes_ = std::move(other.nodes_);
 	other.nodes_.clear();
+	pool_ = std::move(other.pool_);
+	other.pool_.clear();
 	return *this;
 }
 
@@ -129,15 +130,12 @@ void OffsetAllocator::reset()
 	nodes_[kScratch].bin_next = ref(kScratchLink);
 	// Every node goes back to the pool, which makes every handle stale (the generation counter is not reset). The
 	// pool pops the lowest index first.
-	pool_head_ = kNone;
+	pool_.resize(nodes_.size() + 2);
 	pooled_ = 0;
 	for (uint32_t i = uint32_t(nodes_.size()); i-- > kFirstNode;)
 	{
-		Node& node = nodes_[i];
-		node.bin_prev = kTagPooled;
-		node.bin_next = pool_head_;
-		pool_head_ = ref(i);
-		++pooled_;
+		nodes_[i].bin_prev = kTagPooled;
+		pool_[pooled_++] = ref(i);
 	}
 	live_count_ = 0;
 	total_free_ = 0;
@@ -146,13 +144,11 @@ void OffsetAllocator::reset()
 		word = 0;
 	if (size_ == 0)
 		return; // a moved-from allocator: nothing to manage
-	if (pool_head_ == kNone)
+	if (pooled_ == 0)
 		growPool();
-	const uint32_t all = pool_head_;
+	const uint32_t all = pool_[--pooled_];
 	Node* const nodes = nodes_.data();
 	Node& whole = at(nodes, all);
-	pool_head_ = whole.bin_next;
-	--pooled_;
 	whole.offset = 0;
 	whole.size = size_;
 	whole.phys_prev = whole.phys_next = ref(kBoundary);
@@ -161,9 +157,9 @@ void OffsetAllocator::reset()
 	total_free_ = size_;
 }
 
-// Refills the empty node pool (amortised: the vector grows geometrically) and returns its top's ref. Out of line: the
-// hot paths only test pool_head_.
-[[gnu::noinline]] uint32_t OffsetAllocator::growPool()
+// Refills the empty node pool (amortised: the vector grows geometrically). Out of line: the hot paths only test
+// pooled_.
+[[gnu::noinline]] void OffsetAllocator::growPool()
 {
 	const uint32_t first = uint32_t(nodes_.size());
 	// Refs must stay below the state tags.
@@ -172,13 +168,10 @@ void OffsetAllocator::reset()
 	const uint32_t count = std::min(std::max<uint32_t>(first - kFirstNode, 16u), cap - first);
 	nodes_.resize(size_t(first) + count);
 	node_count_ = uint32_t(nodes_.size());
+	// Room for every node plus free()'s two unconditional pushes.
+	pool_.resize(nodes_.size() + 2);
 	for (uint32_t i = first + count; i-- > first;)
-	{
-		nodes_[i].bin_next = pool_head_;
-		pool_head_ = ref(i);
-	}
-	pooled_ += count;
-	return pool_head_;
+		pool_[pooled_++] = ref(i);
 }
 
 // Files the node at `node_ref` (size set, in no list) at the head of `bin`, its round-down bin. Leaves total_free_
@@ -274,16 +267,14 @@ Allocation OffsetAllocator::allocate(uint32_t size)
 	// Split: the allocation gets a new node in front of the free node, which keeps the rest. The free node stays
 	// where it is when the rest files in the same bin and the node heads it (its list position is then the one a
 	// newly filed remainder would get), which spares two random node accesses.
-	uint32_t live = pool_head_;
-	if (live == kNone) [[unlikely]]
+	if (pooled_ == 0) [[unlikely]]
 	{
-		live = growPool();
+		growPool();
 		nodes = nodes_.data();
 	}
+	const uint32_t live = pool_[--pooled_];
 	Node& rest = at(nodes, rest_ref);
 	Node& node = at(nodes, live);
-	pool_head_ = node.bin_next;
-	--pooled_;
 	const uint32_t prev = rest.phys_prev;
 	const uint32_t offset = rest.offset;
 	node.offset = offset;
@@ -341,24 +332,30 @@ bool OffsetAllocator::free(const Allocation& allocation)
 	const bool next_free = at(nodes, next).bin_prev < kTagBoundary;
 	const uint32_t absorb_prev = select(prev_free, prev, ref(kScratch));
 	const uint32_t absorb_next = select(next_free, next, ref(kScratch));
+	// The scratch node's neighbour links point at the freed node's neighbours, so reading the absorbed nodes' outer
+	// links gives the merged node's neighbours either way.
+	nodes[kScratch].phys_prev = prev;
+	nodes[kScratch].phys_next = next;
 	Node& before = at(nodes, absorb_prev);
 	Node& after = at(nodes, absorb_next);
 	removeFree(nodes, absorb_prev);
 	removeFree(nodes, absorb_next);
 	node.offset -= before.size;
 	node.size += before.size + after.size;
-	const uint32_t new_prev = select(prev_free, before.phys_prev, prev);
-	const uint32_t new_next = select(next_free, after.phys_next, next);
-	// Absorbed neighbours go to the pool; the scratch node's links are restored afterwards.
-	uint32_t pool = pool_head_;
+	const uint32_t new_prev = before.phys_prev;
+	const uint32_t new_next = after.phys_next;
+	// Absorbed neighbours go to the pool: each is written to the top unconditionally and kept by advancing the top
+	// when it was free (a scratch entry is overwritten or left beyond the top). The scratch node's links are restored
+	// afterwards.
 	before.bin_prev = kTagPooled;
-	before.bin_next = pool;
-	pool = select(prev_free, absorb_prev, pool);
 	after.bin_prev = kTagPooled;
-	after.bin_next = pool;
-	pool = select(next_free, absorb_next, pool);
-	pool_head_ = pool;
-	pooled_ += uint32_t(prev_free) + uint32_t(next_free);
+	uint32_t* const pool = pool_.data();
+	uint32_t top = pooled_;
+	pool[top] = absorb_prev;
+	top += uint32_t(prev_free);
+	pool[top] = absorb_next;
+	top += uint32_t(next_free);
+	pooled_ = top;
 	nodes[kScratch].bin_prev = ref(kScratch);
 	nodes[kScratch].bin_next = ref(kScratchLink);
 	node.phys_prev = new_prev;
@@ -495,15 +492,17 @@ Result<void> OffsetAllocator::validate() const
 		return fail("word bitmask has bits beyond the bins");
 	if (binned != free_nodes)
 		return fail("free nodes missing from the bins");
-	uint32_t pooled = 0;
-	for (uint32_t link = pool_head_; link != kNone;)
+	if (pool_.size() != nodes_.size() + 2)
+		return fail("node pool has room for " + std::to_string(pool_.size()) + " refs, not nodes + 2");
+	std::vector<bool> seen(nodes_.size());
+	for (uint32_t k = 0; k < pooled_; ++k)
 	{
-		const uint32_t i = index(link, kFirstNode);
-		if (i == kNone || nodes_[i].bin_prev != kTagPooled || ++pooled > pooled_)
-			return fail("node pool list is corrupt at ref " + std::to_string(link));
-		link = nodes_[i].bin_next;
+		const uint32_t i = index(pool_[k], kFirstNode);
+		if (i == kNone || nodes_[i].bin_prev != kTagPooled || seen[i])
+			return fail("node pool is corrupt at ref " + std::to_string(pool_[k]));
+		seen[i] = true;
 	}
-	if (pooled != pooled_ || size_t(pooled_) + used + free_nodes + kFirstNode != nodes_.size())
+	if (size_t(pooled_) + used + free_nodes + kFirstNode != nodes_.size())
 		return fail("node pool accounting is off");
 	return {};
 }

@@ -119,7 +119,7 @@ private:
 	/// Links are *refs*: a node's byte offset in nodes_ (index × sizeof(Node)), so following one is a single
 	/// base + offset address — no index scaling on the hot paths. A node's bin_prev doubles as its state: a ref while
 	/// the node is free (filed in a bin list), else one of these tags (refs stay below them: growPool() caps the node
-	/// count). A live node's bin_next holds its generation, a pooled node's bin_next links the pool.
+	/// count). A live node's bin_next holds its generation.
 	static constexpr uint32_t kTagBoundary = 0xfffffffcu;
 	static constexpr uint32_t kTagPooled = 0xfffffffdu;
 	static constexpr uint32_t kTagUsed = 0xfffffffeu;
@@ -130,9 +130,9 @@ private:
 		uint32_t offset = 0;
 		uint32_t size = 0;
 		uint32_t bin_prev = kTagPooled; ///< free: ref of the previous in the bin list; else the state tag
-		uint32_t bin_next = kNone;  ///< free: ref of the next in the bin list; used: generation; pooled: next pooled
-		uint32_t phys_prev = kNone; ///< ref
-		uint32_t phys_next = kNone; ///< ref
+		uint32_t bin_next = kNone;      ///< free: ref of the next in the bin list; used: generation
+		uint32_t phys_prev = kNone;     ///< ref
+		uint32_t phys_next = kNone;     ///< ref
 	};
 	static constexpr uint32_t kNodeBytes = uint32_t(sizeof(Node));
 	static constexpr uint32_t ref(uint32_t index) { return index * kNodeBytes; }
@@ -145,7 +145,7 @@ private:
 		return *reinterpret_cast<const Node*>(reinterpret_cast<const char*>(nodes_.data()) + ref);
 	}
 
-	uint32_t growPool();
+	void growPool();
 	void insertFree(Node* nodes, uint32_t node_ref, uint32_t bin);
 	void removeFree(Node* nodes, uint32_t node_ref);
 	uint32_t findFreeBin(uint32_t min_bin) const;
@@ -156,15 +156,16 @@ private:
 	uint32_t live_count_ = 0;
 	uint64_t total_free_ = 0;
 	uint64_t bad_frees_ = 0;
-	uint32_t pool_head_ = kNone; ///< ref of the node pool's top: a stack linked through bin_next
-	uint32_t pooled_ = 0;        ///< nodes in the pool
-	uint32_t node_count_ = 0;    ///< nodes_.size(), for the handle check
-	uint32_t generation_ = 0;    ///< generation of the latest allocation (one counter for all nodes)
+	uint32_t pooled_ = 0;     ///< nodes in the pool: refs in pool_[0, pooled_), the top last
+	uint32_t node_count_ = 0; ///< nodes_.size(), for the handle check
+	uint32_t generation_ = 0; ///< generation of the latest allocation (one counter for all nodes)
 	/// Two-level bitmask of non-empty bins: bit b of used_bins_[b / 64], and bit w of used_words_ when
 	/// used_bins_[w] != 0.
 	uint32_t used_words_ = 0;
 	uint64_t used_bins_[kBinCount / 64] = {};
 	std::vector<Node> nodes_;
+	/// The node pool as a stack of refs (nodes_.size() + 2 entries, so free() may write two past the top).
+	std::vector<uint32_t> pool_;
 };
 
 } // namespace quokka
