@@ -3,8 +3,12 @@
 // Two shapes: `Mixed` — 10,000 live blocks of 1…65,536 bytes in a 4 GiB chunk (the `bench meshlet` stream in 16-byte
 // units); `Uniforms` — 100,000 live blocks of 32…128 bytes (a header plus a mat4 or a few vec4s) in a 256 MiB chunk.
 // Each iteration frees a random live block and allocates the next size of a 2^20-entry (≈ 10^6) pre-drawn stream.
+// Two more shapes follow the heap's objects: 300,000 objects of five blocks placed together (indices, two attributes,
+// a ModelTrafo and a NormalMatrix: ~1.7 KiB; `Objects`) or of five 2-unit blocks (`TinyObjects`, the worst case for
+// the live tables' span-grouped homes); each iteration removes a random object's blocks and places a new object.
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -96,6 +100,46 @@ void BM_OffsetAllocatorFreeAllocatePair(benchmark::State& state)
 	allocator.reset();
 }
 
+template <bool Tiny>
+void BM_ChunkAllocatorObjects(benchmark::State& state)
+{
+	constexpr uint32_t kObjects = 300000;
+	std::mt19937 rng(7);
+	auto sizes = [&]
+	{
+		if (Tiny)
+			return std::array<uint32_t, 5>{20, 20, 32, 20, 20};
+		return std::array<uint32_t, 5>{uint32_t(16 + 4 * (100 + rng() % 500)), uint32_t(16 + 12 * (40 + rng() % 80)),
+		                               uint32_t(16 + 12 * (40 + rng() % 80)), 16 + 64, 16 + 48};
+	};
+	quokka::heap::ChunkAllocator allocator(uint64_t(1) << 30);
+	std::vector<std::array<uint32_t, 5>> objects(kObjects);
+	uint64_t failures = 0;
+	auto place = [&](std::array<uint32_t, 5>& blocks)
+	{
+		for (uint32_t j = 0; const uint32_t bytes : sizes())
+		{
+			const std::optional<uint32_t> offset = allocator.allocate(bytes);
+			failures += !offset;
+			blocks[j++] = offset.value_or(0);
+		}
+	};
+	for (auto& blocks : objects)
+		place(blocks);
+	for (auto _ : state)
+	{
+		std::array<uint32_t, 5>& blocks = objects[rng() % kObjects];
+		for (const uint32_t offset : blocks)
+			allocator.free(offset);
+		place(blocks);
+	}
+	state.SetItemsProcessed(int64_t(state.iterations()));
+	state.counters["failures"] = double(failures);
+	allocator.reset();
+}
+
+BENCHMARK(BM_ChunkAllocatorObjects<false>)->Name("ChunkAllocator/Objects");
+BENCHMARK(BM_ChunkAllocatorObjects<true>)->Name("ChunkAllocator/TinyObjects");
 BENCHMARK(BM_ChunkAllocatorFreeAllocatePair<kMixed>)->Name("ChunkAllocator/Mixed");
 BENCHMARK(BM_OffsetAllocatorFreeAllocatePair<kMixed>)->Name("OffsetAllocator/Mixed");
 BENCHMARK(BM_ChunkAllocatorFreeAllocatePair<kUniforms>)->Name("ChunkAllocator/Uniforms");

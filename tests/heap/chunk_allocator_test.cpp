@@ -597,6 +597,39 @@ TEST(OffsetMap, RandomInsertsAndErasesMatchAStdMap)
 	}
 }
 
+TEST(OffsetMap, KeysOfOneSpanSitInOneProbeRun)
+{
+	// Blocks placed side by side (an object's allocations) share a home slot, so their entries are neighbours in the
+	// table — one or two cache lines per object instead of one per block. Keys 2 units apart, as heap blocks are.
+	detail::OffsetMap map;
+	for (uint32_t k = 0; k < 4096; ++k) // a large table: unrelated keys rarely share a run
+		map.insert(k * 1024 + 512, k);
+	const uint32_t base = 1u << 20; // one 64-unit span
+	for (uint32_t k = 0; k < 8; ++k)
+		map.insert(base + 2 * k, 100000 + k);
+	std::vector<size_t> at;
+	for (uint32_t k = 0; k < 8; ++k)
+	{
+		const detail::OffsetMap::Slot* slot = map.find(base + 2 * k);
+		ASSERT_NE(slot, nullptr);
+		EXPECT_EQ(slot->value, 100000 + k);
+		at.push_back(size_t(slot - map.slots().data()));
+	}
+	const size_t mask = map.slots().size() - 1;
+	for (size_t k = 1; k < at.size(); ++k)
+		EXPECT_LE((at[k] - at[0]) & mask, 16u) << "key " << k << " sits " << ((at[k] - at[0]) & mask) << " slots away";
+	// Erasing from the middle of the run keeps the rest findable.
+	map.erase(map.find(base + 6));
+	map.erase(map.find(base));
+	for (uint32_t k : {1u, 2u, 4u, 5u, 6u, 7u})
+	{
+		const detail::OffsetMap::Slot* slot = map.find(base + 2 * k);
+		ASSERT_NE(slot, nullptr) << k;
+		EXPECT_EQ(slot->value, 100000 + k);
+	}
+	EXPECT_EQ(map.find(base + 6), nullptr);
+}
+
 // ---- randomized differential test ----------------------------------------------------------------------------
 
 // The oracle: one owner id per 16-B unit (−1 = free) and a cursor. Every decision is re-derived by scanning the map
