@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include <absl/cleanup/cleanup.h>
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/inlined_vector.h>
 
@@ -1418,8 +1419,20 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		if (auto it = constants.find(constant_key); it != constants.end())
 			return shared(it->second.get());
 	}
-	else if (auto it = pool.find(key); it != pool.end())
-		return shared(it->second.get());
+	// A non-constant value: one probe finds its entry or claims its slot (filled below; emptied again on an error).
+	decltype(pool)::iterator slot;
+	if (!constant)
+	{
+		bool claimed = false;
+		std::tie(slot, claimed) = pool.try_emplace(key);
+		if (!claimed)
+			return shared(slot->second.get());
+	}
+	absl::Cleanup vacate = [&]
+	{
+		if (!constant)
+			pool.erase(slot);
+	};
 	Ref<Entry> e = adaptive::makeRef<Entry>(*this, Entry::kUniform, chunk);
 	if (!constant)
 	{
@@ -1455,11 +1468,12 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		constants.emplace(constant_key, std::move(e));
 		return raw;
 	}
+	std::move(vacate).Cancel();
 	// The placement index lists plain values only (a recipe entry's node is the object's ModelTrafo, whose own entry
 	// sits in the same chunk when the effect reads it).
 	if (chunk < 64 && recipe == classic::DerivedRecipe::None)
 		uniform_chunks[key.node] |= uint64_t(1) << chunk;
-	pool.emplace(key, std::move(e));
+	slot->second = std::move(e);
 	return raw;
 }
 
@@ -1473,11 +1487,14 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	// one dies with its last user — no user can pick up the old bytes.
 	const scene::ArrayBuffer& data = view.buffer.getValue(Token{}); // (a reference: no reference-count traffic)
 	const PoolKey key = bufferKey(kind, view, type, chunk);
-	if (auto it = pool.find(key); it != pool.end())
+	// One probe finds the entry or claims its slot (filled below; emptied again on an error).
+	auto [slot, claimed] = pool.try_emplace(key);
+	if (!claimed)
 	{
-		++it->second->refcount;
-		return it->second.get();
+		++slot->second->refcount;
+		return slot->second.get();
 	}
+	absl::Cleanup vacate = [&, slot = slot] { pool.erase(slot); };
 	const bool index = kind == Entry::kIndex;
 	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
 	const BufferLayout layout = bufferLayout(kind, view, type, data);
@@ -1524,7 +1541,8 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	e->refcount = 1;
 	e->key = key;
 	Entry* raw = e.get();
-	pool.emplace(key, std::move(e));
+	slot->second = std::move(e);
+	std::move(vacate).Cancel();
 	return raw;
 }
 
