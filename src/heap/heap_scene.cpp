@@ -1104,9 +1104,13 @@ Result<void> HeapObject::place()
 		    if (scene_->chunks.size() > 1)
 		    {
 			    // Ascending chunk order, as a scan of every chunk for every input would give: one lookup per input.
+			    // Only a node some entry reads can be held: an entry subscribes to its node, so a node without
+			    // outputs (an object's own fresh ModelTrafo) needs no lookup in these tables of millions of keys.
+			    auto mayBeHeld = [](const aval<UniformValue>& u)
+			    { return !u.node()->isConstant() && u.node()->outputCount() != 0; };
 			    uint64_t held = 0;
 			    for (const aval<UniformValue>& u : uniforms)
-				    if (!u.node()->isConstant())
+				    if (mayBeHeld(u))
 					    if (auto it = scene_->uniform_chunks.find(u.node().get()); it != scene_->uniform_chunks.end())
 						    held |= it->second;
 			    for (uint32_t c = 0; c < 64 && c < scene_->chunks.size(); ++c)
@@ -1114,7 +1118,7 @@ Result<void> HeapObject::place()
 					    consider(c);
 			    for (uint32_t c = 64; c < scene_->chunks.size(); ++c)
 				    for (const aval<UniformValue>& u : uniforms)
-					    if (!u.node()->isConstant() && scene_->pool.count(PoolKey::uniform(u.node().get(), c)))
+					    if (mayBeHeld(u) && scene_->pool.count(PoolKey::uniform(u.node().get(), c)))
 					    {
 						    consider(c);
 						    break;
