@@ -409,10 +409,10 @@ Result<void> OffsetAllocator::validate() const
 		return size_ == 0 && live_count_ == 0 && total_free_ == 0 ? Result<void>{} : fail("sentinels missing");
 	if (node_count_ != nodes_.size())
 		return fail("node count " + std::to_string(node_count_) + " but " + std::to_string(nodes_.size()) + " nodes");
-	// A link's node index, or kNone when the link is not the ref of a node in [first, nodes_.size()).
-	auto index = [&](uint32_t link, uint32_t first) -> uint32_t
+	// A link's range-node index, or kNone when the link is not the ref of a node in [kFirstNode, nodes_.size()).
+	auto index = [&](uint32_t link) -> uint32_t
 	{
-		if (link % kNodeBytes != 0 || link / kNodeBytes < first || link / kNodeBytes >= nodes_.size())
+		if (link % kNodeBytes != 0 || link / kNodeBytes < kFirstNode || link / kNodeBytes >= nodes_.size())
 			return kNone;
 		return link / kNodeBytes;
 	};
@@ -431,7 +431,7 @@ Result<void> OffsetAllocator::validate() const
 	{
 		if (++steps > nodes_.size())
 			return fail("neighbour list has a cycle");
-		const uint32_t i = index(link, kFirstNode);
+		const uint32_t i = index(link);
 		if (i == kNone)
 			return fail("neighbour list links to ref " + std::to_string(link));
 		const Node& node = nodes_[i];
@@ -474,7 +474,7 @@ Result<void> OffsetAllocator::validate() const
 		{
 			if (++binned > free_nodes)
 				return fail("bin lists hold more nodes than there are free nodes");
-			const uint32_t i = index(link, kFirstNode);
+			const uint32_t i = index(link);
 			if (i == kNone)
 				return fail("bin " + std::to_string(bin) + " links to ref " + std::to_string(link));
 			const Node& node = nodes_[i];
@@ -497,7 +497,7 @@ Result<void> OffsetAllocator::validate() const
 	std::vector<bool> seen(nodes_.size());
 	for (uint32_t k = 0; k < pooled_; ++k)
 	{
-		const uint32_t i = index(pool_[k], kFirstNode);
+		const uint32_t i = index(pool_[k]);
 		if (i == kNone || nodes_[i].bin_prev != kTagPooled || seen[i])
 			return fail("node pool is corrupt at ref " + std::to_string(pool_[k]));
 		seen[i] = true;
