@@ -3,7 +3,12 @@
 #include <quokka/classic/object_inputs.hpp>
 #include <quokka/fx/instancing.hpp>
 
+#include <algorithm>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace quokka::classic
 {
@@ -18,16 +23,51 @@ std::string objectName(const scene::RenderObject& o)
 
 uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count)
 {
+	// Every placement scans its draw's indices (the scalar loop was ~3.5 instructions per index, 3 % of an add in
+	// `bench update`). SSE2 has only signed maxima, so the values are biased by the sign bit: unsigned order becomes
+	// signed order. 8 u16 or 4 u32 per step; the tail is scalar.
 	uint32_t m = 0;
+	uint32_t k = 0;
+#if defined(__SSE2__)
 	if (u16)
-		for (uint32_t k = 0; k < count; ++k)
+	{
+		const __m128i bias = _mm_set1_epi16(int16_t(0x8000));
+		__m128i acc = _mm_set1_epi16(int16_t(0x8000)); // biased 0
+		for (; k + 8 <= count; k += 8)
+		{
+			const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2ull * k));
+			acc = _mm_max_epi16(acc, _mm_xor_si128(x, bias));
+		}
+		alignas(16) uint16_t lanes[8];
+		_mm_store_si128(reinterpret_cast<__m128i*>(lanes), _mm_xor_si128(acc, bias));
+		for (uint16_t lane : lanes)
+			m = std::max<uint32_t>(m, lane);
+	}
+	else
+	{
+		const __m128i bias = _mm_set1_epi32(int32_t(0x80000000u));
+		__m128i acc = bias; // biased 0
+		for (; k + 4 <= count; k += 4)
+		{
+			const __m128i x = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 4ull * k)), bias);
+			const __m128i greater = _mm_cmpgt_epi32(x, acc);
+			acc = _mm_or_si128(_mm_and_si128(greater, x), _mm_andnot_si128(greater, acc));
+		}
+		alignas(16) uint32_t lanes[4];
+		_mm_store_si128(reinterpret_cast<__m128i*>(lanes), _mm_xor_si128(acc, bias));
+		for (uint32_t lane : lanes)
+			m = std::max(m, lane);
+	}
+#endif
+	if (u16)
+		for (; k < count; ++k)
 		{
 			uint16_t x;
 			std::memcpy(&x, data + 2ull * k, 2);
 			m = std::max<uint32_t>(m, x);
 		}
 	else
-		for (uint32_t k = 0; k < count; ++k)
+		for (; k < count; ++k)
 		{
 			uint32_t x;
 			std::memcpy(&x, data + 4ull * k, 4);

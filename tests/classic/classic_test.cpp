@@ -4,7 +4,13 @@
 // changes), bad objects failing with one line, and the arenas' invariants.
 #include "../gpu/gpu_fixture.hpp"
 
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
 #include <quokka/adaptive/aset.hpp>
+#include <quokka/classic/object_inputs.hpp>
 #include <quokka/classic/scene_pass.hpp>
 #include <quokka/fx/stock.hpp>
 #include <quokka/gpu/image_io.hpp>
@@ -782,3 +788,37 @@ TEST_F(ClassicTest, AnArenaWhoseDedicatedPageWasGivenBackIsDestroyedCleanly)
 
 } // namespace
 } // namespace quokka::classic::test
+
+// maxIndex decides how many vertices an indexed draw reads (both paths validate with it): the vectorised scan must
+// agree with a plain loop for every length (tails of 0–7 elements), for values with the top bit set (the SIMD path
+// compares biased values) and at unaligned addresses.
+TEST(ObjectInputs, MaxIndexAgreesWithAScalarScanForEveryLengthAndOffset)
+{
+	std::mt19937 rng(5);
+	for (const bool u16 : {true, false})
+		for (uint32_t count = 0; count <= 40; ++count)
+			for (uint32_t shift = 0; shift < 4; ++shift)
+				for (int round = 0; round < 8; ++round)
+				{
+					const uint32_t size = u16 ? 2 : 4;
+					std::vector<std::byte> bytes(size_t(count + 2) * size + 4);
+					uint32_t expected = 0;
+					for (uint32_t k = 0; k < count; ++k)
+					{
+						// Half the rounds draw full-range values (top bit set), half small ones.
+						uint32_t v = round % 2 ? uint32_t(rng()) : uint32_t(rng() % 1000);
+						if (u16)
+							v &= 0xffffu;
+						expected = std::max(expected, v);
+						std::memcpy(bytes.data() + shift + size_t(k) * size, &v, size);
+					}
+					EXPECT_EQ(quokka::classic::maxIndex(bytes.data() + shift, u16, count), expected)
+					    << (u16 ? "u16" : "u32") << " count " << count << " shift " << shift;
+				}
+	// The extremes: the largest value last, first, and alone.
+	const uint32_t top32[5] = {1, 2, 0xffffffffu, 3, 0x80000000u};
+	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top32), false, 5), 0xffffffffu);
+	const uint16_t top16[9] = {0x8000, 0xffff, 1, 2, 3, 4, 5, 6, 0x7fff};
+	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top16), true, 9), 0xffffu);
+	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top16), true, 1), 0x8000u);
+}
