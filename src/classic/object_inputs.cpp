@@ -32,7 +32,7 @@ uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count)
 	if (u16)
 	{
 		const __m128i bias = _mm_set1_epi16(int16_t(0x8000));
-		__m128i acc = _mm_set1_epi16(int16_t(0x8000)); // biased 0
+		__m128i acc = bias; // biased 0
 		for (; k + 8 <= count; k += 8)
 		{
 			const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2ull * k));

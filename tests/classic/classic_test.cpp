@@ -815,7 +815,7 @@ TEST(ObjectInputs, MaxIndexAgreesWithAScalarScanForEveryLengthAndOffset)
 					EXPECT_EQ(quokka::classic::maxIndex(bytes.data() + shift, u16, count), expected)
 					    << (u16 ? "u16" : "u32") << " count " << count << " shift " << shift;
 				}
-	// The extremes: the largest value last, first, and alone.
+	// The extremes: the top value inside a SIMD step with a smaller top-bit value in the scalar tail, and a lone value.
 	const uint32_t top32[5] = {1, 2, 0xffffffffu, 3, 0x80000000u};
 	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top32), false, 5), 0xffffffffu);
 	const uint16_t top16[9] = {0x8000, 0xffff, 1, 2, 3, 4, 5, 6, 0x7fff};
