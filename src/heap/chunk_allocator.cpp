@@ -255,11 +255,64 @@ Result<void> ChunkAllocator::freeChecked(uint32_t offset)
 		return makeError(ErrorCode::InvalidArgument, "ChunkAllocator: free of byte offset " + std::to_string(offset) +
 		                                                 ", which is not the start of a live block (double free?)");
 	}
-	uint32_t start = live->key;
-	uint32_t size = live->value;
+	const uint32_t start = live->key;
+	const uint32_t size = live->value;
 	live_.erase(live);
 	live_units_ -= size;
+	releaseRange(start, size);
+	return {};
+}
 
+void ChunkAllocator::freeMany(std::span<uint32_t> offsets)
+{
+	const Result<void> freed = freeManyChecked(offsets);
+	QUOKKA_ASSERT(freed.ok(), "ChunkAllocator::freeMany: double free, or not the start of a live block");
+	(void)freed;
+}
+
+Result<void> ChunkAllocator::freeManyChecked(std::span<uint32_t> offsets)
+{
+	std::sort(offsets.begin(), offsets.end());
+	// Check everything before changing anything; the sizes are kept for the second pass (erasing shifts slots).
+	constexpr size_t kInline = 16;
+	uint32_t inline_sizes[kInline];
+	std::vector<uint32_t> heap_sizes;
+	if (offsets.size() > kInline)
+		heap_sizes.resize(offsets.size());
+	uint32_t* sizes = offsets.size() > kInline ? heap_sizes.data() : inline_sizes;
+	for (size_t i = 0; i < offsets.size(); ++i)
+	{
+		const uint32_t offset = offsets[i];
+		const detail::OffsetMap::Slot* live =
+		    offset % kAlign == 0 && (i == 0 || offsets[i - 1] != offset) ? live_.find(offset >> kUnitShift) : nullptr;
+		if (!live)
+		{
+			++bad_frees_;
+			return makeError(ErrorCode::InvalidArgument,
+			                 "ChunkAllocator: free of byte offset " + std::to_string(offset) +
+			                     ", which is not the start of a live block (or is given twice); nothing was freed");
+		}
+		sizes[i] = live->value;
+	}
+	// Runs of adjacent blocks become one range each before they reach the free indices.
+	for (size_t i = 0; i < offsets.size();)
+	{
+		const uint32_t start = offsets[i] >> kUnitShift;
+		uint32_t size = 0;
+		do
+		{
+			live_.erase(live_.find(offsets[i] >> kUnitShift));
+			size += sizes[i];
+			++i;
+		} while (i < offsets.size() && offsets[i] >> kUnitShift == start + size);
+		live_units_ -= size;
+		releaseRange(start, size);
+	}
+	return {};
+}
+
+void ChunkAllocator::releaseRange(uint32_t start, uint32_t size)
+{
 	// A free block ending at `start` is the left neighbour; one starting at the end is the right neighbour.
 	if (const detail::OffsetMap::Slot* left_end = free_end_.find(start))
 	{
@@ -280,7 +333,6 @@ Result<void> ChunkAllocator::freeChecked(uint32_t offset)
 		cursor_ = start;
 	else
 		insertFree(start, size);
-	return {};
 }
 
 uint64_t ChunkAllocator::blockBytes(uint32_t offset) const

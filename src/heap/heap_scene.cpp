@@ -705,7 +705,17 @@ struct HeapScene::Impl
 	}
 	Result<Entry*> acquireBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk,
 	                             const scene::RenderObject& object, const std::string& name);
-	void releaseEntry(Entry* e);
+	/// The blocks one object's removal gives back, freed together when it is done (ChunkAllocator::freeMany: an
+	/// object's inputs were allocated side by side, so their blocks merge among themselves before they reach the free
+	/// indices). Group fit puts every input of a draw in one chunk, so a batch serves one chunk.
+	struct FreeBatch
+	{
+		uint32_t chunk = ~0u;
+		absl::InlinedVector<uint32_t, 12> refs;
+	};
+	/// Drops one reference to `e`; the last one frees its block — at once, or into `batch` when given.
+	void releaseEntry(Entry* e, FreeBatch* batch = nullptr);
+	void freeBatch(FreeBatch& batch);
 	Result<uint32_t> allocate(uint32_t chunk, uint32_t data_bytes);
 	uint32_t openChunk();
 	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`, compiled as `effect`) in `chunk`.
@@ -1293,12 +1303,14 @@ void HeapObject::prefetch(PrefetchStage stage) const
 void HeapObject::unplace()
 {
 	detachFromSlot();
+	HeapScene::Impl::FreeBatch freed;
 	for (Entry* e : entries)
-		scene_->releaseEntry(e);
+		scene_->releaseEntry(e, &freed);
 	entries.clear();
 	if (indices)
-		scene_->releaseEntry(indices);
+		scene_->releaseEntry(indices, &freed);
 	indices = nullptr;
+	scene_->freeBatch(freed);
 	if (bucket)
 	{
 		if (placed)
@@ -1550,12 +1562,25 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	return raw;
 }
 
-void HeapScene::Impl::releaseEntry(Entry* e)
+void HeapScene::Impl::freeBatch(FreeBatch& batch)
+{
+	if (!batch.refs.empty())
+		chunks[batch.chunk]->allocator.freeMany(batch.refs);
+	batch.refs.clear();
+}
+
+void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 {
 	QUOKKA_ASSERT(e->refcount > 0, "pool entry released more often than acquired");
 	if (--e->refcount > 0)
 		return;
-	chunks[e->chunk]->allocator.free(e->ref);
+	if (batch && (batch->refs.empty() || batch->chunk == e->chunk))
+	{
+		batch->chunk = e->chunk;
+		batch->refs.push_back(e->ref);
+	}
+	else
+		chunks[e->chunk]->allocator.free(e->ref);
 	if (e->kind == Entry::kUniform && e->key.node && e->chunk < 64 && e->recipe == classic::DerivedRecipe::None)
 		if (auto it = uniform_chunks.find(e->key.node);
 		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))

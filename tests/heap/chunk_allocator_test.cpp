@@ -333,6 +333,113 @@ TEST(ChunkAllocator, CheckedFreeReportsDoubleAndForeignFreesAndChangesNothing)
 	allocator.reset();
 }
 
+TEST(ChunkAllocator, FreeManyMergesAdjacentBlocksAndEndsWhereFreeingEachWould)
+{
+	// Blocks [a b c] [d] e [f g] at offsets 0..: free {g, a, c, b, f} in one call (unsorted); then the same frees one
+	// by one on a twin. Both must hold the same free list, cursor and counts, and place the next requests alike.
+	const uint64_t sizes[] = {32, 48, 16, 64, 16, 80, 32};
+	ChunkAllocator many(4096), each(4096);
+	std::vector<uint32_t> at;
+	for (uint64_t bytes : sizes)
+	{
+		at.push_back(alloc(many, bytes));
+		EXPECT_EQ(alloc(each, bytes), at.back());
+	}
+	alloc(many, 16); // a live block after g, so the run f g stays below the cursor
+	alloc(each, 16);
+	std::vector<uint32_t> batch = {at[6], at[0], at[2], at[1], at[5]};
+	ASSERT_TRUE(many.freeManyChecked(batch).ok());
+	for (uint32_t offset : {at[6], at[0], at[2], at[1], at[5]})
+		each.free(offset);
+	EXPECT_EQ(freeList(many), (FreeList{{0, 96}, {176, 112}}));
+	EXPECT_EQ(freeList(many), freeList(each));
+	EXPECT_EQ(many.cursor(), each.cursor());
+	EXPECT_EQ(many.liveBytes(), 96u);
+	EXPECT_EQ(many.liveCount(), 3u);
+	EXPECT_VALID(many);
+	// Freeing d and e merges everything below the last block; freeing that too returns the cursor to 0.
+	std::vector<uint32_t> rest = {at[4], at[3]};
+	many.freeMany(rest);
+	EXPECT_EQ(freeList(many), (FreeList{{0, 288}}));
+	std::vector<uint32_t> last = {288};
+	many.freeMany(last);
+	EXPECT_EQ(many.cursor(), 0u);
+	EXPECT_EQ(many.liveCount(), 0u);
+	EXPECT_TRUE(freeList(many).empty());
+	EXPECT_VALID(many);
+	std::vector<uint32_t> none;
+	EXPECT_TRUE(many.freeManyChecked(none).ok());
+	each.reset();
+}
+
+TEST(ChunkAllocator, FreeManyWithABadOrRepeatedOffsetFreesNothing)
+{
+	ChunkAllocator allocator(4096);
+	const uint32_t a = alloc(allocator, 64);
+	const uint32_t b = alloc(allocator, 64);
+	alloc(allocator, 16);
+	for (std::vector<uint32_t> batch : {std::vector<uint32_t>{a, b, a}, std::vector<uint32_t>{b, a + 16},
+	                                    std::vector<uint32_t>{a, 4000}, std::vector<uint32_t>{b + 1}})
+	{
+		const Result<void> freed = allocator.freeManyChecked(batch);
+		ASSERT_FALSE(freed.ok());
+		EXPECT_EQ(freed.error().code, ErrorCode::InvalidArgument);
+		EXPECT_NE(freed.error().message.find("nothing was freed"), std::string::npos);
+	}
+	EXPECT_EQ(allocator.badFreeCount(), 4u);
+	EXPECT_EQ(allocator.liveCount(), 3u);
+	EXPECT_TRUE(freeList(allocator).empty());
+	EXPECT_EQ(allocator.cursor(), 144u);
+	EXPECT_VALID(allocator);
+	allocator.reset();
+}
+
+TEST(ChunkAllocator, FreeManyAgreesWithFreeingEachOverRandomBatches)
+{
+	// Twins driven by the same allocations; one frees random batches (of up to 40 blocks, often adjacent: the most
+	// recent allocations), the other frees the same blocks one by one. Every step must leave identical state.
+	const uint32_t seed = testSeed(20261201);
+	std::printf("seed %u (QUOKKA_TEST_SEED)\n", seed);
+	std::mt19937 rng(seed);
+	ChunkAllocator many(1u << 20), each(1u << 20);
+	std::vector<uint32_t> live;
+	for (int step = 0; step < 4000; ++step)
+	{
+		if (live.empty() || rng() % 3 != 0)
+		{
+			const uint64_t bytes = 16 * (1 + rng() % 24);
+			const std::optional<uint32_t> m = many.allocate(bytes), e = each.allocate(bytes);
+			ASSERT_EQ(m, e) << "step " << step;
+			if (m)
+				live.push_back(*m);
+			continue;
+		}
+		const size_t n = std::min<size_t>(live.size(), 1 + rng() % 40);
+		std::vector<uint32_t> batch;
+		if (rng() % 2)
+			batch.assign(live.end() - ptrdiff_t(n), live.end()), live.resize(live.size() - n);
+		else
+			for (size_t i = 0; i < n; ++i)
+			{
+				const size_t j = rng() % live.size();
+				batch.push_back(live[j]);
+				live[j] = live.back();
+				live.pop_back();
+			}
+		for (uint32_t offset : batch)
+			each.free(offset);
+		ASSERT_TRUE(many.freeManyChecked(batch).ok()) << "step " << step;
+		ASSERT_EQ(freeList(many), freeList(each)) << "step " << step;
+		ASSERT_EQ(many.cursor(), each.cursor()) << "step " << step;
+		ASSERT_EQ(many.liveCount(), each.liveCount()) << "step " << step;
+		ASSERT_EQ(validText(many), "") << "step " << step;
+	}
+	many.freeMany(live);
+	EXPECT_EQ(many.cursor(), 0u);
+	EXPECT_EQ(many.liveCount(), 0u);
+	each.reset();
+}
+
 [[noreturn]] void throwingHandler(const char*, const char* message, const char*, int)
 {
 	throw std::runtime_error(message);

@@ -146,6 +146,14 @@ public:
 	/// free() that reports a bad offset as an InvalidArgument error instead of asserting (and counts it in
 	/// badFreeCount()); the allocator is unchanged on error. For tests and for callers that validate foreign input.
 	Result<void> freeChecked(uint32_t offset);
+	/// Frees several live blocks at once, as free() of each would in any order — the coalesced free list is a
+	/// function of the live blocks alone, so the result is the same — but blocks that sit side by side are first
+	/// merged among themselves: a run of n adjacent blocks (an object's inputs, allocated together) updates the free
+	/// indices once instead of n times. `offsets` is sorted in place. All or nothing: an offset that is not a live
+	/// block's start, or one given twice, frees nothing, is counted in badFreeCount() and asserts (freeManyChecked()
+	/// returns it as an InvalidArgument error instead).
+	void freeMany(std::span<uint32_t> offsets);
+	Result<void> freeManyChecked(std::span<uint32_t> offsets);
 	/// Size in bytes of the live block starting at `offset`; 0 when no live block starts there.
 	uint64_t blockBytes(uint32_t offset) const;
 	/// Prefetches what free(offset) of a `bytes`-byte block looks up first (its live entry, the neighbours' free
@@ -213,6 +221,9 @@ private:
 	absl::btree_set<uint64_t> free_by_size_;
 
 	void insertFree(uint32_t offset, uint32_t size);
+	/// Returns the unit range [start, start + size), no longer live, to the free list: merged with its free
+	/// neighbours, or given back to the cursor when the merged block ends there.
+	void releaseRange(uint32_t start, uint32_t size);
 	void eraseFree(detail::OffsetMap::Slot* start);
 };
 
