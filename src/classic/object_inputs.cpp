@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+
+#include <absl/container/inlined_vector.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -300,22 +303,65 @@ PackedValue packDerived(DerivedRecipe recipe, const UniformValue& input)
 	return recipe == DerivedRecipe::None ? packUniform(input) : packUniform(deriveValue(recipe, input));
 }
 
-DerivedRecipe DerivedUniforms::recipe(const scene::RenderObject& object, const std::string& name,
-                                      aval<UniformValue>& input) const
+UniformPlan::Rule UniformPlan::parse(std::string_view name, bool& inverse)
 {
-	const DerivedRecipe r = name == "NormalMatrix"    ? DerivedRecipe::NormalMatrix
-	                        : name == "ModelTrafoInv" ? DerivedRecipe::Inverse
-	                                                  : DerivedRecipe::None;
-	if (r == DerivedRecipe::None || object.uniforms.count(name))
-		return DerivedRecipe::None;
-	input = trafoInput(object, "ModelTrafo", identity_);
-	return r;
+	auto trafo = [](std::string_view n) -> std::optional<Rule>
+	{
+		if (n == "ModelTrafo")
+			return Rule::Model;
+		if (n == "ViewTrafo")
+			return Rule::View;
+		if (n == "ProjTrafo")
+			return Rule::Proj;
+		if (n == "ViewProjTrafo")
+			return Rule::ViewProj;
+		if (n == "ModelViewTrafo")
+			return Rule::ModelView;
+		if (n == "ModelViewProjTrafo")
+			return Rule::ModelViewProj;
+		return std::nullopt;
+	};
+	inverse = false;
+	if (auto r = trafo(name))
+		return *r;
+	if (name.size() > 3 && name.ends_with("Inv"))
+		if (auto r = trafo(name.substr(0, name.size() - 3)))
+		{
+			inverse = true;
+			return *r;
+		}
+	if (name == "NormalMatrix")
+		return Rule::Normal;
+	if (name == "CameraLocation" || name == "LightLocation")
+		return Rule::Camera;
+	return Rule::Missing;
 }
 
-Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& object, const std::string& name)
+UniformPlan::UniformPlan(std::span<const std::string> names)
 {
-	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
-		return it->second;
+	fetch_.assign(names.begin(), names.end());
+	for (const char* t : {"ModelTrafo", "ViewTrafo", "ProjTrafo"})
+		fetch_.emplace_back(t);
+	std::sort(fetch_.begin(), fetch_.end());
+	fetch_.erase(std::unique(fetch_.begin(), fetch_.end()), fetch_.end());
+	auto index = [&](std::string_view name)
+	{ return uint32_t(std::lower_bound(fetch_.begin(), fetch_.end(), name) - fetch_.begin()); };
+	model_ = index("ModelTrafo");
+	view_ = index("ViewTrafo");
+	proj_ = index("ProjTrafo");
+	members_.reserve(names.size());
+	for (const std::string& name : names)
+	{
+		Member m{index(name), Rule::Missing, false};
+		m.rule = parse(name, m.inverse);
+		members_.push_back(m);
+	}
+}
+
+aval<UniformValue> DerivedUniforms::derive(UniformPlan::Rule rule, bool inverse, const aval<UniformValue>& model,
+                                           const aval<UniformValue>& view, const aval<UniformValue>& proj)
+{
+	using Rule = UniformPlan::Rule;
 	// Standard derived trafos, shared by every object with the same input nodes.
 	enum Recipe
 	{
@@ -342,66 +388,127 @@ Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& o
 		                      { return UniformValue(asTrafo(o) * asTrafo(i)); });
 	};
 	const aval<UniformValue> none;
-	auto viewProj = [&]
+	auto viewProj = [&] { return intern(ViewProj, proj, view, [&] { return product(proj, view); }); };
+	aval<UniformValue> base;
+	switch (rule)
 	{
-		const auto v = trafoInput(object, "ViewTrafo", identity_), p = trafoInput(object, "ProjTrafo", identity_);
-		return intern(ViewProj, p, v, [&] { return product(p, v); });
-	};
-	auto trafo = [&](const std::string& base) -> std::optional<aval<UniformValue>>
+	case Rule::Model:
+		base = model;
+		break;
+	case Rule::View:
+		base = view;
+		break;
+	case Rule::Proj:
+		base = proj;
+		break;
+	case Rule::ViewProj:
+		base = viewProj();
+		break;
+	case Rule::ModelView:
+		base = intern(ModelView, view, model, [&] { return product(view, model); });
+		break;
+	case Rule::ModelViewProj:
 	{
-		if (base == "ModelTrafo" || base == "ViewTrafo" || base == "ProjTrafo")
-			return trafoInput(object, base.c_str(), identity_);
-		if (base == "ViewProjTrafo")
-			return viewProj();
-		if (base == "ModelViewTrafo")
-		{
-			const auto m = trafoInput(object, "ModelTrafo", identity_), v = trafoInput(object, "ViewTrafo", identity_);
-			return intern(ModelView, v, m, [&] { return product(v, m); });
-		}
-		if (base == "ModelViewProjTrafo")
-		{
-			const auto m = trafoInput(object, "ModelTrafo", identity_);
-			const auto vp = viewProj();
-			return intern(ModelViewProj, vp, m, [&] { return product(vp, m); });
-		}
-		return std::nullopt;
-	};
-	if (auto t = trafo(name))
-		return *t;
-	if (name.size() > 3 && name.ends_with("Inv"))
-	{
-		if (auto t = trafo(name.substr(0, name.size() - 3)))
-		{
-			const auto base = *t;
-			return intern(Inverse, base, none,
-			              [&] {
-				              return adaptive::map(base, [](const UniformValue& v)
-				                                   { return deriveValue(DerivedRecipe::Inverse, v); });
-			              });
-		}
+		const auto vp = viewProj();
+		base = intern(ModelViewProj, vp, model, [&] { return product(vp, model); });
+		break;
 	}
-	if (name == "NormalMatrix")
-	{
-		const auto m = trafoInput(object, "ModelTrafo", identity_);
-		return intern(Normal, m, none,
+	case Rule::Normal:
+		return intern(Normal, model, none,
 		              [&] {
-			              return adaptive::map(m, [](const UniformValue& v)
+			              return adaptive::map(model, [](const UniformValue& v)
 			                                   { return deriveValue(DerivedRecipe::NormalMatrix, v); });
 		              });
-	}
-	if (name == "CameraLocation" || name == "LightLocation")
-	{
-		const auto v = trafoInput(object, "ViewTrafo", identity_);
-		return intern(Camera, v, none,
+	case Rule::Camera:
+		return intern(Camera, view, none,
 		              [&]
 		              {
 			              return adaptive::map(
-			                  v, [](const UniformValue& x)
+			                  view, [](const UniformValue& x)
 			                  { return UniformValue(math::V3f(asTrafo(x).inverse().transformPos(math::V3d(0.0)))); });
 		              });
+	case Rule::Missing:
+		QUOKKA_ASSERT(false, "DerivedUniforms::derive: a name without a standard meaning");
+		return model;
 	}
-	return makeError(ErrorCode::InvalidArgument, objectName(object) + ": effect needs the uniform '" + name +
-	                                                 "', which the object does not provide");
+	if (!inverse)
+		return base;
+	return intern(
+	    Inverse, base, none,
+	    [&]
+	    { return adaptive::map(base, [](const UniformValue& v) { return deriveValue(DerivedRecipe::Inverse, v); }); });
+}
+
+namespace
+{
+Error missingUniform(const scene::RenderObject& object, std::string_view name)
+{
+	return makeError(ErrorCode::InvalidArgument, objectName(object) + ": effect needs the uniform '" +
+	                                                 std::string(name) + "', which the object does not provide");
+}
+} // namespace
+
+Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& object, const std::string& name)
+{
+	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
+		return it->second;
+	bool inverse = false;
+	const UniformPlan::Rule rule = UniformPlan::parse(name, inverse);
+	if (rule == UniformPlan::Rule::Missing)
+		return missingUniform(object, name);
+	return derive(rule, inverse, trafoInput(object, "ModelTrafo", identity_),
+	              trafoInput(object, "ViewTrafo", identity_), trafoInput(object, "ProjTrafo", identity_));
+}
+
+Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const UniformPlan& plan,
+                                      std::span<aval<UniformValue>> out, std::span<DerivedRecipe> pooled)
+{
+	QUOKKA_ASSERT(out.size() == plan.size() && (pooled.empty() || pooled.size() == plan.size()),
+	              "DerivedUniforms::resolve: one output per planned name");
+	// The object's values of the planned names: one merge walk over both sorted lists when the object's map is not
+	// much longer than the plan, else a lookup per name.
+	const std::vector<std::string>& names = plan.fetch_;
+	absl::InlinedVector<const aval<UniformValue>*, 16> found(names.size(), nullptr);
+	if (object.uniforms.size() <= 2 * names.size() + 8)
+	{
+		auto it = object.uniforms.begin();
+		for (size_t f = 0; f < names.size() && it != object.uniforms.end();)
+		{
+			const int c = it->first.compare(names[f]);
+			if (c < 0)
+				++it;
+			else if (c > 0)
+				++f;
+			else
+				found[f++] = &(it++)->second;
+		}
+	}
+	else
+		for (size_t f = 0; f < names.size(); ++f)
+			if (auto it = object.uniforms.find(names[f]); it != object.uniforms.end())
+				found[f] = &it->second;
+	auto input = [&](uint32_t f) -> const aval<UniformValue>& { return found[f] ? *found[f] : identity_; };
+	const aval<UniformValue>& model = input(plan.model_);
+	for (size_t i = 0; i < plan.members_.size(); ++i)
+	{
+		const UniformPlan::Member& m = plan.members_[i];
+		DerivedRecipe recipe = DerivedRecipe::None;
+		if (!found[m.own] && !pooled.empty())
+			recipe = m.rule == UniformPlan::Rule::Normal               ? DerivedRecipe::NormalMatrix
+			         : m.rule == UniformPlan::Rule::Model && m.inverse ? DerivedRecipe::Inverse
+			                                                           : DerivedRecipe::None;
+		if (!pooled.empty())
+			pooled[i] = recipe;
+		if (found[m.own])
+			out[i] = *found[m.own];
+		else if (recipe != DerivedRecipe::None)
+			out[i] = model;
+		else if (m.rule == UniformPlan::Rule::Missing)
+			return missingUniform(object, names[m.own]);
+		else
+			out[i] = derive(m.rule, m.inverse, model, input(plan.view_), input(plan.proj_));
+	}
+	return {};
 }
 
 } // namespace quokka::classic

@@ -724,8 +724,14 @@ struct HeapScene::Impl
 	Result<Slot*> slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
 	Result<Slot*> createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
 	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
-	Result<fx::CompiledEffectPtr> heapEffect(const fx::Effect& effect);
-	std::map<fx::Hash128, fx::CompiledEffectPtr> heap_effects;
+	/// An effect compiled for the heap, with its uniforms planned (DerivedUniforms resolves objects against the plan).
+	struct HeapEffect
+	{
+		fx::CompiledEffectPtr compiled;
+		classic::UniformPlan uniforms;
+	};
+	Result<const HeapEffect*> heapEffect(const fx::Effect& effect);
+	std::map<fx::Hash128, HeapEffect> heap_effects;
 	void markSlot(Slot* s)
 	{
 		s->scan_dirty = true;
@@ -1043,7 +1049,8 @@ Result<void> HeapObject::place()
 		return fail("its topology (strips, fans, or one that is not a constant) cannot be drawn by the heap: draw it "
 		            "on the classic path, or set HeapOptions::skip_ineligible and give it to a classic pass");
 	QUOKKA_TRY_ASSIGN(source, scene_->context->objectEffect(o));
-	QUOKKA_TRY_ASSIGN(effect, scene_->heapEffect(*source));
+	QUOKKA_TRY_ASSIGN(planned, scene_->heapEffect(*source));
+	const fx::CompiledEffectPtr& effect = planned->compiled;
 	const fx::EffectInterface& iface = effect->iface;
 	inputs_.clear();
 	views_.clear();
@@ -1055,22 +1062,10 @@ Result<void> HeapObject::place()
 		    // Values derived from the object's ModelTrafo alone are pooled by (input, recipe): no adaptive node per
 		    // object, and nothing left in the derived table when the object goes.
 		    // (Inline storage: an add otherwise spent a dozen allocations growing these few-element arrays.)
-		    absl::InlinedVector<aval<UniformValue>, 8> uniforms;
-		    absl::InlinedVector<classic::DerivedRecipe, 8> recipes;
+		    absl::InlinedVector<aval<UniformValue>, 8> uniforms(iface.uniforms.size());
+		    absl::InlinedVector<classic::DerivedRecipe, 8> recipes(iface.uniforms.size());
 		    views_.reserve(iface.attributes.size());
-		    for (const fx::UniformMember& m : iface.uniforms)
-		    {
-			    aval<UniformValue> input;
-			    const classic::DerivedRecipe recipe = scene_->derived.recipe(o, m.name, input);
-			    recipes.push_back(recipe);
-			    if (recipe != classic::DerivedRecipe::None)
-			    {
-				    uniforms.push_back(std::move(input));
-				    continue;
-			    }
-			    QUOKKA_TRY_ASSIGN(value, scene_->derived.resolve(o, m.name));
-			    uniforms.push_back(std::move(value));
-		    }
+		    QUOKKA_TRY(scene_->derived.resolve(o, planned->uniforms, uniforms, recipes));
 		    for (const fx::InterfaceVariable& a : iface.attributes)
 		    {
 			    auto it = o.attributes.find(a.name);
@@ -1592,13 +1587,16 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 		pool.erase(e->key);
 }
 
-Result<fx::CompiledEffectPtr> HeapScene::Impl::heapEffect(const fx::Effect& effect)
+Result<const HeapScene::Impl::HeapEffect*> HeapScene::Impl::heapEffect(const fx::Effect& effect)
 {
 	if (auto it = heap_effects.find(effect.id()); it != heap_effects.end())
-		return it->second;
+		return &it->second;
 	QUOKKA_TRY_ASSIGN(compiled, context->effects().compile(effect, outputs, fx::PathVariant::HeapIndirect));
-	heap_effects.emplace(effect.id(), compiled);
-	return compiled;
+	std::vector<std::string> names;
+	for (const fx::UniformMember& m : compiled->iface.uniforms)
+		names.push_back(m.name);
+	classic::UniformPlan plan(names);
+	return &heap_effects.emplace(effect.id(), HeapEffect{std::move(compiled), std::move(plan)}).first->second;
 }
 
 Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, const fx::Effect& source,

@@ -822,3 +822,83 @@ TEST(ObjectInputs, MaxIndexAgreesWithAScalarScanForEveryLengthAndOffset)
 	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top16), true, 9), 0xffffu);
 	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top16), true, 1), 0x8000u);
 }
+
+// A UniformPlan resolves every name to the very node resolving by name gives (derived values are interned, so equal
+// nodes mean equal values and shared work), for objects with all, some or none of the trafos, objects that define
+// derived names themselves, and objects with many more uniforms than the plan (the lookup branch instead of the merge
+// walk). With `pooled`, NormalMatrix and ModelTrafoInv the object lacks become a recipe over its ModelTrafo node.
+TEST(ObjectInputs, UniformPlanResolvesEveryNameAsResolvingByNameDoes)
+{
+	using quokka::classic::DerivedRecipe;
+	using quokka::scene::UniformValue;
+	using Trafo = quokka::math::Trafo3d;
+	const std::vector<std::string> names = {
+	    "ModelTrafo",    "ViewTrafo",      "ProjTrafo",     "ViewProjTrafo",         "ModelViewTrafo",
+	    "ModelTrafoInv", "ViewTrafoInv",   "ProjTrafoInv",  "ViewProjTrafoInv",      "ModelViewTrafoInv",
+	    "NormalMatrix",  "CameraLocation", "LightLocation", "ModelViewProjTrafoInv", "ModelViewProjTrafo",
+	    "ConstantColor"};
+	const quokka::classic::UniformPlan plan(names);
+	ASSERT_EQ(plan.size(), names.size());
+	const auto model = quokka::scene::uniform(Trafo::translation({1.0, 2.0, 3.0}));
+	const auto view = quokka::scene::uniform(Trafo::rotation({0.0, 1.0, 0.0}, 0.25));
+	const auto proj = quokka::scene::uniform(Trafo::scale({2.0, 3.0, 0.5}));
+	std::vector<quokka::scene::RenderObject> objects(5);
+	for (quokka::scene::RenderObject& o : objects)
+		o.uniforms["ConstantColor"] = quokka::scene::uniform(quokka::math::V4f(1.0f));
+	objects[0].uniforms["ModelTrafo"] = model;
+	objects[0].uniforms["ViewTrafo"] = view;
+	objects[0].uniforms["ProjTrafo"] = proj;
+	objects[1].uniforms["ModelTrafo"] = model; // view and proj: identity
+	objects[2].uniforms["ViewTrafo"] = view;   // no ModelTrafo
+	objects[3] = objects[0];                   // defines derived names itself
+	objects[3].uniforms["NormalMatrix"] = quokka::scene::uniform(quokka::math::V4f(7.0f));
+	objects[3].uniforms["ModelViewProjTrafo"] = proj;
+	objects[4] = objects[0]; // far more uniforms than the plan names
+	for (int i = 0; i < 60; ++i)
+		objects[4].uniforms["Extra" + std::to_string(i)] = quokka::scene::uniform(float(i));
+	quokka::classic::DerivedUniforms derived;
+	for (size_t k = 0; k < objects.size(); ++k)
+	{
+		const quokka::scene::RenderObject& o = objects[k];
+		std::vector<quokka::adaptive::aval<UniformValue>> out(names.size()), pooled_out(names.size());
+		std::vector<DerivedRecipe> recipes(names.size(), DerivedRecipe::Inverse);
+		ASSERT_TRUE(derived.resolve(o, plan, out).ok()) << k;
+		ASSERT_TRUE(derived.resolve(o, plan, pooled_out, recipes).ok()) << k;
+		auto model_node = derived.resolve(o, "ModelTrafo");
+		ASSERT_TRUE(model_node.ok());
+		for (size_t i = 0; i < names.size(); ++i)
+		{
+			auto by_name = derived.resolve(o, names[i]);
+			ASSERT_TRUE(by_name.ok()) << k << " " << names[i];
+			EXPECT_EQ(out[i].node().get(), by_name->node().get()) << "object " << k << ": " << names[i];
+			const bool own = o.uniforms.count(names[i]) != 0;
+			const DerivedRecipe expected = own                           ? DerivedRecipe::None
+			                               : names[i] == "NormalMatrix"  ? DerivedRecipe::NormalMatrix
+			                               : names[i] == "ModelTrafoInv" ? DerivedRecipe::Inverse
+			                                                             : DerivedRecipe::None;
+			EXPECT_EQ(recipes[i], expected) << "object " << k << ": " << names[i];
+			EXPECT_EQ(pooled_out[i].node().get(),
+			          (expected == DerivedRecipe::None ? *by_name : *model_node).node().get())
+			    << "object " << k << ": " << names[i];
+		}
+	}
+	// The values themselves, for the object with all three trafos: ModelViewProj = Proj · View · Model.
+	std::vector<quokka::adaptive::aval<UniformValue>> out(names.size());
+	ASSERT_TRUE(derived.resolve(objects[0], plan, out).ok());
+	const quokka::math::M44d expected =
+	    (Trafo::scale({2.0, 3.0, 0.5}) * Trafo::rotation({0.0, 1.0, 0.0}, 0.25) * Trafo::translation({1.0, 2.0, 3.0}))
+	        .forward;
+	const UniformValue mvp = out[14].force();
+	ASSERT_TRUE(std::holds_alternative<Trafo>(mvp));
+	EXPECT_EQ(std::get<Trafo>(mvp).forward, expected);
+	// A name without a standard meaning that the object lacks is an error naming it; defining it resolves.
+	const std::vector<std::string> custom = {"ModelTrafo", "Tint"};
+	const quokka::classic::UniformPlan custom_plan(custom);
+	std::vector<quokka::adaptive::aval<UniformValue>> two(2);
+	const quokka::Result<void> missing = derived.resolve(objects[0], custom_plan, two);
+	ASSERT_FALSE(missing.ok());
+	EXPECT_NE(missing.error().message.find("'Tint'"), std::string::npos) << missing.error().message;
+	objects[1].uniforms["Tint"] = quokka::scene::uniform(0.5f);
+	ASSERT_TRUE(derived.resolve(objects[1], custom_plan, two).ok());
+	EXPECT_EQ(two[1].node().get(), objects[1].uniforms["Tint"].node().get());
+}

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -86,6 +88,45 @@ scene::UniformValue deriveValue(DerivedRecipe recipe, const scene::UniformValue&
 /// packUniform(deriveValue(recipe, input)), without copying `input` when there is no recipe.
 PackedValue packDerived(DerivedRecipe recipe, const scene::UniformValue& input);
 
+/// How a list of uniform names (a compiled effect's, in order) resolves, worked out once: the names an object may
+/// define itself, and for each the standard derivation DerivedUniforms uses when it does not. A renderer plans each
+/// compiled effect once; resolving an object against the plan then compares names only in one merge walk over the
+/// object's (sorted) uniform map, where resolving by name looks every name and every trafo input up and compares it
+/// with the standard names in turn.
+class UniformPlan
+{
+public:
+	explicit UniformPlan(std::span<const std::string> names);
+	size_t size() const { return members_.size(); }
+
+private:
+	friend class DerivedUniforms;
+	/// The standard derivation of a name the object does not define (the *Inv variants: `inverse` on
+	/// Model…ModelViewProj).
+	enum class Rule : uint8_t
+	{
+		Model,
+		View,
+		Proj,
+		ViewProj,
+		ModelView,
+		ModelViewProj,
+		Normal,
+		Camera,
+		Missing, ///< no standard meaning: an error when the object does not define it
+	};
+	static Rule parse(std::string_view name, bool& inverse);
+	struct Member
+	{
+		uint32_t own; ///< index of the name in fetch_
+		Rule rule;
+		bool inverse;
+	};
+	std::vector<std::string> fetch_; ///< names read from the object, sorted and unique: every member's and the trafos'
+	uint32_t model_ = 0, view_ = 0, proj_ = 0; ///< where ModelTrafo, ViewTrafo and ProjTrafo sit in fetch_
+	std::vector<Member> members_;
+};
+
 /// Uniforms an object does not define are derived when they are standard trafos (ModelViewProjTrafo, ViewProjTrafo,
 /// ModelViewTrafo, NormalMatrix, the *Inv variants, CameraLocation; LightLocation defaults to the camera) from its
 /// ModelTrafo/ViewTrafo/ProjTrafo (identity when absent), CPU-side in double precision. Derived values are interned by
@@ -95,10 +136,12 @@ class DerivedUniforms
 public:
 	/// The object's own uniform `name`, else a derived one. Errors: InvalidArgument naming the object.
 	Result<adaptive::aval<scene::UniformValue>> resolve(const scene::RenderObject& object, const std::string& name);
-	/// For a uniform derived from the object's ModelTrafo alone (NormalMatrix, ModelTrafoInv) that the object does not
-	/// define: the recipe, with `input` set to the ModelTrafo node (the shared identity when absent). Else None.
-	DerivedRecipe recipe(const scene::RenderObject& object, const std::string& name,
-	                     adaptive::aval<scene::UniformValue>& input) const;
+	/// resolve() of every name of `plan` at once, into `out` (one value per name, in order). With `pooled` (as long as
+	/// `out`), a name derived from the object's ModelTrafo alone (NormalMatrix, ModelTrafoInv) that the object does
+	/// not define gives its recipe in `pooled` and the ModelTrafo node (the shared identity when absent) in `out`
+	/// instead of an interned node — a renderer then pools the value itself; every other name gets None there.
+	Result<void> resolve(const scene::RenderObject& object, const UniformPlan& plan,
+	                     std::span<adaptive::aval<scene::UniformValue>> out, std::span<DerivedRecipe> pooled = {});
 	/// Drops the interned nodes (their users keep what they hold).
 	void clear() { derived_.clear(); }
 	/// Drops the interned nodes nobody else holds any more (objects removed): O(size). Returns how many.
@@ -107,6 +150,11 @@ public:
 
 private:
 	using Key = std::tuple<int, const void*, const void*>; ///< (recipe, input a, input b)
+	/// The value of `rule` from the object's trafo inputs (each the identity when the object lacks it).
+	adaptive::aval<scene::UniformValue> derive(UniformPlan::Rule rule, bool inverse,
+	                                           const adaptive::aval<scene::UniformValue>& model,
+	                                           const adaptive::aval<scene::UniformValue>& view,
+	                                           const adaptive::aval<scene::UniformValue>& proj);
 	/// A flat map: at 10^6 objects it holds ~10^6 per-object derived values (NormalMatrix, …), where a node-based map's
 	/// chain walk costs several cache misses per lookup.
 	absl::flat_hash_map<Key, adaptive::aval<scene::UniformValue>> derived_;
