@@ -4,6 +4,7 @@
 // records, iterative marking); outputs are contiguous arrays for marking throughput. Differences from FDA are listed in
 // docs/adaptive.md.
 #include <quokka/adaptive/core.hpp>
+#include <quokka/base/block_cache.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -31,36 +32,19 @@ struct Link
 namespace
 {
 
-/// Free list of links, per thread (a graph lives on one thread). Steady-state evaluation reuses links in place, so the
-/// pool only serves structural changes.
+/// Links come from a per-thread block cache (a graph lives on one thread). Steady-state evaluation reuses links in
+/// place, so the cache only serves structural changes. Bounded (BlockCache's cap): links recycled in destruction order
+/// are scattered in memory; after a big graph dies, handing them all out again would scatter the next graph's edges too
+/// (marking throughput fell 5–10x in the benchmark), so beyond the cap they go back to malloc, which coalesces them.
 struct LinkPool
 {
-	std::vector<Link*> free;
-	~LinkPool()
+	using Cache = BlockCache<sizeof(Link)>;
+	Link* acquire() { return ::new (Cache::allocate()) Link(); }
+	void recycle(Link* l) noexcept
 	{
-		for (Link* l : free)
-			delete l;
+		l->~Link();
+		Cache::release(l);
 	}
-	Link* acquire()
-	{
-		if (free.empty())
-			return new Link();
-		Link* l = free.back();
-		free.pop_back();
-		*l = Link{};
-		return l;
-	}
-	// Bounded: links recycled in destruction order are scattered in memory; after a big graph dies, handing them out
-	// again would scatter the next graph's edges too (marking throughput fell 5–10x in the benchmark). Beyond the cap
-	// they go back to malloc, which coalesces them and serves new graphs contiguously.
-	void recycle(Link* l)
-	{
-		if (free.size() < kMaxFree)
-			free.push_back(l);
-		else
-			delete l;
-	}
-	static constexpr size_t kMaxFree = 4096;
 };
 
 thread_local LinkPool t_links;

@@ -22,6 +22,7 @@
 #include <absl/container/inlined_vector.h>
 
 #include <quokka/base/assert.hpp>
+#include <quokka/base/block_cache.hpp>
 #include <quokka/base/clock.hpp>
 #include <quokka/classic/object_inputs.hpp>
 #include <quokka/fx/megacall_glsl.hpp>
@@ -579,6 +580,9 @@ struct Entry final : AdaptiveObject
 		kIndex,
 	};
 	Entry(HeapScene::Impl& s, Kind k, uint32_t c) : AdaptiveObject(kWantsInputChanged), scene(&s), kind(k), chunk(c) {}
+	// Five or so entries come and go with every object: a per-thread block cache instead of malloc for each.
+	static void* operator new(size_t bytes);
+	static void operator delete(void* p) noexcept;
 
 	HeapScene::Impl* scene;
 	Kind kind;
@@ -804,6 +808,17 @@ struct HeapScene::Impl
 	void chooseStrategy(Slot& s);
 };
 
+void* Entry::operator new(size_t bytes)
+{
+	QUOKKA_ASSERT(bytes == sizeof(Entry), "Entry is final");
+	return BlockCache<sizeof(Entry)>::allocate();
+}
+
+void Entry::operator delete(void* p) noexcept
+{
+	BlockCache<sizeof(Entry)>::release(p);
+}
+
 void Entry::inputChanged(AdaptiveObject*)
 {
 	if (!queued)
@@ -858,6 +873,12 @@ class HeapObject final : public classic::ObjectNode
 public:
 	HeapObject(HeapScene::Impl& s, RenderObjectPtr o) : scene_(&s), object_(std::move(o)) {}
 	~HeapObject() override { unplace(); }
+	static void* operator new(size_t bytes)
+	{
+		QUOKKA_ASSERT(bytes == sizeof(HeapObject), "HeapObject is final");
+		return BlockCache<sizeof(HeapObject)>::allocate();
+	}
+	static void operator delete(void* p) noexcept { BlockCache<sizeof(HeapObject)>::release(p); }
 
 	/// Compiles, reads and validates the inputs, then places the object (chunk, entries, bucket, header, slot, record).
 	Result<void> place();
@@ -890,7 +911,8 @@ public:
 	Slot* slot = nullptr;
 	uint32_t header = 0;
 	uint32_t record = 0;
-	std::vector<Entry*> entries; ///< uniforms then attributes (header order)
+	absl::InlinedVector<Entry*, 8>
+	    entries; ///< uniforms then attributes (header order); inline: no allocation per object
 	Entry* indices = nullptr;
 	scene::DrawCall draw;
 	bool active = true;
@@ -962,7 +984,7 @@ private:
 	std::vector<Input> inputs_;
 	std::vector<AdaptiveObject*> dirty_inputs_;
 	scene::PipelineStateValues state_;
-	std::vector<const scene::BufferView*> views_; ///< attributes in header order
+	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
 };
 
 Result<void> HeapObject::validateDraw()
@@ -1256,7 +1278,7 @@ Result<void> HeapObject::place()
 			    // Entries in header order (uniforms, then attributes), acquired buffers first: they are the large
 			    // allocations, so a chunk without room fails at its first one instead of after acquiring (and then
 			    // releasing) every uniform — with 8 full chunks before the newest, that was most of an add.
-			    std::vector<Entry*> got(uniforms.size() + views_.size(), nullptr);
+			    absl::InlinedVector<Entry*, 8> got(uniforms.size() + views_.size(), nullptr);
 			    Entry* idx = nullptr;
 			    Result<void> acquired = [&]() -> Result<void>
 			    {
