@@ -273,7 +273,7 @@ void ChunkAllocator::freeMany(std::span<uint32_t> offsets)
 Result<void> ChunkAllocator::freeManyChecked(std::span<uint32_t> offsets)
 {
 	std::sort(offsets.begin(), offsets.end());
-	// Check everything before changing anything; the sizes are kept for the second pass (erasing shifts slots).
+	// Each block leaves the live index as it is checked (one probe); a bad offset puts the ones already taken back.
 	constexpr size_t kInline = 16;
 	uint32_t inline_sizes[kInline];
 	std::vector<uint32_t> heap_sizes;
@@ -283,16 +283,18 @@ Result<void> ChunkAllocator::freeManyChecked(std::span<uint32_t> offsets)
 	for (size_t i = 0; i < offsets.size(); ++i)
 	{
 		const uint32_t offset = offsets[i];
-		const detail::OffsetMap::Slot* live =
-		    offset % kAlign == 0 && (i == 0 || offsets[i - 1] != offset) ? live_.find(offset >> kUnitShift) : nullptr;
-		if (!live)
+		detail::OffsetMap::Slot* live = offset % kAlign == 0 ? live_.find(offset >> kUnitShift) : nullptr;
+		if (!live) // (also a repeated offset: its first copy has left the index)
 		{
+			for (size_t j = 0; j < i; ++j)
+				live_.insert(offsets[j] >> kUnitShift, sizes[j]);
 			++bad_frees_;
 			return makeError(ErrorCode::InvalidArgument,
 			                 "ChunkAllocator: free of byte offset " + std::to_string(offset) +
 			                     ", which is not the start of a live block (or is given twice); nothing was freed");
 		}
 		sizes[i] = live->value;
+		live_.erase(live);
 	}
 	// Runs of adjacent blocks become one range each before they reach the free indices.
 	for (size_t i = 0; i < offsets.size();)
@@ -300,11 +302,8 @@ Result<void> ChunkAllocator::freeManyChecked(std::span<uint32_t> offsets)
 		const uint32_t start = offsets[i] >> kUnitShift;
 		uint32_t size = 0;
 		do
-		{
-			live_.erase(live_.find(offsets[i] >> kUnitShift));
-			size += sizes[i];
-			++i;
-		} while (i < offsets.size() && offsets[i] >> kUnitShift == start + size);
+			size += sizes[i++];
+		while (i < offsets.size() && offsets[i] >> kUnitShift == start + size);
 		live_units_ -= size;
 		releaseRange(start, size);
 	}
