@@ -80,6 +80,7 @@ private:
 /// Cost: free(), blockBytes() and the bookkeeping of allocate() are O(1) expected, in flat hash maps (live blocks by
 /// start; free blocks by start and by end, which is all that merging with neighbours needs); the best-fit search and
 /// the size index updates are O(log n) in a B-tree (absl::btree_set) of (size, offset) keys; fits() is O(1).
+/// freeMany() of n blocks sorts them (O(n log n), n small) and updates the free indices once per run of adjacent ones.
 /// planCompaction(), freeBlocks() and validate() sort, O(n log n). The flat maps made a free+allocate pair 2–4× faster
 /// than std::map indices (bench/heap/chunk_allocator_bench.cpp); the B-tree replaced a std::set (a node allocation and
 /// ~log2(n) scattered nodes per update).
