@@ -937,6 +937,8 @@ public:
 		kArrays,  ///< the entry and input arrays (this object must be in cache)
 		kEntries, ///< the entries and the input nodes (the arrays must be)
 		kPool,    ///< the pool slots of entries this removal frees (the entries must be)
+		kSlot,    ///< the record's place in the slot arrays, and the slot's last object (which the swap-pop moves)
+		kLast,    ///< that last object's index entry (its record names the index start; the object must be in cache)
 	};
 	void prefetch(PrefetchStage stage) const;
 	/// Writes this object's command and megacall record into its slot's shadows.
@@ -1356,17 +1358,40 @@ void HeapObject::prefetch(PrefetchStage stage) const
 	case PrefetchStage::kEntries:
 		for (const Entry* e : entries)
 			prefetchLines(e, 3);
+		if (indices)
+			prefetchLines(indices, 3);
 		for (const Input& in : inputs_)
 			__builtin_prefetch(in.node);
 		break;
 	case PrefetchStage::kPool:
+	{
+		auto pool = [&](const Entry* e)
+		{
+			if (e->refcount != 1)
+				return;
+			if (!e->constant)
+				scene_->pool.prefetch(e->key);
+			scene_->chunks[e->chunk]->allocator.prefetchFree(e->ref, 16ull + e->data_bytes);
+		};
 		for (const Entry* e : entries)
-			if (e->refcount == 1)
-			{
-				if (!e->constant)
-					scene_->pool.prefetch(e->key);
-				scene_->chunks[e->chunk]->allocator.prefetchFree(e->ref, 16ull + e->data_bytes);
-			}
+			pool(e);
+		if (indices)
+			pool(indices);
+		break;
+	}
+	case PrefetchStage::kSlot:
+		if (slot && record < slot->records.size())
+		{
+			__builtin_prefetch(&slot->records[record]);
+			__builtin_prefetch(slot->commands.words.data() + size_t(record) * slot->commandWords());
+			__builtin_prefetch(slot->mrecords.words.data() + size_t(record) * fx::kRecordWords);
+			prefetchLines(slot->records.back(), 2);
+		}
+		break;
+	case PrefetchStage::kLast:
+		if (slot && !slot->records.empty())
+			if (const Entry* last_indices = slot->records.back()->indices)
+				__builtin_prefetch(last_indices);
 		break;
 	}
 }
@@ -1902,6 +1927,11 @@ Result<void> HeapScene::update()
 				doomed[i + 2 * kAhead]->prefetch(Stage::kEntries);
 			if (i + kAhead < doomed.size())
 				doomed[i + kAhead]->prefetch(Stage::kPool);
+			// (The slot's last object changes with every swap-pop: looked at only one and two removals ahead.)
+			if (i + 2 < doomed.size())
+				doomed[i + 2]->prefetch(Stage::kSlot);
+			if (i + 1 < doomed.size())
+				doomed[i + 1]->prefetch(Stage::kLast);
 			doomed[i]->detach();
 			doomed[i] = Ref<HeapObject>();
 		}
