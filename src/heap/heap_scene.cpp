@@ -1280,22 +1280,6 @@ Result<void> HeapObject::place()
 			    // Entries in header order (uniforms, then attributes), acquired buffers first: they are the large
 			    // allocations, so a chunk without room fails at its first one instead of after acquiring (and then
 			    // releasing) every uniform — with 8 full chunks before the newest, that was most of an add.
-			    // Every pool slot this attempt probes, fetched together: in a large scene each is a miss in a table of
-			    // millions of entries, and probing them one by one waits for each in turn.
-			    if (o.indices)
-				    scene_->pool.prefetch(HeapScene::Impl::bufferKey(Entry::kIndex, *o.indices, fx::U32, chunk));
-			    for (size_t i = 0; i < views_.size(); ++i)
-				    scene_->pool.prefetch(
-				        HeapScene::Impl::bufferKey(Entry::kAttribute, *views_[i], iface.attributes[i].type, chunk));
-			    for (size_t i = 0; i < uniforms.size(); ++i)
-				    if (!uniforms[i].node()->isConstant())
-				    {
-					    PoolKey key = PoolKey::uniform(uniforms[i].node().get(), chunk);
-					    key.format = uint32_t(recipes[i]);
-					    scene_->pool.prefetch(key);
-					    if (recipes[i] == classic::DerivedRecipe::None)
-						    scene_->uniform_chunks.prefetch(key.node);
-				    }
 			    absl::InlinedVector<Entry*, 8> got(uniforms.size() + views_.size(), nullptr);
 			    Entry* idx = nullptr;
 			    Result<void> acquired = [&]() -> Result<void>
