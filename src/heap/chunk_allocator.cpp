@@ -15,6 +15,8 @@
 #include <iterator>
 #include <utility>
 
+#include <absl/container/inlined_vector.h>
+
 namespace quokka::heap
 {
 
@@ -274,12 +276,7 @@ Result<void> ChunkAllocator::freeManyChecked(std::span<uint32_t> offsets)
 {
 	std::sort(offsets.begin(), offsets.end());
 	// Each block leaves the live index as it is checked (one probe); a bad offset puts the ones already taken back.
-	constexpr size_t kInline = 16;
-	uint32_t inline_sizes[kInline];
-	std::vector<uint32_t> heap_sizes;
-	if (offsets.size() > kInline)
-		heap_sizes.resize(offsets.size());
-	uint32_t* sizes = offsets.size() > kInline ? heap_sizes.data() : inline_sizes;
+	absl::InlinedVector<uint32_t, 16> sizes(offsets.size());
 	for (size_t i = 0; i < offsets.size(); ++i)
 	{
 		const uint32_t offset = offsets[i];
