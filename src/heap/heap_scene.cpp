@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include <absl/cleanup/cleanup.h>
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/container/inlined_vector.h>
 
 #include <quokka/base/assert.hpp>
@@ -568,10 +568,13 @@ struct ConstantKey
 	}
 };
 
-/// A pooled input in one chunk: a uniform value, a converted vertex attribute or widened indices. Uniform entries
-/// read their aval themselves (one re-pack per change, however many objects share the value); buffer entries are
-/// read once (objects using a buffer re-place themselves when it changes).
-struct Entry final : AdaptiveObject
+/// A pooled input in one chunk: a uniform value, a converted vertex attribute or widened indices — the part every kind
+/// shares (what the allocation holds, where, and how many objects use it). Buffer entries (BufferEntry) are plain
+/// records: they are read once, and the objects using a buffer re-place themselves when it changes. Uniform entries
+/// (UniformEntry) are adaptive objects: they read their aval themselves (one re-pack per change, however many objects
+/// share the value). Three of an object's five or so entries are buffers, so keeping the adaptive machinery (its
+/// ~100-byte node, construction and teardown) out of them is a third less memory to touch per add and removal.
+struct Entry
 {
 	enum Kind : uint8_t
 	{
@@ -579,12 +582,6 @@ struct Entry final : AdaptiveObject
 		kAttribute,
 		kIndex,
 	};
-	Entry(HeapScene::Impl& s, Kind k, uint32_t c) : AdaptiveObject(kWantsInputChanged), scene(&s), kind(k), chunk(c) {}
-	// Five or so entries come and go with every object: a per-thread block cache instead of malloc for each.
-	static void* operator new(size_t bytes);
-	static void operator delete(void* p) noexcept;
-
-	HeapScene::Impl* scene;
 	Kind kind;
 	uint32_t chunk;
 	uint32_t ref = 0;      ///< byte offset of the allocation header in the chunk
@@ -592,12 +589,39 @@ struct Entry final : AdaptiveObject
 	uint32_t data_bytes = 0;
 	uint32_t refcount = 0;
 	fx::Type type;
-	aval<UniformValue> uniform; ///< kUniform with a non-constant source
-	/// kUniform: the value is this recipe applied to `uniform` (NormalMatrix from a ModelTrafo node) — pooled by
-	/// (input node, recipe) instead of an adaptive node per object; None for a plain value.
+	PoolKey key; ///< the pool key (for erasure); node null for a constant uniform
+
+	Entry(Kind k, uint32_t c) : kind(k), chunk(c) {}
+	Entry(const Entry&) = delete;
+	Entry& operator=(const Entry&) = delete;
+
+protected:
+	~Entry() = default; // (destroyed as its concrete type: PooledEntry, Ref<UniformEntry>)
+};
+static_assert(Entry::kUniform == 0, "PoolKey::uniform assumes kind 0");
+
+/// A vertex attribute or index buffer converted into one chunk.
+struct BufferEntry final : Entry
+{
+	BufferEntry(Kind k, uint32_t c) : Entry(k, c) {}
+	static void* operator new(size_t bytes);
+	static void operator delete(void* p) noexcept;
+
+	scene::ArrayBuffer buffer; ///< the value read, keeps the keyed storage alive
+};
+
+/// A uniform value (or a recipe applied to one) in one chunk, re-packed when its aval changes.
+struct UniformEntry final : AdaptiveObject, Entry
+{
+	UniformEntry(HeapScene::Impl& s, uint32_t c) : AdaptiveObject(kWantsInputChanged), Entry(kUniform, c), scene(&s) {}
+	static void* operator new(size_t bytes);
+	static void operator delete(void* p) noexcept;
+
+	HeapScene::Impl* scene;
+	aval<UniformValue> uniform; ///< with a non-constant source
+	/// The value is this recipe applied to `uniform` (NormalMatrix from a ModelTrafo node) — pooled by (input node,
+	/// recipe) instead of an adaptive node per object; None for a plain value.
 	classic::DerivedRecipe recipe = classic::DerivedRecipe::None;
-	scene::ArrayBuffer buffer;             ///< kAttribute/kIndex: the value read, keeps the keyed storage alive
-	PoolKey key;                           ///< the pool key (for erasure); node null for a constant uniform
 	std::unique_ptr<ConstantKey> constant; ///< a constant uniform's key (for erasure)
 	bool queued = false;
 
@@ -608,7 +632,77 @@ struct Entry final : AdaptiveObject
 	using AdaptiveObject::beginEvaluation;
 	using AdaptiveObject::endEvaluation;
 };
-static_assert(Entry::kUniform == 0, "PoolKey::uniform assumes kind 0");
+
+/// The uniform entry behind `e`, or null for a buffer entry.
+inline UniformEntry* asUniform(Entry* e)
+{
+	return e->kind == Entry::kUniform ? static_cast<UniformEntry*>(e) : nullptr;
+}
+inline const UniformEntry* asUniform(const Entry* e)
+{
+	return e->kind == Entry::kUniform ? static_cast<const UniformEntry*>(e) : nullptr;
+}
+
+/// The pool's owning handle: deletes a buffer entry, or drops the pool's reference to a uniform entry (a queued
+/// re-pack may hold another).
+class PooledEntry
+{
+public:
+	PooledEntry() = default;
+	explicit PooledEntry(std::unique_ptr<BufferEntry> e) : e_(e.release()) {}
+	explicit PooledEntry(const Ref<UniformEntry>& e) : e_(e.get())
+	{
+		if (e)
+			e->addRef();
+	}
+	PooledEntry(PooledEntry&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+	PooledEntry& operator=(PooledEntry&& o) noexcept
+	{
+		if (this != &o)
+		{
+			drop();
+			e_ = std::exchange(o.e_, nullptr);
+		}
+		return *this;
+	}
+	~PooledEntry() { drop(); }
+	Entry* get() const { return e_; }
+	Entry* operator->() const { return e_; }
+	Entry& operator*() const { return *e_; }
+
+private:
+	void drop() noexcept
+	{
+		if (!e_)
+			return;
+		if (UniformEntry* u = asUniform(e_))
+			u->release();
+		else
+			delete static_cast<BufferEntry*>(e_);
+		e_ = nullptr;
+	}
+	Entry* e_ = nullptr;
+};
+
+/// The pool is a set of entries looked up by the key they hold: an 8-byte slot per entry instead of a copy of the
+/// 40-byte key beside it (at 10^6 objects, 5·10^6 entries: the slot array was 200 MB of scattered probes). Found by key
+/// (PoolKey) on acquisition; erased by identity (the entry's pointer, hashed by its key) on release.
+struct PooledEntryHash
+{
+	using is_transparent = void;
+	size_t operator()(const PoolKey& k) const { return PoolKeyHash{}(k); }
+	size_t operator()(const Entry* e) const { return PoolKeyHash{}(e->key); }
+	size_t operator()(const PooledEntry& e) const { return PoolKeyHash{}(e->key); }
+};
+struct PooledEntryEq
+{
+	using is_transparent = void;
+	bool operator()(const PooledEntry& a, const PooledEntry& b) const { return a.get() == b.get(); }
+	bool operator()(const PooledEntry& a, const PoolKey& k) const { return a->key == k; }
+	bool operator()(const PoolKey& k, const PooledEntry& a) const { return a->key == k; }
+	bool operator()(const PooledEntry& a, const Entry* e) const { return a.get() == e; }
+	bool operator()(const Entry* e, const PooledEntry& a) const { return a.get() == e; }
+};
 
 /// One pipeline state inside a bucket: its records and, per strategy, its GPU arrays.
 struct Slot
@@ -701,14 +795,14 @@ struct HeapScene::Impl
 	std::vector<std::unique_ptr<Chunk>> chunks;
 	// Flat (open-addressing) maps for the per-object tables: a node-based map costs ~3 cache misses per lookup at 10^6
 	// objects (bucket slot, the node before, the node), which made pool lookups ~2/3 of an add's time.
-	absl::flat_hash_map<PoolKey, Ref<Entry>, PoolKeyHash> pool; ///< key → entry
-	absl::flat_hash_map<ConstantKey, Ref<Entry>> constants;     ///< constant uniform value → entry
+	absl::flat_hash_set<PooledEntry, PooledEntryHash, PooledEntryEq> pool; ///< non-constant inputs, by PoolKey
+	absl::flat_hash_map<ConstantKey, Ref<UniformEntry>> constants;         ///< constant uniform value → entry
 	/// Calls f(Entry&) for every pool entry, constants included.
 	template <typename F>
 	void forEachEntry(F&& f) const
 	{
-		for (const auto& kv : pool)
-			f(*kv.second);
+		for (const PooledEntry& e : pool)
+			f(*e);
 		for (const auto& kv : constants)
 			f(*kv.second);
 	}
@@ -719,7 +813,7 @@ struct HeapScene::Impl
 	/// Non-constant uniform node → chunks holding an entry for it (bit c; chunks ≥ 64 are looked up in the pool).
 	absl::flat_hash_map<const void*, uint64_t> uniform_chunks;
 	std::vector<Ref<HeapObject>> dirty_objects;
-	std::vector<Ref<Entry>> dirty_entries;
+	std::vector<Ref<UniformEntry>> dirty_entries;
 	std::vector<Slot*> dirty_slots;
 	size_t removed_since_collect = 0; ///< derived uniforms are collected when this passes half the live objects
 
@@ -808,18 +902,29 @@ struct HeapScene::Impl
 	void chooseStrategy(Slot& s);
 };
 
-void* Entry::operator new(size_t bytes)
+void* BufferEntry::operator new([[maybe_unused]] size_t bytes)
 {
-	QUOKKA_ASSERT(bytes == sizeof(Entry), "Entry is final");
-	return BlockCache<sizeof(Entry)>::allocate();
+	QUOKKA_ASSERT(bytes == sizeof(BufferEntry), "BufferEntry is final");
+	return BlockCache<sizeof(BufferEntry)>::allocate();
 }
 
-void Entry::operator delete(void* p) noexcept
+void BufferEntry::operator delete(void* p) noexcept
 {
-	BlockCache<sizeof(Entry)>::release(p);
+	BlockCache<sizeof(BufferEntry)>::release(p);
 }
 
-void Entry::inputChanged(AdaptiveObject*)
+void* UniformEntry::operator new([[maybe_unused]] size_t bytes)
+{
+	QUOKKA_ASSERT(bytes == sizeof(UniformEntry), "UniformEntry is final");
+	return BlockCache<sizeof(UniformEntry)>::allocate();
+}
+
+void UniformEntry::operator delete(void* p) noexcept
+{
+	BlockCache<sizeof(UniformEntry)>::release(p);
+}
+
+void UniformEntry::inputChanged(AdaptiveObject*)
 {
 	if (!queued)
 	{
@@ -828,10 +933,10 @@ void Entry::inputChanged(AdaptiveObject*)
 	}
 }
 
-Result<void> Entry::repack()
+Result<void> UniformEntry::repack()
 {
 	queued = false;
-	if (refcount == 0 || kind != kUniform)
+	if (refcount == 0)
 		return {};
 	beginEvaluation();
 	classic::PackedValue p;
@@ -873,7 +978,7 @@ class HeapObject final : public classic::ObjectNode
 public:
 	HeapObject(HeapScene::Impl& s, RenderObjectPtr o) : scene_(&s), object_(std::move(o)) {}
 	~HeapObject() override { unplace(); }
-	static void* operator new(size_t bytes)
+	static void* operator new([[maybe_unused]] size_t bytes)
 	{
 		QUOKKA_ASSERT(bytes == sizeof(HeapObject), "HeapObject is final");
 		return BlockCache<sizeof(HeapObject)>::allocate();
@@ -1369,7 +1474,7 @@ void HeapObject::prefetch(PrefetchStage stage) const
 		{
 			if (e->refcount != 1)
 				return;
-			if (!e->constant)
+			if (const UniformEntry* u = asUniform(e); !u || !u->constant)
 				scene_->pool.prefetch(e->key);
 			scene_->chunks[e->chunk]->allocator.prefetchFree(e->ref, 16ull + e->data_bytes);
 		};
@@ -1531,21 +1636,10 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		if (auto it = constants.find(constant_key); it != constants.end())
 			return shared(it->second.get());
 	}
-	// A non-constant value: one probe finds its entry or claims its slot (filled below; emptied again on an error).
-	decltype(pool)::iterator slot;
 	if (!constant)
-	{
-		bool claimed = false;
-		std::tie(slot, claimed) = pool.try_emplace(key);
-		if (!claimed)
-			return shared(slot->second.get());
-	}
-	absl::Cleanup vacate = [&]
-	{
-		if (!constant)
-			pool.erase(slot);
-	};
-	Ref<Entry> e = adaptive::makeRef<Entry>(*this, Entry::kUniform, chunk);
+		if (auto it = pool.find(key); it != pool.end())
+			return shared(it->get());
+	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
 	if (!constant)
 	{
 		e->uniform = value;
@@ -1580,12 +1674,11 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		constants.emplace(constant_key, std::move(e));
 		return raw;
 	}
-	std::move(vacate).Cancel();
 	// The placement index lists plain values only (a recipe entry's node is the object's ModelTrafo, whose own entry
 	// sits in the same chunk when the effect reads it).
 	if (chunk < 64 && recipe == classic::DerivedRecipe::None)
 		uniform_chunks[key.node] |= uint64_t(1) << chunk;
-	slot->second = std::move(e);
+	pool.insert(PooledEntry(e)); // (the find's probe left the group in cache)
 	return raw;
 }
 
@@ -1599,14 +1692,11 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	// one dies with its last user — no user can pick up the old bytes.
 	const scene::ArrayBuffer& data = view.buffer.getValue(Token{}); // (a reference: no reference-count traffic)
 	const PoolKey key = bufferKey(kind, view, type, chunk);
-	// One probe finds the entry or claims its slot (filled below; emptied again on an error).
-	auto [slot, claimed] = pool.try_emplace(key);
-	if (!claimed)
+	if (auto it = pool.find(key); it != pool.end())
 	{
-		++slot->second->refcount;
-		return slot->second.get();
+		++(*it)->refcount;
+		return it->get();
 	}
-	absl::Cleanup vacate = [&, slot = slot] { pool.erase(slot); };
 	const bool index = kind == Entry::kIndex;
 	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
 	const BufferLayout layout = bufferLayout(kind, view, type, data);
@@ -1644,7 +1734,7 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 				                                                 "' has a format the heap cannot convert to " +
 				                                                 fx::typeName(type));
 			}
-	Ref<Entry> e = adaptive::makeRef<Entry>(*this, kind, chunk);
+	auto e = std::make_unique<BufferEntry>(kind, chunk);
 	e->buffer = data;
 	e->type = type;
 	e->elements = n;
@@ -1653,8 +1743,7 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	e->refcount = 1;
 	e->key = key;
 	Entry* raw = e.get();
-	slot->second = std::move(e);
-	std::move(vacate).Cancel();
+	pool.insert(PooledEntry(std::move(e)));
 	return raw;
 }
 
@@ -1677,15 +1766,16 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 	}
 	else
 		chunks[e->chunk]->allocator.free(e->ref);
-	if (e->kind == Entry::kUniform && e->key.node && e->chunk < 64 && e->recipe == classic::DerivedRecipe::None)
+	const UniformEntry* u = asUniform(e);
+	if (u && e->key.node && e->chunk < 64 && u->recipe == classic::DerivedRecipe::None)
 		if (auto it = uniform_chunks.find(e->key.node);
 		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))
 			uniform_chunks.erase(it);
 	// Erasing may destroy e (unless queued for a re-pack, which then skips it).
-	if (e->constant)
-		constants.erase(*e->constant);
+	if (u && u->constant)
+		constants.erase(*u->constant);
 	else
-		pool.erase(e->key);
+		pool.erase(static_cast<const Entry*>(e));
 }
 
 Result<const HeapScene::Impl::HeapEffect*> HeapScene::Impl::heapEffect(const fx::Effect& effect)
@@ -1966,18 +2056,18 @@ Result<void> HeapScene::update()
 	}
 	// Changed shared values: one re-pack each, in arena address order — the staging ring then appends each write
 	// instead of searching its ordered region map, and neighbouring allocations merge into one copy region.
-	std::vector<Ref<Entry>> entries;
+	std::vector<Ref<UniformEntry>> entries;
 	entries.swap(p.dirty_entries);
 	// The entries are scattered objects (10^4 random edits in a 10^6-object scene touch 10^4 cold entries and their
 	// uniform nodes), so both loops prefetch ahead: each visit is then one cache hit instead of a miss per level.
 	constexpr size_t kAhead = 8;
-	std::vector<std::pair<uint64_t, Entry*>> by_address;
+	std::vector<std::pair<uint64_t, UniformEntry*>> by_address;
 	by_address.reserve(entries.size());
 	for (size_t i = 0; i < entries.size(); ++i)
 	{
 		if (i + kAhead < entries.size())
 			prefetchLines(entries[i + kAhead].get(), 4);
-		const Entry* e = entries[i].get();
+		const UniformEntry* e = entries[i].get();
 		by_address.emplace_back(uint64_t(e->chunk) << 32 | e->ref, entries[i].get());
 	}
 	std::sort(by_address.begin(), by_address.end());
@@ -2416,9 +2506,10 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 	    });
 	// The placement index: bit c of a uniform node's mask ⇔ chunk c holds an entry for the node.
 	absl::flat_hash_map<const void*, uint64_t> held;
-	for (const auto& [key, e] : p.pool)
-		if (e->kind == Entry::kUniform && key.node && e->chunk < 64 && e->recipe == classic::DerivedRecipe::None)
-			held[key.node] |= uint64_t(1) << e->chunk;
+	for (const PooledEntry& e : p.pool)
+		if (const UniformEntry* u = asUniform(e.get());
+		    u && e->key.node && e->chunk < 64 && u->recipe == classic::DerivedRecipe::None)
+			held[e->key.node] |= uint64_t(1) << e->chunk;
 	if (held != p.uniform_chunks)
 		f.add("pool", "the uniform placement index lists " + std::to_string(p.uniform_chunks.size()) +
 		                  " nodes, the pool holds " + std::to_string(held.size()) + " (or their chunks differ)");
