@@ -442,6 +442,21 @@ struct GpuArray
 			touch(i, i + 1);
 		}
 	}
+	/// Sets words [i, i + n) and marks the span from the first to the last changed word once (a record or a header
+	/// is written as a whole: one mark instead of one per word).
+	void set(size_t i, const uint32_t* v, size_t n)
+	{
+		size_t lo = n, hi = 0;
+		for (size_t k = 0; k < n; ++k)
+			if (words[i + k] != v[k])
+			{
+				words[i + k] = v[k];
+				lo = std::min(lo, k);
+				hi = k + 1;
+			}
+		if (lo < hi)
+			touch(i + lo, i + hi);
+	}
 	/// Calls f(first granule, end granule) for each run of dirty granules (merged across small gaps), in address order,
 	/// and clears the marks.
 	template <typename F>
@@ -644,29 +659,27 @@ inline const UniformEntry* asUniform(const Entry* e)
 }
 
 /// The pool's owning handle: deletes a buffer entry, or drops the pool's reference to a uniform entry (a queued
-/// re-pack may hold another).
+/// re-pack may hold another). It carries its key's hash, so that rehashing the pool never visits the entries.
 class PooledEntry
 {
 public:
 	PooledEntry() = default;
-	explicit PooledEntry(std::unique_ptr<BufferEntry> e) : e_(e.release()) {}
-	explicit PooledEntry(const Ref<UniformEntry>& e) : e_(e.get())
-	{
-		if (e)
-			e->addRef();
-	}
-	PooledEntry(PooledEntry&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+	explicit PooledEntry(std::unique_ptr<BufferEntry> e) : e_(e.release()), hash_(PoolKeyHash{}(e_->key)) {}
+	explicit PooledEntry(const Ref<UniformEntry>& e) : e_(e.get()), hash_(PoolKeyHash{}(e->key)) { e->addRef(); }
+	PooledEntry(PooledEntry&& o) noexcept : e_(std::exchange(o.e_, nullptr)), hash_(o.hash_) {}
 	PooledEntry& operator=(PooledEntry&& o) noexcept
 	{
 		if (this != &o)
 		{
 			drop();
 			e_ = std::exchange(o.e_, nullptr);
+			hash_ = o.hash_;
 		}
 		return *this;
 	}
 	~PooledEntry() { drop(); }
 	Entry* get() const { return e_; }
+	size_t hash() const { return hash_; }
 	Entry* operator->() const { return e_; }
 	Entry& operator*() const { return *e_; }
 
@@ -682,17 +695,18 @@ private:
 		e_ = nullptr;
 	}
 	Entry* e_ = nullptr;
+	size_t hash_ = 0; ///< PoolKeyHash of e_->key
 };
 
-/// The pool is a set of entries looked up by the key they hold: an 8-byte slot per entry instead of a copy of the
-/// 40-byte key beside it (at 10^6 objects, 5·10^6 entries: the slot array was 200 MB of scattered probes). Found by key
-/// (PoolKey) on acquisition; erased by identity (the entry's pointer, hashed by its key) on release.
+/// The pool is a set of entries looked up by the key they hold: a 16-byte slot (entry, hash) per entry instead of a
+/// copy of the 40-byte key beside it (at 10^6 objects, 5·10^6 entries: the slot array was 200 MB of scattered probes).
+/// Found by key (PoolKey) on acquisition; erased by identity (the entry's pointer, hashed by its key) on release.
 struct PooledEntryHash
 {
 	using is_transparent = void;
 	size_t operator()(const PoolKey& k) const { return PoolKeyHash{}(k); }
 	size_t operator()(const Entry* e) const { return PoolKeyHash{}(e->key); }
-	size_t operator()(const PooledEntry& e) const { return PoolKeyHash{}(e->key); }
+	size_t operator()(const PooledEntry& e) const { return e.hash(); }
 };
 struct PooledEntryEq
 {
@@ -1142,16 +1156,18 @@ void HeapObject::writeHeader()
 	GpuArray& h = bucket->headers;
 	const uint32_t base = header * bucket->header_words;
 	const size_t uniforms = entries.size() - views_.size();
+	absl::InlinedVector<uint32_t, 16> words(entries.size() + 2);
 	for (size_t i = 0; i < entries.size(); ++i)
 	{
 		uint32_t ref = entries[i]->ref;
 		if (i >= uniforms && views_[i - uniforms]->per_instance)
 			ref |= fx::kHeapPerInstanceBit;
-		h.set(base + i, ref);
+		words[i] = ref;
 	}
 	const int32_t vertex_base = draw.indexed ? draw.base_vertex : int32_t(draw.first);
-	h.set(base + uint32_t(entries.size()), uint32_t(vertex_base));
-	h.set(base + uint32_t(entries.size()) + 1, draw.first_instance);
+	words[entries.size()] = uint32_t(vertex_base);
+	words[entries.size() + 1] = draw.first_instance;
+	h.set(base, words.data(), words.size());
 }
 
 void HeapObject::writeRecord()
@@ -1160,31 +1176,21 @@ void HeapObject::writeRecord()
 	const uint32_t n = count(), inst = instances();
 	const uint32_t cw = s.commandWords();
 	const size_t c = size_t(record) * cw;
+	const size_t m = size_t(record) * fx::kRecordWords;
 	if (s.indexed)
 	{
 		const uint32_t first_index = (indices ? (indices->ref + 16) / 4 : 0) + draw.first;
-		s.commands.set(c + 0, n);
-		s.commands.set(c + 1, inst);
-		s.commands.set(c + 2, first_index);
-		s.commands.set(c + 3, uint32_t(draw.base_vertex));
-		s.commands.set(c + 4, header);
-		const size_t m = size_t(record) * fx::kRecordWords;
-		s.mrecords.set(m + 1, header);
-		s.mrecords.set(m + 2, first_index);
-		s.mrecords.set(m + 3, n);
-		s.mrecords.set(m + 4, inst);
+		const uint32_t command[5] = {n, inst, first_index, uint32_t(draw.base_vertex), header};
+		s.commands.set(c, command, 5);
+		const uint32_t mrecord[4] = {header, first_index, n, inst};
+		s.mrecords.set(m + 1, mrecord, 4);
 	}
 	else
 	{
-		s.commands.set(c + 0, n);
-		s.commands.set(c + 1, inst);
-		s.commands.set(c + 2, draw.first);
-		s.commands.set(c + 3, header);
-		const size_t m = size_t(record) * fx::kRecordWords;
-		s.mrecords.set(m + 1, header);
-		s.mrecords.set(m + 2, fx::kNonIndexed);
-		s.mrecords.set(m + 3, n);
-		s.mrecords.set(m + 4, inst);
+		const uint32_t command[4] = {n, inst, draw.first, header};
+		s.commands.set(c, command, 4);
+		const uint32_t mrecord[4] = {header, fx::kNonIndexed, n, inst};
+		s.mrecords.set(m + 1, mrecord, 4);
 	}
 }
 
