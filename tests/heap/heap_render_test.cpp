@@ -686,6 +686,44 @@ TEST_F(HeapRenderTest, NormalMatricesArePooledByTheirModelTrafoAndFollowItsEdits
 	}
 }
 
+/// What placing an object costs in adaptive nodes: the heap object itself and one pool entry per uniform it owns
+/// (its ModelTrafo and the NormalMatrix pooled by that ModelTrafo); its vertex buffers' entries are plain records, not
+/// nodes, and a constant colour equal across objects is one shared entry. Counted as the difference between a scene of
+/// 40 and one of 20 objects, each placed by a fresh heap task, so fixed per-task nodes cancel.
+TEST_F(HeapRenderTest, PlacingAnObjectCreatesAdaptiveNodesOnlyForItselfAndItsOwnUniforms)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	auto nodesPlacing = [&](int count) -> int64_t
+	{
+		std::vector<RenderObjectPtr> objects;
+		for (int i = 0; i < count; ++i)
+		{
+			RenderObject o;
+			o.effect = lit;
+			const float x = -0.9f + 0.045f * float(i);
+			o.attributes["Positions"] =
+			    scene::BufferView::of(std::vector<V3f>{V3f(x, -0.1f, 0), V3f(x + 0.04f, -0.1f, 0), V3f(x, 0.1f, 0)},
+			                          VK_FORMAT_R32G32B32_SFLOAT);
+			o.attributes["Normals"] =
+			    scene::BufferView::of(std::vector<V3f>(3, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+			o.indices = scene::BufferView::of(std::vector<uint32_t>{0, 1, 2}, VK_FORMAT_R32_UINT);
+			o.uniforms["ConstantColor"] = scene::uniform(rgba(230, 190, 60));
+			o.uniforms["ModelTrafo"] =
+			    scene::uniform(cval<math::Trafo3d>(math::Trafo3d::translation(math::V3d(0, 0, 0.5))));
+			o.draw_call = adaptive::constant(scene::DrawCall{true, 3});
+			objects.push_back(scene::makeRenderObject(std::move(o)));
+		}
+		const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
+		const int64_t before = adaptive::liveObjectCount();
+		auto heap = task(tree, modes()[1].options);
+		EXPECT_EQ(frame(*heap), "");
+		EXPECT_EQ(heap->stats().heap.objects, uint32_t(count));
+		return adaptive::liveObjectCount() - before;
+	};
+	const int64_t twenty = nodesPlacing(20), forty = nodesPlacing(40);
+	EXPECT_EQ(forty - twenty, 20 * 3) << "nodes per placed object: " << double(forty - twenty) / 20.0;
+}
+
 /// Strip topologies are not heap-drawable: on the heap path the runtime's heap scene reads the whole set and skips
 /// them (HeapOptions::skip_ineligible) while the classic pass draws them — through adds and removes of both kinds —
 /// and a HeapScene without that option fails with one line instead of drawing them wrongly.
