@@ -39,15 +39,13 @@ namespace
 struct LinkPool
 {
 	using Cache = BlockCache<sizeof(Link)>;
-	Link* acquire() { return ::new (Cache::allocate()) Link(); }
-	void recycle(Link* l) noexcept
+	static Link* acquire() { return ::new (Cache::allocate()) Link(); }
+	static void recycle(Link* l) noexcept
 	{
 		l->~Link();
 		Cache::release(l);
 	}
 };
-
-thread_local LinkPool t_links;
 
 /// Objects whose count reached zero; destroyed iteratively so that freeing a 10^6-long chain does not recurse.
 thread_local std::vector<AdaptiveObject*> t_doomed;
@@ -106,7 +104,7 @@ AdaptiveObject::~AdaptiveObject()
 		Link* next = l->next_in;
 		AdaptiveObject* in = l->input;
 		in->removeOutput(l->out_index);
-		detail::t_links.recycle(l);
+		detail::LinkPool::recycle(l);
 		in->release();
 		l = next;
 	}
@@ -195,7 +193,7 @@ namespace
 
 Link* newLink(AdaptiveObject* input, AdaptiveObject* consumer)
 {
-	Link* l = detail::t_links.acquire();
+	Link* l = detail::LinkPool::acquire();
 	l->input = input;
 	l->consumer = consumer;
 	input->addRef();
@@ -324,7 +322,7 @@ void AdaptiveObject::unlink(Link* l)
 	input->removeOutput(l->out_index);
 	(l->prev_in ? l->prev_in->next_in : inputs_head_) = l->next_in;
 	(l->next_in ? l->next_in->prev_in : inputs_tail_) = l->prev_in;
-	detail::t_links.recycle(l);
+	detail::LinkPool::recycle(l);
 	input->release();
 }
 

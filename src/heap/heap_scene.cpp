@@ -640,6 +640,11 @@ struct UniformEntry final : AdaptiveObject, Entry
 	std::unique_ptr<ConstantKey> constant; ///< a constant uniform's key (for erasure)
 	bool queued = false;
 
+	/// Listed in the placement index (HeapScene::Impl::uniform_chunks): plain values of a non-constant node in the
+	/// first 64 chunks (a recipe entry's node is the object's ModelTrafo, whose own entry sits in the same chunk when
+	/// the effect reads it).
+	bool placementIndexed() const { return key.node && chunk < 64 && recipe == classic::DerivedRecipe::None; }
+
 	void inputChanged(AdaptiveObject*) override;
 	/// Re-reads the uniform value and stages it. Errors: the value changed its type.
 	Result<void> repack();
@@ -1680,9 +1685,7 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		constants.emplace(constant_key, std::move(e));
 		return raw;
 	}
-	// The placement index lists plain values only (a recipe entry's node is the object's ModelTrafo, whose own entry
-	// sits in the same chunk when the effect reads it).
-	if (chunk < 64 && recipe == classic::DerivedRecipe::None)
+	if (e->placementIndexed())
 		uniform_chunks[key.node] |= uint64_t(1) << chunk;
 	pool.insert(PooledEntry(e)); // (the find's probe left the group in cache)
 	return raw;
@@ -1773,7 +1776,7 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 	else
 		chunks[e->chunk]->allocator.free(e->ref);
 	const UniformEntry* u = asUniform(e);
-	if (u && e->key.node && e->chunk < 64 && u->recipe == classic::DerivedRecipe::None)
+	if (u && u->placementIndexed())
 		if (auto it = uniform_chunks.find(e->key.node);
 		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))
 			uniform_chunks.erase(it);
@@ -2513,8 +2516,7 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 	// The placement index: bit c of a uniform node's mask ⇔ chunk c holds an entry for the node.
 	absl::flat_hash_map<const void*, uint64_t> held;
 	for (const PooledEntry& e : p.pool)
-		if (const UniformEntry* u = asUniform(e.get());
-		    u && e->key.node && e->chunk < 64 && u->recipe == classic::DerivedRecipe::None)
+		if (const UniformEntry* u = asUniform(e.get()); u && u->placementIndexed())
 			held[e->key.node] |= uint64_t(1) << e->chunk;
 	if (held != p.uniform_chunks)
 		f.add("pool", "the uniform placement index lists " + std::to_string(p.uniform_chunks.size()) +

@@ -60,6 +60,19 @@ V4f rgba(int r, int g, int b, int a = 255)
 	return V4f(float(r) / 255.0f, float(g) / 255.0f, float(b) / 255.0f, float(a) / 255.0f);
 }
 
+/// A triangle with corners a, b, c facing the camera (normals (0, 0, −1)), in `color`, drawn with `effect`,
+/// non-indexed.
+RenderObject litTriangle(const fx::Effect& effect, V3f a, V3f b, V3f c, V4f color)
+{
+	RenderObject o;
+	o.effect = effect;
+	o.attributes["Positions"] = scene::BufferView::of(std::vector<V3f>{a, b, c}, VK_FORMAT_R32G32B32_SFLOAT);
+	o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(3, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+	o.uniforms["ConstantColor"] = scene::uniform(color);
+	o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
+	return o;
+}
+
 /// A random scene: every object a little random mesh at its own depth (no two objects share a depth, so the image
 /// does not depend on draw order), with a random mix of the features the heap must reproduce.
 struct RandomScene
@@ -604,16 +617,9 @@ TEST_F(HeapRenderTest, ObjectsWithoutTrafosShareTheirDerivedUniforms)
 	std::vector<RenderObjectPtr> objects;
 	for (int i = 0; i < 100; ++i)
 	{
-		RenderObject o;
-		o.effect = lit;
 		const float x = -0.9f + 0.018f * float(i);
-		o.attributes["Positions"] =
-		    scene::BufferView::of(std::vector<V3f>{V3f(x, -0.5f, 0.5f), V3f(x + 0.1f, -0.5f, 0.5f), V3f(x, 0.5f, 0.5f)},
-		                          VK_FORMAT_R32G32B32_SFLOAT);
-		o.attributes["Normals"] = scene::BufferView::of(std::vector<V3f>(3, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
-		o.uniforms["ConstantColor"] = scene::uniform(rgba(200, 40, 40));
-		o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
-		objects.push_back(scene::makeRenderObject(std::move(o)));
+		objects.push_back(scene::makeRenderObject(
+		    litTriangle(lit, V3f(x, -0.5f, 0.5f), V3f(x + 0.1f, -0.5f, 0.5f), V3f(x, 0.5f, 0.5f), rgba(200, 40, 40))));
 	}
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
 	runtime::RenderOptions heap;
@@ -698,16 +704,10 @@ TEST_F(HeapRenderTest, PlacingAnObjectCreatesAdaptiveNodesOnlyForItselfAndItsOwn
 		std::vector<RenderObjectPtr> objects;
 		for (int i = 0; i < count; ++i)
 		{
-			RenderObject o;
-			o.effect = lit;
 			const float x = -0.9f + 0.045f * float(i);
-			o.attributes["Positions"] =
-			    scene::BufferView::of(std::vector<V3f>{V3f(x, -0.1f, 0), V3f(x + 0.04f, -0.1f, 0), V3f(x, 0.1f, 0)},
-			                          VK_FORMAT_R32G32B32_SFLOAT);
-			o.attributes["Normals"] =
-			    scene::BufferView::of(std::vector<V3f>(3, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+			RenderObject o =
+			    litTriangle(lit, V3f(x, -0.1f, 0), V3f(x + 0.04f, -0.1f, 0), V3f(x, 0.1f, 0), rgba(230, 190, 60));
 			o.indices = scene::BufferView::of(std::vector<uint32_t>{0, 1, 2}, VK_FORMAT_R32_UINT);
-			o.uniforms["ConstantColor"] = scene::uniform(rgba(230, 190, 60));
 			o.uniforms["ModelTrafo"] =
 			    scene::uniform(cval<math::Trafo3d>(math::Trafo3d::translation(math::V3d(0, 0, 0.5))));
 			o.draw_call = adaptive::constant(scene::DrawCall{true, 3});
