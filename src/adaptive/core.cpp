@@ -47,8 +47,11 @@ struct LinkPool
 	}
 };
 
-/// Objects whose count reached zero; destroyed iteratively so that freeing a 10^6-long chain does not recurse.
-thread_local std::vector<AdaptiveObject*> t_doomed;
+/// Objects whose count reached zero, destroyed iteratively so that freeing a 10^6-long chain does not recurse: a stack
+/// threaded through the dying objects' epoch_ (only an object's own evaluation reads it, and a dying object is never
+/// evaluated again). Trivially destructible, like t_destroying, so that nodes released by another thread_local's
+/// destructor at thread exit (the scene's per-thread default leaves) find it intact whatever the destruction order.
+thread_local AdaptiveObject* t_doomed = nullptr;
 thread_local bool t_destroying = false;
 
 std::atomic<int64_t> g_live{0};
@@ -71,14 +74,14 @@ struct CallbackList
 
 void destroyObject(AdaptiveObject* object) noexcept
 {
-	t_doomed.push_back(object);
+	object->epoch_ = reinterpret_cast<uintptr_t>(t_doomed);
+	t_doomed = object;
 	if (t_destroying)
 		return;
 	t_destroying = true;
-	while (!t_doomed.empty())
+	while (AdaptiveObject* o = t_doomed)
 	{
-		AdaptiveObject* o = t_doomed.back();
-		t_doomed.pop_back();
+		t_doomed = reinterpret_cast<AdaptiveObject*>(uintptr_t(o->epoch_));
 		delete o;
 	}
 	t_destroying = false;

@@ -58,6 +58,28 @@ size_t PipelineStateValues::hash() const
 	return h;
 }
 
+const detail::DefaultPipelineLeaves& detail::DefaultPipelineLeaves::ofThisThread()
+{
+	thread_local const DefaultPipelineLeaves leaves = []
+	{
+		const PipelineStateValues v;
+		DefaultPipelineLeaves l;
+		l.topology = adaptive::constant(v.topology);
+		l.cull_mode = adaptive::constant(v.cull_mode);
+		l.front_face = adaptive::constant(v.front_face);
+		l.depth_test = adaptive::constant(v.depth_test);
+		l.depth_write = adaptive::constant(v.depth_write);
+		l.depth_compare = adaptive::constant(v.depth_compare);
+		l.depth_clamp = adaptive::constant(v.depth_clamp);
+		l.depth_bias = adaptive::constant(v.depth_bias);
+		l.stencil = adaptive::constant(v.stencil);
+		l.default_blend = adaptive::constant(v.default_blend);
+		l.alpha_to_coverage = adaptive::constant(v.alpha_to_coverage);
+		return l;
+	}();
+	return leaves;
+}
+
 PipelineStateValues PipelineState::snapshot(adaptive::Token token) const
 {
 	PipelineStateValues v;
@@ -145,6 +167,12 @@ uint32_t formatSize(VkFormat format)
 	default:
 		return 0;
 	}
+}
+
+const detail::DefaultObjectLeaves& detail::DefaultObjectLeaves::ofThisThread()
+{
+	thread_local const DefaultObjectLeaves leaves{adaptive::constant(DrawCall{}), adaptive::constant(true)};
+	return leaves;
 }
 
 RenderObjectPtr makeRenderObject(RenderObject object)

@@ -551,6 +551,33 @@ TEST(Lifetime, LongChainIsFreedWithoutRecursion)
 	EXPECT_EQ(liveObjectCount(), before);
 }
 
+/// Nodes may be held by thread_local objects (the scene's per-thread default leaves are): released by their destructors
+/// at thread exit, in whatever order the runtime destroys thread_locals, they are freed — chains included — without
+/// touching core state that thread exit already destroyed.
+TEST(Lifetime, NodesReleasedByThreadLocalDestructorsAtThreadExitAreFreed)
+{
+	const int64_t before = liveObjectCount();
+	std::thread(
+	    []
+	    {
+		    struct Holder
+		    {
+			    aval<int> value;
+		    };
+		    // Two holders: the first one's destructor is the thread's first destruction of a node.
+		    thread_local Holder first, second;
+		    cval<int> c(1);
+		    first.value = map(c, [](int x) { return x + 1; });
+		    aval<int> chain = c;
+		    for (int i = 0; i < 1000; ++i)
+			    chain = map(chain, [](int x) { return x + 1; });
+		    second.value = chain;
+		    EXPECT_EQ(first.value.force() + second.value.force(), 2 + 1001);
+	    })
+	    .join();
+	EXPECT_EQ(liveObjectCount(), before);
+}
+
 // ---- X: threading --------------------------------------------------------------------------------------------------
 
 TEST(ChangeQueue, OtherThreadsSubmitAndTheOwnerAppliesInOneTransaction) // X1/X2 adapted: one owner thread

@@ -6,6 +6,8 @@
 #include <quokka/scene/render_object.hpp>
 #include <quokka/scene/render_tree.hpp>
 
+#include <thread>
+
 namespace quokka::scene::test
 {
 
@@ -19,6 +21,59 @@ TEST(PipelineState, DefaultSnapshotHasTheDocumentedDefaults)
 	EXPECT_EQ(v.topology, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
 	EXPECT_TRUE(v.depth_test && v.depth_write);
 	EXPECT_FALSE(v.blendFor("Colors").enabled);
+}
+
+/// A default state or object allocates no adaptive node: its constant leaves are one thread's shared defaults. Another
+/// thread gets its own (nodes belong to the thread that made them), destroyed when that thread ends.
+TEST(PipelineState, DefaultLeavesAreSharedPerThreadAndAllocateNoNodes)
+{
+	const RenderObject first; // makes this thread's defaults if no earlier test did
+	const int64_t before = adaptive::liveObjectCount();
+	{
+		std::vector<RenderObject> objects(100);
+		EXPECT_EQ(adaptive::liveObjectCount(), before) << "default objects made adaptive nodes";
+		for (const RenderObject& o : objects)
+		{
+			EXPECT_TRUE(
+			    o.state.topology == first.state.topology && o.state.cull_mode == first.state.cull_mode &&
+			    o.state.front_face == first.state.front_face && o.state.depth_test == first.state.depth_test &&
+			    o.state.depth_write == first.state.depth_write && o.state.depth_compare == first.state.depth_compare &&
+			    o.state.depth_clamp == first.state.depth_clamp && o.state.depth_bias == first.state.depth_bias &&
+			    o.state.stencil == first.state.stencil && o.state.default_blend == first.state.default_blend &&
+			    o.state.alpha_to_coverage == first.state.alpha_to_coverage);
+			EXPECT_TRUE(o.draw_call == first.draw_call && o.active == first.active);
+		}
+	}
+	EXPECT_EQ(adaptive::liveObjectCount(), before);
+	// The shared leaves still hold the documented defaults and are constants (read without edges).
+	EXPECT_EQ(first.state.snapshot({}), PipelineStateValues{});
+	EXPECT_TRUE(first.state.depth_write.isConstant() && first.active.isConstant());
+	EXPECT_EQ(first.draw_call.force(), DrawCall{});
+	EXPECT_TRUE(first.active.force());
+	// Setting a leaf replaces the object's reference only: the shared default is untouched.
+	{
+		RenderObject other;
+		other.state.depth_write = adaptive::constant(false);
+		EXPECT_FALSE(other.state.depth_write.force());
+		EXPECT_TRUE(RenderObject{}.state.depth_write.force());
+	}
+
+	const void* main_topology = first.state.topology.node().get();
+	const void* thread_topology = nullptr;
+	int64_t made_on_thread = 0;
+	std::thread worker(
+	    [&]
+	    {
+		    const int64_t at_start = adaptive::liveObjectCount();
+		    const RenderObject a, b;
+		    made_on_thread = adaptive::liveObjectCount() - at_start;
+		    thread_topology = a.state.topology.node().get();
+		    EXPECT_TRUE(a.state.topology == b.state.topology);
+	    });
+	worker.join();
+	EXPECT_NE(thread_topology, main_topology) << "another thread shares this thread's nodes";
+	EXPECT_EQ(made_on_thread, 13) << "11 pipeline-state leaves, draw_call and active, once per thread";
+	EXPECT_EQ(adaptive::liveObjectCount(), before) << "the worker's defaults outlived it";
 }
 
 TEST(PipelineState, SnapshotsAreValueKeyedNotIdentityKeyed)

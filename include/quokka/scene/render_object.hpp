@@ -148,6 +148,18 @@ struct TextureData
 	}
 };
 
+namespace detail
+{
+/// This thread's shared default `draw_call` and `active` constants (see DefaultPipelineLeaves).
+struct DefaultObjectLeaves
+{
+	adaptive::aval<DrawCall> draw_call;
+	adaptive::aval<bool> active;
+
+	static const DefaultObjectLeaves& ofThisThread();
+};
+} // namespace detail
+
 struct RenderObject
 {
 	fx::Effect effect;
@@ -157,8 +169,9 @@ struct RenderObject
 	std::map<std::string, adaptive::aval<UniformValue>> uniforms;
 	std::map<std::string, adaptive::aval<TextureData>> textures;
 	std::map<std::string, SamplerState> samplers; ///< by texture name; default SamplerState when absent
-	adaptive::aval<DrawCall> draw_call = adaptive::constant(DrawCall{});
-	adaptive::aval<bool> active = adaptive::constant(true);
+	/// Default: everything the indices or the positions hold, one instance (DrawCall{}).
+	adaptive::aval<DrawCall> draw_call = detail::DefaultObjectLeaves::ofThisThread().draw_call;
+	adaptive::aval<bool> active = detail::DefaultObjectLeaves::ofThisThread().active;
 	/// Monotonic id for stable ordering and cache keys (STYLE R7); assigned at creation.
 	uint64_t id = 0;
 };
