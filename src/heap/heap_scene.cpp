@@ -1486,7 +1486,11 @@ void HeapObject::prefetch(PrefetchStage stage) const
 			if (e->refcount != 1)
 				return;
 			if (const UniformEntry* u = asUniform(e); !u || !u->constant)
+			{
 				scene_->pool.prefetch(e->key);
+				if (u && u->placementIndexed())
+					scene_->uniform_chunks.prefetch(e->key.node);
+			}
 			scene_->chunks[e->chunk]->allocator.prefetchFree(e->ref, 16ull + e->data_bytes);
 		};
 		for (const Entry* e : entries)
@@ -1994,13 +1998,27 @@ Result<void> HeapScene::update()
 	p.compact();
 	auto changes = p.reader->getChanges(Token{});
 	// Removals first, so their blocks are reused by this frame's additions.
-	std::vector<RenderObjectPtr> added;
+	std::vector<const RenderObjectPtr*> adding;
 	std::vector<const scene::RenderObject*> removed;
 	for (const auto& [object, count] : changes)
 		if (count < 0)
 			removed.push_back(object.get()); // (one never placed is not found below)
-		else if (!p.options.skip_ineligible || heapEligible(*object))
-			added.push_back(object);
+		else
+			adding.push_back(&object);
+	// Additions in object-id order: placement, and therefore the draw order, never depends on addresses. The objects
+	// are cold, so each is read once — its id beside the pointer, a few objects ahead — and the sort compares ids.
+	std::vector<std::pair<uint64_t, const RenderObjectPtr*>> added;
+	added.reserve(adding.size());
+	for (size_t i = 0; i < adding.size(); ++i)
+	{
+		constexpr size_t kAhead = 8;
+		if (i + kAhead < adding.size())
+			__builtin_prefetch(adding[i + kAhead]->get());
+		const scene::RenderObject& object = **adding[i];
+		if (!p.options.skip_ineligible || heapEligible(object))
+			added.emplace_back(object.id, adding[i]);
+	}
+	std::sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 	{
 		// Scattered objects: the lookups, then the detaches, prefetch ahead (HeapObject::prefetch).
 		constexpr size_t kAhead = 4;
@@ -2044,8 +2062,6 @@ Result<void> HeapScene::update()
 		p.derived.collect();
 		p.removed_since_collect = 0;
 	}
-	// Additions in object-id order: placement, and therefore the draw order, never depends on addresses.
-	std::sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
 	Result<void> result;
 	for (size_t i = 0; i < added.size(); ++i)
 	{
@@ -2053,10 +2069,11 @@ Result<void> HeapScene::update()
 		constexpr size_t kAhead = 4;
 		if (i + kAhead < added.size())
 		{
-			p.objects.prefetch(added[i + kAhead].get());
-			prefetchLines(added[i + kAhead].get(), 2);
+			const scene::RenderObject* ahead = added[i + kAhead].second->get();
+			p.objects.prefetch(ahead);
+			prefetchLines(ahead, 2);
 		}
-		const RenderObjectPtr& object = added[i];
+		const RenderObjectPtr& object = *added[i].second;
 		Ref<HeapObject> h = adaptive::makeRef<HeapObject>(p, object);
 		p.objects.emplace(object.get(), h);
 		Result<void> r = h->place();
