@@ -696,6 +696,46 @@ TEST_F(HeapRenderTest, NormalMatricesArePooledByTheirModelTrafoAndFollowItsEdits
 /// (its ModelTrafo and the NormalMatrix pooled by that ModelTrafo); its vertex buffers' entries are plain records, not
 /// nodes, and a constant colour equal across objects is one shared entry. Counted as the difference between a scene of
 /// 40 and one of 20 objects, each placed by a fresh heap task, so fixed per-task nodes cancel.
+/// Objects added in one frame are placed — and so drawn — in id order, not in the order of their addresses (which the
+/// set's delta is sorted by): of two coplanar triangles covering the same pixels, the one made later is drawn on top
+/// (LESS_OR_EQUAL depth) on every path, even when it sits at a lower address than the earlier one.
+TEST_F(HeapRenderTest, ObjectsAddedInOneFrameAreDrawnInIdOrderWhateverTheirAddresses)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	auto make = [&](V4f color)
+	{
+		RenderObject o =
+		    litTriangle(lit, V3f(-0.8f, -0.8f, 0.0f), V3f(0.8f, -0.8f, 0.0f), V3f(-0.8f, 0.8f, 0.0f), color);
+		o.uniforms["ModelTrafo"] = scene::uniform(adaptive::constant(math::Trafo3d::translation(math::V3d(0, 0, 0.5))));
+		return scene::makeRenderObject(std::move(o));
+	};
+	// A later object at a lower address: made after an earlier one was freed, it usually takes that one's place.
+	RenderObjectPtr first, later;
+	for (int attempt = 0; attempt < 1000 && !later; ++attempt)
+	{
+		RenderObjectPtr dropped = make(rgba(200, 40, 40));
+		first = make(rgba(40, 200, 40));
+		dropped.reset();
+		RenderObjectPtr candidate = make(rgba(40, 40, 200));
+		if (std::less<>()(candidate.get(), first.get()))
+			later = candidate;
+	}
+	ASSERT_TRUE(later) << "no later object at a lower address in 1,000 attempts";
+	ASSERT_LT(first->id, later->id);
+	for (const Mode& m : modes())
+	{
+		const Rgba8Image both =
+		    render(RenderTree::ofObjects(adaptive::asetOf(std::vector<RenderObjectPtr>{first, later})), m.options);
+		const Rgba8Image on_top =
+		    render(RenderTree::ofObjects(adaptive::asetOf(std::vector<RenderObjectPtr>{later})), m.options);
+		const Rgba8Image under =
+		    render(RenderTree::ofObjects(adaptive::asetOf(std::vector<RenderObjectPtr>{first})), m.options);
+		ASSERT_GT(covered(on_top), kSize * kSize / 4) << m.name;
+		ASSERT_GT(differing(on_top, under), kSize * kSize / 4) << m.name << ": the two colours must differ";
+		EXPECT_EQ(differing(both, on_top), 0u) << m.name << ": the later object is not drawn last";
+	}
+}
+
 TEST_F(HeapRenderTest, PlacingAnObjectCreatesAdaptiveNodesOnlyForItselfAndItsOwnUniforms)
 {
 	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
