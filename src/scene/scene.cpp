@@ -58,26 +58,30 @@ size_t PipelineStateValues::hash() const
 	return h;
 }
 
-const detail::DefaultPipelineLeaves& detail::DefaultPipelineLeaves::ofThisThread()
+PipelineState::PipelineState(FreshConstants)
 {
-	thread_local const DefaultPipelineLeaves leaves = []
-	{
-		const PipelineStateValues v;
-		DefaultPipelineLeaves l;
-		l.topology = adaptive::constant(v.topology);
-		l.cull_mode = adaptive::constant(v.cull_mode);
-		l.front_face = adaptive::constant(v.front_face);
-		l.depth_test = adaptive::constant(v.depth_test);
-		l.depth_write = adaptive::constant(v.depth_write);
-		l.depth_compare = adaptive::constant(v.depth_compare);
-		l.depth_clamp = adaptive::constant(v.depth_clamp);
-		l.depth_bias = adaptive::constant(v.depth_bias);
-		l.stencil = adaptive::constant(v.stencil);
-		l.default_blend = adaptive::constant(v.default_blend);
-		l.alpha_to_coverage = adaptive::constant(v.alpha_to_coverage);
-		return l;
-	}();
-	return leaves;
+	const PipelineStateValues v;
+	topology = adaptive::constant(v.topology);
+	cull_mode = adaptive::constant(v.cull_mode);
+	front_face = adaptive::constant(v.front_face);
+	depth_test = adaptive::constant(v.depth_test);
+	depth_write = adaptive::constant(v.depth_write);
+	depth_compare = adaptive::constant(v.depth_compare);
+	depth_clamp = adaptive::constant(v.depth_clamp);
+	depth_bias = adaptive::constant(v.depth_bias);
+	stencil = adaptive::constant(v.stencil);
+	default_blend = adaptive::constant(v.default_blend);
+	alpha_to_coverage = adaptive::constant(v.alpha_to_coverage);
+}
+
+PipelineState::PipelineState()
+    : PipelineState(
+          []() -> const PipelineState&
+          {
+	          thread_local const PipelineState defaults{FreshConstants{}};
+	          return defaults;
+          }())
+{
 }
 
 PipelineStateValues PipelineState::snapshot(adaptive::Token token) const

@@ -91,15 +91,15 @@ struct PipelineStateValues
 	size_t hash() const;
 };
 
-namespace detail
+/// Adaptive pipeline state. Every leaf defaults to a constant holding the PipelineStateValues default.
+struct PipelineState
 {
-/// The default leaves of this thread: one constant node per leaf, created on the thread's first default
-/// PipelineState and shared by every later one (the values are PipelineStateValues' defaults). Constants are never
-/// marked and are read without edges, so sharing them changes nothing but node identity — and a default-constructed
-/// state allocates no node (13 per default RenderObject before). Per thread because nodes belong to the thread that
-/// made them (adaptive/core.hpp); destroyed at thread exit (objects still holding them keep them alive).
-struct DefaultPipelineLeaves
-{
+	/// The default leaves are one set of constant nodes per thread, shared by every default state made on it: a
+	/// default state allocates no node (a default RenderObject made 13 before). Constants are never marked and are read
+	/// without edges, so the sharing changes nothing but node identity; per thread because nodes belong to the thread
+	/// that made them (adaptive/core.hpp). The set lives until the thread ends (objects still holding it keep it).
+	PipelineState();
+
 	aval<VkPrimitiveTopology> topology;
 	aval<VkCullModeFlags> cull_mode;
 	aval<VkFrontFace> front_face;
@@ -110,31 +110,18 @@ struct DefaultPipelineLeaves
 	aval<DepthBias> depth_bias;
 	aval<StencilState> stencil;
 	aval<BlendState> default_blend;
-	aval<bool> alpha_to_coverage;
-
-	static const DefaultPipelineLeaves& ofThisThread();
-};
-} // namespace detail
-
-/// Adaptive pipeline state. Every leaf defaults to a constant holding the PipelineStateValues default, shared by the
-/// default states of one thread (detail::DefaultPipelineLeaves).
-struct PipelineState
-{
-	aval<VkPrimitiveTopology> topology = detail::DefaultPipelineLeaves::ofThisThread().topology;
-	aval<VkCullModeFlags> cull_mode = detail::DefaultPipelineLeaves::ofThisThread().cull_mode;
-	aval<VkFrontFace> front_face = detail::DefaultPipelineLeaves::ofThisThread().front_face;
-	aval<bool> depth_test = detail::DefaultPipelineLeaves::ofThisThread().depth_test;
-	aval<bool> depth_write = detail::DefaultPipelineLeaves::ofThisThread().depth_write;
-	aval<VkCompareOp> depth_compare = detail::DefaultPipelineLeaves::ofThisThread().depth_compare;
-	aval<bool> depth_clamp = detail::DefaultPipelineLeaves::ofThisThread().depth_clamp;
-	aval<DepthBias> depth_bias = detail::DefaultPipelineLeaves::ofThisThread().depth_bias;
-	aval<StencilState> stencil = detail::DefaultPipelineLeaves::ofThisThread().stencil;
-	aval<BlendState> default_blend = detail::DefaultPipelineLeaves::ofThisThread().default_blend;
 	std::map<std::string, aval<BlendState>> blend;
-	aval<bool> alpha_to_coverage = detail::DefaultPipelineLeaves::ofThisThread().alpha_to_coverage;
+	aval<bool> alpha_to_coverage;
 
 	/// Reads every leaf with `token` (so the caller depends on all of them) and returns the values.
 	PipelineStateValues snapshot(adaptive::Token token) const;
+
+private:
+	struct FreshConstants
+	{
+	};
+	/// Every leaf a new constant node (builds a thread's shared set).
+	explicit PipelineState(FreshConstants);
 };
 
 } // namespace quokka::scene

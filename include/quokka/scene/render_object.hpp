@@ -150,7 +150,7 @@ struct TextureData
 
 namespace detail
 {
-/// This thread's shared default `draw_call` and `active` constants (see DefaultPipelineLeaves).
+/// This thread's shared default `draw_call` and `active` constants (see PipelineState::PipelineState()).
 struct DefaultObjectLeaves
 {
 	adaptive::aval<DrawCall> draw_call;
