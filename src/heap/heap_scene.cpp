@@ -28,6 +28,7 @@
 #include <quokka/fx/megacall_glsl.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/megacall_scan.hpp>
+#include <quokka/heap/pointer_table.hpp>
 
 namespace quokka::heap
 {
@@ -611,7 +612,7 @@ struct Entry
 	Entry& operator=(const Entry&) = delete;
 
 protected:
-	~Entry() = default; // (destroyed as its concrete type: PooledEntry, Ref<UniformEntry>)
+	~Entry() = default; // (destroyed as its concrete type: dropPooled, Ref<UniformEntry>)
 };
 static_assert(Entry::kUniform == 0, "PoolKey::uniform assumes kind 0");
 
@@ -663,64 +664,60 @@ inline const UniformEntry* asUniform(const Entry* e)
 	return e->kind == Entry::kUniform ? static_cast<const UniformEntry*>(e) : nullptr;
 }
 
-/// The pool's owning handle: deletes a buffer entry, or drops the pool's reference to a uniform entry (a queued
-/// re-pack may hold another). It carries its key's hash, so that rehashing the pool never visits the entries.
-class PooledEntry
+/// Drops the pool's hold on an entry it holds: deletes a buffer entry, or releases the pool's reference to a uniform
+/// entry (a queued re-pack may hold another).
+void dropPooled(Entry* e) noexcept
+{
+	if (UniformEntry* u = asUniform(e))
+		u->release();
+	else
+		delete static_cast<BufferEntry*>(e);
+}
+
+/// The pool: the non-constant entries, found by the key they hold and erased by identity (both hashed by the key),
+/// each slot the entry's pointer beside its key's hash (detail::PointerTable: one slot per probe, prefetched exactly).
+/// It owns its entries: a buffer entry is deleted when erased, a uniform entry loses the pool's reference.
+class Pool
 {
 public:
-	PooledEntry() = default;
-	explicit PooledEntry(std::unique_ptr<BufferEntry> e) : e_(e.release()), hash_(PoolKeyHash{}(e_->key)) {}
-	explicit PooledEntry(const Ref<UniformEntry>& e) : e_(e.get()), hash_(PoolKeyHash{}(e->key)) { e->addRef(); }
-	PooledEntry(PooledEntry&& o) noexcept : e_(std::exchange(o.e_, nullptr)), hash_(o.hash_) {}
-	PooledEntry& operator=(PooledEntry&& o) noexcept
+	Pool() = default;
+	Pool(const Pool&) = delete;
+	Pool& operator=(const Pool&) = delete;
+	~Pool() { table_.forEach(dropPooled); }
+
+	Entry* find(const PoolKey& key) const
 	{
-		if (this != &o)
-		{
-			drop();
-			e_ = std::exchange(o.e_, nullptr);
-			hash_ = o.hash_;
-		}
-		return *this;
+		return table_.find(PoolKeyHash{}(key), [&](const Entry& e) { return e.key == key; });
 	}
-	~PooledEntry() { drop(); }
-	Entry* get() const { return e_; }
-	size_t hash() const { return hash_; }
-	Entry* operator->() const { return e_; }
-	Entry& operator*() const { return *e_; }
+	/// Takes a new buffer entry.
+	void insert(std::unique_ptr<BufferEntry> e)
+	{
+		const uint64_t hash = PoolKeyHash{}(e->key);
+		table_.insert(e.release(), hash);
+	}
+	/// Takes a reference to a new uniform entry.
+	void insert(const Ref<UniformEntry>& e)
+	{
+		table_.insert(e.get(), PoolKeyHash{}(e->key));
+		e->addRef();
+	}
+	/// Removes and drops `e` (which may destroy it).
+	void erase(Entry* e)
+	{
+		if (table_.erase(e, PoolKeyHash{}(e->key)))
+			dropPooled(e);
+	}
+	void prefetch(const PoolKey& key) const { table_.prefetch(PoolKeyHash{}(key)); }
+	template <typename F>
+	void forEach(F&& f) const
+	{
+		table_.forEach([&](Entry* e) { f(*e); });
+	}
+	size_t size() const { return table_.size(); }
+	std::string check() const { return table_.check(); }
 
 private:
-	void drop() noexcept
-	{
-		if (!e_)
-			return;
-		if (UniformEntry* u = asUniform(e_))
-			u->release();
-		else
-			delete static_cast<BufferEntry*>(e_);
-		e_ = nullptr;
-	}
-	Entry* e_ = nullptr;
-	size_t hash_ = 0; ///< PoolKeyHash of e_->key
-};
-
-/// The pool is a set of entries looked up by the key they hold: a 16-byte slot (entry, hash) per entry instead of a
-/// copy of the 40-byte key beside it (at 10^6 objects, 5·10^6 entries: the slot array was 200 MB of scattered probes).
-/// Found by key (PoolKey) on acquisition; erased by identity (the entry's pointer, hashed by its key) on release.
-struct PooledEntryHash
-{
-	using is_transparent = void;
-	size_t operator()(const PoolKey& k) const { return PoolKeyHash{}(k); }
-	size_t operator()(const Entry* e) const { return PoolKeyHash{}(e->key); }
-	size_t operator()(const PooledEntry& e) const { return e.hash(); }
-};
-struct PooledEntryEq
-{
-	using is_transparent = void;
-	bool operator()(const PooledEntry& a, const PooledEntry& b) const { return a.get() == b.get(); }
-	bool operator()(const PooledEntry& a, const PoolKey& k) const { return a->key == k; }
-	bool operator()(const PoolKey& k, const PooledEntry& a) const { return a->key == k; }
-	bool operator()(const PooledEntry& a, const Entry* e) const { return a.get() == e; }
-	bool operator()(const Entry* e, const PooledEntry& a) const { return a.get() == e; }
+	detail::PointerTable<Entry> table_;
 };
 
 /// One pipeline state inside a bucket: its records and, per strategy, its GPU arrays.
@@ -814,14 +811,13 @@ struct HeapScene::Impl
 	std::vector<std::unique_ptr<Chunk>> chunks;
 	// Flat (open-addressing) maps for the per-object tables: a node-based map costs ~3 cache misses per lookup at 10^6
 	// objects (bucket slot, the node before, the node), which made pool lookups ~2/3 of an add's time.
-	absl::flat_hash_set<PooledEntry, PooledEntryHash, PooledEntryEq> pool; ///< non-constant inputs, by PoolKey
-	absl::flat_hash_map<ConstantKey, Ref<UniformEntry>> constants;         ///< constant uniform value → entry
+	Pool pool;                                                     ///< non-constant inputs, by PoolKey
+	absl::flat_hash_map<ConstantKey, Ref<UniformEntry>> constants; ///< constant uniform value → entry
 	/// Calls f(Entry&) for every pool entry, constants included.
 	template <typename F>
 	void forEachEntry(F&& f) const
 	{
-		for (const PooledEntry& e : pool)
-			f(*e);
+		pool.forEach(f);
 		for (const auto& kv : constants)
 			f(*kv.second);
 	}
@@ -1317,7 +1313,7 @@ Result<void> HeapObject::place()
 					    consider(c);
 			    for (uint32_t c = 64; c < scene_->chunks.size(); ++c)
 				    for (const aval<UniformValue>& u : uniforms)
-					    if (mayBeHeld(u) && scene_->pool.count(PoolKey::uniform(u.node().get(), c)))
+					    if (mayBeHeld(u) && scene_->pool.find(PoolKey::uniform(u.node().get(), c)))
 					    {
 						    consider(c);
 						    break;
@@ -1652,8 +1648,8 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 			return shared(it->second.get());
 	}
 	if (!constant)
-		if (auto it = pool.find(key); it != pool.end())
-			return shared(it->get());
+		if (Entry* e = pool.find(key))
+			return shared(e);
 	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
 	if (!constant)
 	{
@@ -1691,7 +1687,7 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	}
 	if (e->placementIndexed())
 		uniform_chunks[key.node] |= uint64_t(1) << chunk;
-	pool.insert(PooledEntry(e)); // (the find's probe left the group in cache)
+	pool.insert(e); // (the find's probe left the slot in cache)
 	return raw;
 }
 
@@ -1705,11 +1701,14 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	// one dies with its last user — no user can pick up the old bytes.
 	const scene::ArrayBuffer& data = view.buffer.getValue(Token{}); // (a reference: no reference-count traffic)
 	const PoolKey key = bufferKey(kind, view, type, chunk);
-	if (auto it = pool.find(key); it != pool.end())
-	{
-		++(*it)->refcount;
-		return it->get();
-	}
+	// Every entry holds its storage, so storage held by this value alone has none: no lookup (a probe that fails at a
+	// random place of a table of millions) for a buffer no other object shares — the common case of an add.
+	if (data.bytes.use_count() != 1)
+		if (Entry* e = pool.find(key))
+		{
+			++e->refcount;
+			return e;
+		}
 	const bool index = kind == Entry::kIndex;
 	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
 	const BufferLayout layout = bufferLayout(kind, view, type, data);
@@ -1756,7 +1755,7 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	e->refcount = 1;
 	e->key = key;
 	Entry* raw = e.get();
-	pool.insert(PooledEntry(std::move(e)));
+	pool.insert(std::move(e));
 	return raw;
 }
 
@@ -1788,7 +1787,7 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 	if (u && u->constant)
 		constants.erase(*u->constant);
 	else
-		pool.erase(static_cast<const Entry*>(e));
+		pool.erase(e);
 }
 
 Result<const HeapScene::Impl::HeapEffect*> HeapScene::Impl::heapEffect(const fx::Effect& effect)
@@ -2486,6 +2485,8 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 	for (size_t c = 0; c < p.chunks.size(); ++c)
 		if (auto v = p.chunks[c]->allocator.validate(); !v.ok())
 			f.add("allocator", "chunk " + std::to_string(c) + ": " + v.error().message);
+	if (const std::string table = p.pool.check(); !table.empty())
+		f.add("pool", "the pool table: " + table);
 	std::unordered_map<const Entry*, uint32_t> uses;
 	for (const auto& [o, h] : p.objects)
 	{
@@ -2532,9 +2533,12 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 	    });
 	// The placement index: bit c of a uniform node's mask ⇔ chunk c holds an entry for the node.
 	absl::flat_hash_map<const void*, uint64_t> held;
-	for (const PooledEntry& e : p.pool)
-		if (const UniformEntry* u = asUniform(e.get()); u && u->placementIndexed())
-			held[e->key.node] |= uint64_t(1) << e->chunk;
+	p.pool.forEach(
+	    [&](const Entry& e)
+	    {
+		    if (const UniformEntry* u = asUniform(&e); u && u->placementIndexed())
+			    held[e.key.node] |= uint64_t(1) << e.chunk;
+	    });
 	if (held != p.uniform_chunks)
 		f.add("pool", "the uniform placement index lists " + std::to_string(p.uniform_chunks.size()) +
 		                  " nodes, the pool holds " + std::to_string(held.size()) + " (or their chunks differ)");

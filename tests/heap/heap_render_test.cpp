@@ -702,25 +702,40 @@ TEST_F(HeapRenderTest, NormalMatricesArePooledByTheirModelTrafoAndFollowItsEdits
 TEST_F(HeapRenderTest, ObjectsAddedInOneFrameAreDrawnInIdOrderWhateverTheirAddresses)
 {
 	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
-	auto make = [&](V4f color)
+	auto make = [&](uint32_t k)
 	{
+		// A colour of its own per object (k < 800 never repeats one).
+		const V4f color = rgba(uint8_t(40 + (k * 67) % 200), uint8_t(200 - (k * 29) % 160), 120);
 		RenderObject o =
 		    litTriangle(lit, V3f(-0.8f, -0.8f, 0.0f), V3f(0.8f, -0.8f, 0.0f), V3f(-0.8f, 0.8f, 0.0f), color);
 		o.uniforms["ModelTrafo"] = scene::uniform(adaptive::constant(math::Trafo3d::translation(math::V3d(0, 0, 0.5))));
 		return scene::makeRenderObject(std::move(o));
 	};
-	// A later object at a lower address: made after an earlier one was freed, it usually takes that one's place.
+	// A later object at a lower address than an earlier one, whatever the allocator does: the objects kept alive
+	// either already have an address below an earlier one's, or their addresses only grew — and then the objects made
+	// after half of a batch is freed reuse that lower memory. (Looking for it in one made-free-made sequence failed
+	// once in a while: the result depended on what earlier tests had left in malloc's caches.)
+	std::vector<RenderObjectPtr> made;
 	RenderObjectPtr first, later;
-	for (int attempt = 0; attempt < 1000 && !later; ++attempt)
+	uint32_t serial = 0;
+	for (uint32_t round = 0; round < 30 && !later; ++round)
 	{
-		RenderObjectPtr dropped = make(rgba(200, 40, 40));
-		first = make(rgba(40, 200, 40));
-		dropped.reset();
-		RenderObjectPtr candidate = make(rgba(40, 40, 200));
-		if (std::less<>()(candidate.get(), first.get()))
-			later = candidate;
+		std::vector<RenderObjectPtr> batch;
+		for (int i = 0; i < 16; ++i)
+			batch.push_back(make(serial++));
+		batch.erase(batch.begin(), batch.begin() + 8);
+		for (int i = 0; i < 8; ++i)
+			batch.push_back(make(serial++));
+		made.insert(made.end(), batch.begin(), batch.end());
+		for (size_t i = 0; i < made.size() && !later; ++i)
+			for (size_t j = 0; j < made.size() && !later; ++j)
+				if (made[i]->id < made[j]->id && std::less<>()(made[j].get(), made[i].get()))
+				{
+					first = made[i];
+					later = made[j];
+				}
 	}
-	ASSERT_TRUE(later) << "no later object at a lower address in 1,000 attempts";
+	ASSERT_TRUE(later) << "no later object at a lower address among " << made.size();
 	ASSERT_LT(first->id, later->id);
 	for (const Mode& m : modes())
 	{
