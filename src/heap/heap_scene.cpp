@@ -796,6 +796,44 @@ struct Bucket
 	uint64_t serial = 0;
 };
 
+/// The placed objects by their render object. Its hash is the render object's address times an odd constant — a
+/// bijection, so equal hashes are the same object and a lookup never reads a HeapObject to compare. Holds a reference
+/// to each.
+class ObjectTable
+{
+public:
+	ObjectTable() = default;
+	ObjectTable(const ObjectTable&) = delete;
+	ObjectTable& operator=(const ObjectTable&) = delete;
+	~ObjectTable() { clear(); }
+
+	static uint64_t hash(const scene::RenderObject* o)
+	{
+		return reinterpret_cast<uintptr_t>(o) * 0x9e3779b97f4a7c15ull;
+	}
+	HeapObject* find(const scene::RenderObject* o) const
+	{
+		return table_.find(hash(o), [](const HeapObject&) { return true; });
+	}
+	/// Files `h`, placed for `o` (not in the table yet), and takes a reference.
+	void insert(const scene::RenderObject* o, const Ref<HeapObject>& h);
+	/// Removes the object filed for `o` and returns the table's reference to it (null when there is none).
+	Ref<HeapObject> take(const scene::RenderObject* o);
+	void prefetch(const scene::RenderObject* o) const { table_.prefetch(hash(o)); }
+	size_t size() const { return table_.size(); }
+	template <typename F>
+	void forEach(F&& f) const
+	{
+		table_.forEach(f);
+	}
+	/// Drops every reference.
+	void clear();
+	std::string check() const { return table_.check(); }
+
+private:
+	detail::PointerTable<HeapObject> table_;
+};
+
 struct HeapScene::Impl
 {
 	classic::Context* context;
@@ -824,7 +862,7 @@ struct HeapScene::Impl
 	std::unordered_map<BucketKey, std::unique_ptr<Bucket>, BucketKeyHash> buckets;
 	std::vector<Bucket*> bucket_order; ///< by creation (deterministic draw order)
 	uint64_t next_bucket_serial = 0;
-	absl::flat_hash_map<const scene::RenderObject*, Ref<HeapObject>> objects;
+	ObjectTable objects;
 	/// Non-constant uniform node → chunks holding an entry for it (bit c; chunks ≥ 64 are looked up in the pool).
 	absl::flat_hash_map<const void*, uint64_t> uniform_chunks;
 	std::vector<Ref<HeapObject>> dirty_objects;
@@ -1108,6 +1146,28 @@ private:
 	scene::PipelineStateValues state_;
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
 };
+
+void ObjectTable::insert(const scene::RenderObject* o, const Ref<HeapObject>& h)
+{
+	table_.insert(h.get(), hash(o));
+	h->addRef();
+}
+
+Ref<HeapObject> ObjectTable::take(const scene::RenderObject* o)
+{
+	HeapObject* h = find(o);
+	if (!h)
+		return {};
+	table_.erase(h, hash(o));
+	return Ref<HeapObject>::adopt(h); // (the table's reference: h stays untouched, a removal prefetches it)
+}
+
+void ObjectTable::clear()
+{
+	detail::PointerTable<HeapObject> old;
+	std::swap(old, table_); // (a release may run code that looks at the table)
+	old.forEach([](HeapObject* h) { h->release(); });
+}
 
 Result<void> HeapObject::validateDraw()
 {
@@ -1975,8 +2035,7 @@ HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature sign
 HeapScene::~HeapScene()
 {
 	// Objects release their entries into the pools: destroy them while the pools exist.
-	for (auto& [o, h] : impl_->objects)
-		h->detach();
+	impl_->objects.forEach([](HeapObject* h) { h->detach(); });
 	impl_->objects.clear();
 	impl_->dirty_objects.clear();
 	impl_->dirty_entries.clear();
@@ -2027,12 +2086,11 @@ Result<void> HeapScene::update()
 		{
 			if (i + 2 * kAhead < removed.size())
 				p.objects.prefetch(removed[i + 2 * kAhead]);
-			auto it = p.objects.find(removed[i]);
-			if (it == p.objects.end())
+			Ref<HeapObject> h = p.objects.take(removed[i]);
+			if (!h)
 				continue;
-			prefetchLines(it->second.get(), 2);
-			doomed.push_back(std::move(it->second));
-			p.objects.erase(it);
+			prefetchLines(h.get(), 2);
+			doomed.push_back(std::move(h));
 		}
 		using Stage = HeapObject::PrefetchStage;
 		for (size_t i = 0; i < doomed.size(); ++i)
@@ -2064,17 +2122,38 @@ Result<void> HeapScene::update()
 	Result<void> result;
 	for (size_t i = 0; i < added.size(); ++i)
 	{
-		// The object table's slot and the object itself are cold in a large scene: fetched a few placements ahead.
-		constexpr size_t kAhead = 4;
+		// Placement reads the object, the nodes of its attribute and uniform maps and the input nodes they hold —
+		// scattered lines, each a miss in a large scene, most of them known only once the one before is read. Fetched
+		// in stages ahead, each stage reading only what the one before fetched: the object and its table slot (eight
+		// placements ahead), its maps' first nodes and its index node (four), every map node's input node (two).
+		constexpr size_t kAhead = 2;
+		if (i + 4 * kAhead < added.size())
+		{
+			const scene::RenderObject* ahead = added[i + 4 * kAhead].second->get();
+			p.objects.prefetch(ahead);
+			prefetchLines(ahead, int(sizeof(scene::RenderObject) / 64) + 1);
+		}
+		if (i + 2 * kAhead < added.size())
+		{
+			const scene::RenderObject& ahead = **added[i + 2 * kAhead].second;
+			if (!ahead.attributes.empty())
+				__builtin_prefetch(&*ahead.attributes.begin());
+			if (!ahead.uniforms.empty())
+				__builtin_prefetch(&*ahead.uniforms.begin());
+			if (ahead.indices)
+				__builtin_prefetch(ahead.indices->buffer.node().get());
+		}
 		if (i + kAhead < added.size())
 		{
-			const scene::RenderObject* ahead = added[i + kAhead].second->get();
-			p.objects.prefetch(ahead);
-			prefetchLines(ahead, 2);
+			const scene::RenderObject& ahead = **added[i + kAhead].second;
+			for (const auto& [name, view] : ahead.attributes)
+				__builtin_prefetch(view.buffer.node().get());
+			for (const auto& [name, value] : ahead.uniforms)
+				__builtin_prefetch(value.node().get());
 		}
 		const RenderObjectPtr& object = *added[i].second;
 		Ref<HeapObject> h = adaptive::makeRef<HeapObject>(p, object);
-		p.objects.emplace(object.get(), h);
+		p.objects.insert(object.get(), h);
 		Result<void> r = h->place();
 		if (!r.ok() && result.ok())
 			result = r;
@@ -2487,11 +2566,18 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 			f.add("allocator", "chunk " + std::to_string(c) + ": " + v.error().message);
 	if (const std::string table = p.pool.check(); !table.empty())
 		f.add("pool", "the pool table: " + table);
+	if (const std::string table = p.objects.check(); !table.empty())
+		f.add("object", "the object table: " + table);
 	std::unordered_map<const Entry*, uint32_t> uses;
-	for (const auto& [o, h] : p.objects)
+	std::vector<const HeapObject*> placed_objects;
+	p.objects.forEach(
+	    [&](const HeapObject* h)
+	    {
+		    if (h->placed)
+			    placed_objects.push_back(h);
+	    });
+	for (const HeapObject* h : placed_objects)
 	{
-		if (!h->placed)
-			continue;
 		const std::string name = classic::objectName(h->object());
 		for (const Entry* e : h->entries)
 			++uses[e];
@@ -2513,7 +2599,7 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 				f.add("header", name + ": word " + std::to_string(i) + " is " +
 				                    std::to_string(b.headers.words[base + i]) + ", its input is at " +
 				                    std::to_string(h->entries[i]->ref));
-		if (h->record >= h->slot->records.size() || h->slot->records[h->record] != h.get())
+		if (h->record >= h->slot->records.size() || h->slot->records[h->record] != h)
 			f.add("record", name + ": its record " + std::to_string(h->record) + " does not point back at it");
 	}
 	p.forEachEntry(

@@ -72,6 +72,14 @@ public:
 	explicit operator bool() const { return p_ != nullptr; }
 	/// Gives up ownership without releasing; the caller takes over the reference.
 	T* detach() { return std::exchange(p_, nullptr); }
+	/// Takes over a reference the caller holds (one detach() gave up) without counting another: the object is not
+	/// touched.
+	static Ref adopt(T* p)
+	{
+		Ref r;
+		r.p_ = p;
+		return r;
+	}
 	friend bool operator==(const Ref& a, const Ref& b) { return a.p_ == b.p_; }
 
 private:
