@@ -33,7 +33,7 @@ constexpr uint32_t kChanges[] = {1, 100, 10000};
 
 struct Sample
 {
-	double update_ms = 0, heap_update_ms = 0, frame_ms = 0;
+	double update_ms = 0, heap_update_ms = 0, heap_upload_ms = 0, frame_ms = 0;
 	uint64_t upload_bytes = 0;
 };
 
@@ -52,6 +52,7 @@ Result<Sample> frame(gpu::Device& device, runtime::RenderTask& task, runtime::Fr
 	// is update() alone, so the two are reported side by side, not summed.
 	s.update_ms = task.stats().update_ms;
 	s.heap_update_ms = task.stats().heap.update_ms;
+	s.heap_upload_ms = task.stats().heap.upload_ms;
 	s.upload_bytes = task.stats().heap.upload_bytes;
 	return s;
 }
@@ -162,9 +163,9 @@ int runBenchUpdate(const BenchOptions& b)
 		return fail(idle.error());
 	if (!b.json)
 		std::printf("  placement: %.1f ms CPU update, %.1f MiB staged; idle frame: %.3f ms CPU update, %llu bytes\n\n"
-		            "  %-7s %6s %12s %14s %12s %14s %14s\n",
+		            "  %-7s %6s %12s %14s %12s %10s %14s %14s\n",
 		            place->update_ms, double(place->upload_bytes) / double(1 << 20), idle->update_ms,
-		            (unsigned long long)idle->upload_bytes, "op", "k", "update ms", "us/object", "heap ms",
+		            (unsigned long long)idle->upload_bytes, "op", "k", "update ms", "us/object", "heap ms", "upload ms",
 		            "upload bytes", "bytes/object");
 
 	mesh::Rng rng(7);
@@ -253,6 +254,7 @@ int runBenchUpdate(const BenchOptions& b)
 			};
 			const double update_ms = med([](const Sample& s) { return s.update_ms; });
 			const double heap_ms = med([](const Sample& s) { return s.heap_update_ms; });
+			const double upload_ms = med([](const Sample& s) { return s.heap_upload_ms; });
 			const double bytes = med([](const Sample& s) { return s.upload_bytes; });
 			nlohmann::ordered_json row;
 			row["op"] = op;
@@ -260,12 +262,14 @@ int runBenchUpdate(const BenchOptions& b)
 			row["cpu_update_ms"] = update_ms;
 			row["us_per_object"] = update_ms * 1000.0 / double(k);
 			row["heap_update_ms"] = heap_ms;
+			row["heap_upload_ms"] = upload_ms;
 			row["upload_bytes"] = uint64_t(bytes);
 			row["bytes_per_object"] = bytes / double(k);
 			row["frame_ms"] = med([](const Sample& s) { return s.frame_ms; });
 			if (!b.json)
-				std::printf("  %-7s %6u %12.3f %14.2f %12.3f %14llu %14.1f\n", op.c_str(), k, update_ms,
-				            update_ms * 1000.0 / double(k), heap_ms, (unsigned long long)bytes, bytes / double(k));
+				std::printf("  %-7s %6u %12.3f %14.2f %12.3f %10.3f %14llu %14.1f\n", op.c_str(), k, update_ms,
+				            update_ms * 1000.0 / double(k), heap_ms, upload_ms, (unsigned long long)bytes,
+				            bytes / double(k));
 			results.push_back(std::move(row));
 		}
 

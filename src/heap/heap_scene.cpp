@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include <absl/cleanup/cleanup.h>
 #include <absl/container/flat_hash_map.h>
-#include <absl/container/flat_hash_set.h>
 #include <absl/container/inlined_vector.h>
 
 #include <quokka/base/assert.hpp>
@@ -874,6 +874,13 @@ struct HeapScene::Impl
 	Result<Entry*> acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe, uint32_t chunk,
 	                              fx::Type expected, const scene::RenderObject& object, const std::string& name);
 	/// The pool key of `view` read as `type` in `chunk` (reads the buffer's current value without subscribing).
+	/// The pool key of a non-constant uniform: `node` read through `recipe` in `chunk`.
+	static PoolKey uniformKey(const void* node, classic::DerivedRecipe recipe, uint32_t chunk)
+	{
+		PoolKey key = PoolKey::uniform(node, chunk);
+		key.format = uint32_t(recipe); // (unused by uniform keys otherwise: 0 for a plain value)
+		return key;
+	}
 	static PoolKey bufferKey(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk)
 	{
 		PoolKey key;
@@ -1452,6 +1459,16 @@ Result<void> HeapObject::place()
 			    // Entries in header order (uniforms, then attributes), acquired buffers first: they are the large
 			    // allocations, so a chunk without room fails at its first one instead of after acquiring (and then
 			    // releasing) every uniform — with 8 full chunks before the newest, that was most of an add.
+			    // Each acquisition below probes the pool (a random slot of a table of millions, so a miss each) after
+			    // the previous one's copying: fetched together here, the misses overlap instead of queueing.
+			    if (o.indices)
+				    scene_->pool.prefetch(HeapScene::Impl::bufferKey(Entry::kIndex, *o.indices, fx::U32, chunk));
+			    for (size_t i = 0; i < views_.size(); ++i)
+				    scene_->pool.prefetch(
+				        HeapScene::Impl::bufferKey(Entry::kAttribute, *views_[i], iface.attributes[i].type, chunk));
+			    for (size_t i = 0; i < uniforms.size(); ++i)
+				    if (!uniforms[i].node()->isConstant())
+					    scene_->pool.prefetch(HeapScene::Impl::uniformKey(uniforms[i].node().get(), recipes[i], chunk));
 			    absl::InlinedVector<Entry*, 8> got(uniforms.size() + views_.size(), nullptr);
 			    Entry* idx = nullptr;
 			    Result<void> acquired = [&]() -> Result<void>
@@ -1687,8 +1704,7 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	};
 	const bool constant = value.node()->isConstant();
 	classic::PackedValue packed{};
-	PoolKey key = PoolKey::uniform(constant ? nullptr : value.node().get(), chunk);
-	key.format = uint32_t(recipe); // (unused by uniform keys otherwise: 0 for a plain value)
+	const PoolKey key = uniformKey(constant ? nullptr : value.node().get(), recipe, chunk);
 	ConstantKey constant_key;
 	auto shared = [&](Entry* e) -> Result<Entry*>
 	{
@@ -2221,6 +2237,8 @@ Result<void> HeapScene::update()
 
 Result<void> HeapScene::upload(gpu::CommandList& list)
 {
+	const auto t0 = std::chrono::steady_clock::now();
+	auto timed = absl::MakeCleanup([&] { stats_.upload_ms = msSince(t0); });
 	Impl& p = *impl_;
 	gpu::Device& device = p.context->device();
 	gpu::StagingRing& staging = p.context->staging();

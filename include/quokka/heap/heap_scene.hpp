@@ -91,6 +91,7 @@ struct HeapStats
 	uint64_t live_bytes = 0;           ///< bytes of live allocations
 	uint64_t arena_capacity_bytes = 0; ///< GPU memory of the chunks' buffers (upload; an emptied chunk gives its back)
 	double update_ms = 0.0;
+	double upload_ms = 0.0; ///< CPU time of upload(): staging this frame's writes and shadow arrays
 	double encode_ms = 0.0;
 
 	/// Sums every field (a task over several heap scenes).
@@ -118,6 +119,7 @@ struct HeapStats
 		arena_capacity_bytes += o.arena_capacity_bytes;
 		derived_uniforms += o.derived_uniforms;
 		update_ms += o.update_ms;
+		upload_ms += o.upload_ms;
 		encode_ms += o.encode_ms;
 		return *this;
 	}
