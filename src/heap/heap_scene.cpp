@@ -1099,6 +1099,7 @@ public:
 	/// ahead of the one it detaches, deeper levels for nearer objects, so each level is in cache when needed.
 	enum class PrefetchStage
 	{
+		kObject,  ///< this object
 		kArrays,  ///< the entry and input arrays (this object must be in cache)
 		kEntries, ///< the entries and the input nodes (the arrays must be)
 		kPool,    ///< the pool slots of entries this removal frees (the entries must be)
@@ -1540,6 +1541,9 @@ void HeapObject::prefetch(PrefetchStage stage) const
 {
 	switch (stage)
 	{
+	case PrefetchStage::kObject:
+		prefetchLines(this, int((sizeof(HeapObject) + 63) / 64));
+		break;
 	case PrefetchStage::kArrays:
 		__builtin_prefetch(entries.data());
 		__builtin_prefetch(inputs_.data());
@@ -2105,12 +2109,14 @@ Result<void> HeapScene::update()
 			Ref<HeapObject> h = p.objects.take(removed[i]);
 			if (!h)
 				continue;
-			prefetchLines(h.get(), 2);
 			doomed.push_back(std::move(h));
 		}
 		using Stage = HeapObject::PrefetchStage;
 		for (size_t i = 0; i < doomed.size(); ++i)
 		{
+			// (The lookups above fetched each object, but thousands of removals ago: fetched again here.)
+			if (i + 4 * kAhead < doomed.size())
+				doomed[i + 4 * kAhead]->prefetch(Stage::kObject);
 			if (i + 3 * kAhead < doomed.size())
 				doomed[i + 3 * kAhead]->prefetch(Stage::kArrays);
 			if (i + 2 * kAhead < doomed.size())
