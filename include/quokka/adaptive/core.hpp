@@ -282,7 +282,8 @@ Subscription addMarkingCallback(const Ref<AdaptiveObject>& object, std::function
 /// As addMarkingCallback, but fires at most once.
 Subscription onNextMarking(const Ref<AdaptiveObject>& object, std::function<void()> callback);
 
-/// Number of AdaptiveObjects alive on all threads (tests: leak and lifetime checks).
+/// Number of AdaptiveObjects alive on all threads (tests: leak and lifetime checks). Summed from per-thread counts,
+/// so exact whenever no other thread is making or destroying objects meanwhile.
 int64_t liveObjectCount();
 
 } // namespace quokka::adaptive
