@@ -873,7 +873,6 @@ struct HeapScene::Impl
 	/// The entry of `value` (with `recipe` applied) in `chunk`: shared, or allocated and staged.
 	Result<Entry*> acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe, uint32_t chunk,
 	                              fx::Type expected, const scene::RenderObject& object, const std::string& name);
-	/// The pool key of `view` read as `type` in `chunk` (reads the buffer's current value without subscribing).
 	/// The pool key of a non-constant uniform: `node` read through `recipe` in `chunk`.
 	static PoolKey uniformKey(const void* node, classic::DerivedRecipe recipe, uint32_t chunk)
 	{
@@ -881,6 +880,7 @@ struct HeapScene::Impl
 		key.format = uint32_t(recipe); // (unused by uniform keys otherwise: 0 for a plain value)
 		return key;
 	}
+	/// The pool key of `view` read as `type` in `chunk` (reads the buffer's current value without subscribing).
 	static PoolKey bufferKey(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk)
 	{
 		PoolKey key;
@@ -1457,9 +1457,6 @@ Result<void> HeapObject::place()
 			    else
 				    return fail("its inputs do not fit in one arena chunk of " +
 				                std::to_string(scene_->max_chunk_bytes) + " bytes");
-			    // Entries in header order (uniforms, then attributes), acquired buffers first: they are the large
-			    // allocations, so a chunk without room fails at its first one instead of after acquiring (and then
-			    // releasing) every uniform — with 8 full chunks before the newest, that was most of an add.
 			    // Each acquisition below probes the pool (a random slot of a table of millions, so a miss each) after
 			    // the previous one's copying: fetched together here, the misses overlap instead of queueing.
 			    if (o.indices)
@@ -1470,6 +1467,9 @@ Result<void> HeapObject::place()
 			    for (size_t i = 0; i < uniforms.size(); ++i)
 				    if (!uniforms[i].node()->isConstant())
 					    scene_->pool.prefetch(HeapScene::Impl::uniformKey(uniforms[i].node().get(), recipes[i], chunk));
+			    // Entries in header order (uniforms, then attributes), acquired buffers first: they are the large
+			    // allocations, so a chunk without room fails at its first one instead of after acquiring (and then
+			    // releasing) every uniform — with 8 full chunks before the newest, that was most of an add.
 			    absl::InlinedVector<Entry*, 8> got(uniforms.size() + views_.size(), nullptr);
 			    Entry* idx = nullptr;
 			    Result<void> acquired = [&]() -> Result<void>
@@ -2114,7 +2114,7 @@ Result<void> HeapScene::update()
 		using Stage = HeapObject::PrefetchStage;
 		for (size_t i = 0; i < doomed.size(); ++i)
 		{
-			// (The lookups above fetched each object, but thousands of removals ago: fetched again here.)
+			// (The lookups above never read the objects: the table compares hashes only.)
 			if (i + 4 * kAhead < doomed.size())
 				doomed[i + 4 * kAhead]->prefetch(Stage::kObject);
 			if (i + 3 * kAhead < doomed.size())
