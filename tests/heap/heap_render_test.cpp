@@ -474,6 +474,45 @@ TEST_F(HeapRenderTest, TenThousandObjectsOnOneValueShareOneAllocationAndOneUploa
 	EXPECT_EQ(pixels().at(kSize / 2, kSize / 2), (std::array<uint8_t, 4>{10, 200, 10, 255}));
 }
 
+/// A buffer's storage is stored once per chunk however its users reach it — one view, or separate views (separate
+/// avals) of one ArrayBuffer — and separate storage with equal bytes is stored twice. (The heap skips the pool lookup
+/// for storage that only its aval holds: this pins that the skip never misses a holder.)
+TEST_F(HeapRenderTest, BufferStorageIsStoredOnceWhateverViewsReachIt)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	const std::vector<V3f> corners{{-0.5f, -0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {-0.5f, 0.5f, 0.5f}};
+	auto object = [&](const scene::BufferView& positions)
+	{
+		RenderObject o = litTriangle(lit, corners[0], corners[1], corners[2], rgba(200, 40, 40));
+		o.attributes["Positions"] = positions;
+		return scene::makeRenderObject(std::move(o));
+	};
+	auto liveBytes = [&](const scene::BufferView& first, const scene::BufferView& second)
+	{
+		auto t =
+		    task(RenderTree::ofObjects(adaptive::asetOf(std::vector<RenderObjectPtr>{object(first), object(second)})),
+		         modes()[1].options);
+		EXPECT_EQ(frame(*t), "");
+		EXPECT_EQ(t->stats().heap.objects, 2u);
+		return t->stats().heap.live_bytes;
+	};
+	const scene::BufferView one = scene::BufferView::of(corners, VK_FORMAT_R32G32B32_SFLOAT);
+	scene::BufferView other_aval = one; // another aval of the same storage
+	other_aval.buffer = adaptive::constant(one.buffer.force());
+	ASSERT_NE(other_aval.buffer.node(), one.buffer.node());
+	const scene::BufferView copy = scene::BufferView::of(corners, VK_FORMAT_R32G32B32_SFLOAT); // equal bytes
+	const uint64_t same_view = liveBytes(one, one);
+	const uint64_t same_storage = liveBytes(one, other_aval);
+	const uint64_t equal_bytes = liveBytes(one, copy);
+	EXPECT_EQ(same_storage, same_view);
+	// Equal bytes in other storage: one more allocation — the 16-byte header and three positions of 12 or 16 bytes
+	// (the shader's type), rounded up to 16.
+	ASSERT_GT(equal_bytes, same_view);
+	const uint64_t positions = equal_bytes - same_view;
+	EXPECT_GE(positions, 16u + 3u * 12u);
+	EXPECT_LE(positions, 16u + 3u * 16u);
+}
+
 TEST_F(HeapRenderTest, ASharedVertexBufferThatChangesIsReadAgainByEveryUser)
 {
 	// Three objects share one position buffer (a cval); it changes twice — to other triangles of the same size, then
