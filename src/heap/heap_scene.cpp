@@ -713,7 +713,6 @@ public:
 	{
 		table_.forEach([&](Entry* e) { f(*e); });
 	}
-	size_t size() const { return table_.size(); }
 	std::string check() const { return table_.check(); }
 
 private:
@@ -810,10 +809,6 @@ public:
 	static uint64_t hash(const scene::RenderObject* o)
 	{
 		return reinterpret_cast<uintptr_t>(o) * 0x9e3779b97f4a7c15ull;
-	}
-	HeapObject* find(const scene::RenderObject* o) const
-	{
-		return table_.find(hash(o), [](const HeapObject&) { return true; });
 	}
 	/// Files `h`, placed for `o` (not in the table yet), and takes a reference.
 	void insert(const scene::RenderObject* o, const Ref<HeapObject>& h);
@@ -1163,11 +1158,9 @@ void ObjectTable::insert(const scene::RenderObject* o, const Ref<HeapObject>& h)
 
 Ref<HeapObject> ObjectTable::take(const scene::RenderObject* o)
 {
-	HeapObject* h = find(o);
-	if (!h)
-		return {};
-	table_.erase(h, hash(o));
-	return Ref<HeapObject>::adopt(h); // (the table's reference: h stays untouched, a removal prefetches it)
+	// (Any element filed under the hash is the object: the hash is a bijection.)
+	HeapObject* h = table_.extract(hash(o), [](const HeapObject&) { return true; });
+	return Ref<HeapObject>::adopt(h); // (the table's reference, or null; h stays untouched, a removal prefetches it)
 }
 
 void ObjectTable::clear()

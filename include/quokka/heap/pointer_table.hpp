@@ -34,16 +34,8 @@ public:
 	template <typename Match>
 	T* find(uint64_t hash, Match&& match) const
 	{
-		if (size_ == 0)
-			return nullptr;
-		for (size_t i = home(hash);; i = (i + 1) & mask())
-		{
-			const Slot& s = slots_[i];
-			if (!s.ptr)
-				return nullptr;
-			if (s.hash == hash && match(static_cast<const T&>(*s.ptr)))
-				return s.ptr;
-		}
+		const size_t i = indexOf(hash, match);
+		return i == kNone ? nullptr : slots_[i].ptr;
 	}
 	/// Files `p` (non-null, not already in the table) under `hash`.
 	void insert(T* p, uint64_t hash)
@@ -56,16 +48,16 @@ public:
 	/// Removes `p`, filed under `hash`. Returns false (and changes nothing) when it is not in the table.
 	bool erase(const T* p, uint64_t hash)
 	{
-		if (size_ == 0)
-			return false;
-		size_t i = home(hash);
-		for (;; i = (i + 1) & mask())
-		{
-			if (!slots_[i].ptr)
-				return false;
-			if (slots_[i].ptr == p)
-				break;
-		}
+		return extract(hash, [&](const T& x) { return &x == p; }) != nullptr; // (compares addresses: reads no T)
+	}
+	/// Removes and returns the first element filed under `hash` for which `match(const T&)` is true, or nullptr.
+	template <typename Match>
+	T* extract(uint64_t hash, Match&& match)
+	{
+		size_t i = indexOf(hash, match);
+		if (i == kNone)
+			return nullptr;
+		T* const found = slots_[i].ptr;
 		// Backward shift: pull each later element of the run into the hole when its home lies at or before it.
 		for (size_t j = (i + 1) & mask();; j = (j + 1) & mask())
 		{
@@ -80,7 +72,7 @@ public:
 		}
 		slots_[i] = Slot{};
 		--size_;
-		return true;
+		return found;
 	}
 	/// Hints the CPU to fetch the slot where a lookup or erasure under `hash` starts.
 	void prefetch(uint64_t hash) const
@@ -130,7 +122,23 @@ public:
 	}
 
 private:
+	static constexpr size_t kNone = ~size_t(0);
 	size_t mask() const { return slots_.size() - 1; }
+	/// The slot of the first element filed under `hash` that `match` accepts, or kNone.
+	template <typename Match>
+	size_t indexOf(uint64_t hash, Match& match) const
+	{
+		if (size_ == 0)
+			return kNone;
+		for (size_t i = home(hash);; i = (i + 1) & mask())
+		{
+			const Slot& s = slots_[i];
+			if (!s.ptr)
+				return kNone;
+			if (s.hash == hash && match(static_cast<const T&>(*s.ptr)))
+				return i;
+		}
+	}
 	size_t home(uint64_t hash) const { return size_t(hash >> shift_); }
 	void place(T* p, uint64_t hash)
 	{
