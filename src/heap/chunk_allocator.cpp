@@ -40,9 +40,7 @@ std::vector<std::pair<uint32_t, uint32_t>> sortedEntries(const detail::OffsetMap
 {
 	std::vector<std::pair<uint32_t, uint32_t>> out;
 	out.reserve(map.size());
-	for (const detail::OffsetMap::Slot& slot : map.slots())
-		if (slot.key != detail::OffsetMap::kEmpty)
-			out.emplace_back(slot.key, slot.value);
+	map.forEach([&](uint32_t key, uint32_t value) { out.emplace_back(key, value); });
 	std::sort(out.begin(), out.end());
 	return out;
 }
@@ -60,7 +58,11 @@ OffsetMap::Slot* OffsetMap::find(uint32_t key)
 
 const OffsetMap::Slot* OffsetMap::find(uint32_t key) const
 {
-	if (slots_.empty())
+	if (filter_ & filterBit(key))
+		for (uint32_t k = 0; k < pending_count_; ++k)
+			if (pending_[k].key == key)
+				return &pending_[k];
+	if (size_ == pending_count_) // (nothing filed, maybe no slots)
 		return nullptr;
 	const uint32_t mask = uint32_t(slots_.size() - 1);
 	for (uint32_t i = home(key);; i = (i + 1) & mask)
@@ -75,19 +77,57 @@ const OffsetMap::Slot* OffsetMap::find(uint32_t key) const
 
 void OffsetMap::insert(uint32_t key, uint32_t value)
 {
+	++size_;
+	file(key, value);
+}
+
+void OffsetMap::file(uint32_t key, uint32_t value)
+{
 	// Load ≤ 1/2: linear probing's expected probe count stays below 2.5 for misses, 1.5 for hits.
-	if ((size_ + 1) * 2 > slots_.size())
+	if ((size_ - pending_count_) * 2 > slots_.size())
 		grow();
 	const uint32_t mask = uint32_t(slots_.size() - 1);
 	uint32_t i = home(key);
 	while (slots_[i].key != kEmpty)
 		i = (i + 1) & mask;
 	slots_[i] = {key, value};
+}
+
+void OffsetMap::insertDeferred(uint32_t key, uint32_t value)
+{
+	prefetch(key);
+	if (pending_count_ == kLag)
+	{
+		// The oldest goes into the table; its line was fetched kLag insertions ago.
+		const Slot oldest = pending_[0];
+		std::copy(pending_ + 1, pending_ + kLag, pending_);
+		--pending_count_;
+		file(oldest.key, oldest.value); // (size_ counts it: filed now, no longer deferred)
+		refilter();
+	}
+	pending_[pending_count_++] = {key, value};
+	filter_ |= filterBit(key);
 	++size_;
+}
+
+void OffsetMap::refilter()
+{
+	filter_ = 0;
+	for (uint32_t k = 0; k < pending_count_; ++k)
+		filter_ |= filterBit(pending_[k].key);
 }
 
 void OffsetMap::erase(Slot* slot)
 {
+	if (const uintptr_t at = reinterpret_cast<uintptr_t>(slot);
+	    at >= reinterpret_cast<uintptr_t>(pending_) && at < reinterpret_cast<uintptr_t>(pending_ + pending_count_))
+	{
+		std::copy(slot + 1, pending_ + pending_count_, slot);
+		--pending_count_;
+		--size_;
+		refilter();
+		return;
+	}
 	// Backward-shift deletion: pull later members of the probe run into the hole whenever the hole lies between
 	// their home slot and where they sit, so no tombstone is left and every lookup still finds its key.
 	const uint32_t mask = uint32_t(slots_.size() - 1);
@@ -109,6 +149,8 @@ void OffsetMap::clear()
 {
 	std::fill(slots_.begin(), slots_.end(), Slot{});
 	size_ = 0;
+	pending_count_ = 0;
+	filter_ = 0;
 }
 
 void OffsetMap::grow()
@@ -117,10 +159,15 @@ void OffsetMap::grow()
 	const size_t capacity = std::max<size_t>(16, old.size() * 2);
 	slots_.assign(capacity, Slot{});
 	shift_ = 32 - uint32_t(std::countr_zero(capacity));
-	size_ = 0;
+	const uint32_t mask = uint32_t(capacity - 1);
 	for (const Slot& slot : old)
 		if (slot.key != kEmpty)
-			insert(slot.key, slot.value);
+		{
+			uint32_t i = home(slot.key);
+			while (slots_[i].key != kEmpty)
+				i = (i + 1) & mask;
+			slots_[i] = slot;
+		}
 }
 
 } // namespace detail
@@ -227,7 +274,7 @@ std::optional<uint32_t> ChunkAllocator::allocate(uint64_t bytes)
 	else
 		return std::nullopt;
 
-	live_.insert(offset, units);
+	live_.insertDeferred(offset, units);
 	live_units_ += units;
 	return offset << kUnitShift;
 }

@@ -689,18 +689,21 @@ public:
 	{
 		return table_.find(PoolKeyHash{}(key), [&](const Entry& e) { return e.key == key; });
 	}
-	/// Takes a new buffer entry.
+	/// Takes a new buffer entry. (Filed a few insertions later — its slot is a miss in a table of millions, and an add
+	/// inserts ~5 entries — but found at once: PointerTable::insertDeferred.)
 	void insert(std::unique_ptr<BufferEntry> e)
 	{
 		const uint64_t hash = PoolKeyHash{}(e->key);
-		table_.insert(e.release(), hash);
+		table_.insertDeferred(e.release(), hash);
 	}
-	/// Takes a reference to a new uniform entry.
+	/// Takes a reference to a new uniform entry (filed as above).
 	void insert(const Ref<UniformEntry>& e)
 	{
-		table_.insert(e.get(), PoolKeyHash{}(e->key));
+		table_.insertDeferred(e.get(), PoolKeyHash{}(e->key));
 		e->addRef();
 	}
+	/// Files the deferred insertions.
+	void flush() { table_.flush(); }
 	/// Removes and drops `e` (which may destroy it).
 	void erase(Entry* e)
 	{
@@ -823,6 +826,8 @@ public:
 	}
 	/// Drops every reference.
 	void clear();
+	/// Files the deferred insertions.
+	void flush() { table_.flush(); }
 	std::string check() const { return table_.check(); }
 
 private:
@@ -865,9 +870,11 @@ struct HeapScene::Impl
 	std::vector<Slot*> dirty_slots;
 	size_t removed_since_collect = 0; ///< derived uniforms are collected when this passes half the live objects
 
-	/// The entry of `value` (with `recipe` applied) in `chunk`: shared, or allocated and staged.
+	/// The entry of `value` (with `recipe` applied) in `chunk`: shared, or allocated and staged. `unheld`: the caller
+	/// knows no entry reads the value's node (see HeapObject::place), so the pool is not searched.
 	Result<Entry*> acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe, uint32_t chunk,
-	                              fx::Type expected, const scene::RenderObject& object, const std::string& name);
+	                              fx::Type expected, const scene::RenderObject& object, const std::string& name,
+	                              bool unheld);
 	/// The pool key of a non-constant uniform: `node` read through `recipe` in `chunk`.
 	static PoolKey uniformKey(const void* node, classic::DerivedRecipe recipe, uint32_t chunk)
 	{
@@ -1152,7 +1159,7 @@ private:
 
 void ObjectTable::insert(const scene::RenderObject* o, const Ref<HeapObject>& h)
 {
-	table_.insert(h.get(), hash(o));
+	table_.insertDeferred(h.get(), hash(o));
 	h->addRef();
 }
 
@@ -1349,6 +1356,18 @@ Result<void> HeapObject::place()
 		    track(o.active.node().get(), kActive);
 		    active = o.active.getValue(Token{this});
 
+		    // A uniform node that no entry reads — an entry subscribes to its node, so one without outputs, such as
+		    // the object's own fresh ModelTrafo — has no entry in any chunk, for any recipe: its acquisitions skip the
+		    // pool search (an unsuccessful probe at a random place of a table of millions). Decided before the first
+		    // acquisition subscribes; a second use of one (node, recipe) by this object searches, and finds the first.
+		    absl::InlinedVector<bool, 8> unheld(uniforms.size());
+		    for (size_t i = 0; i < uniforms.size(); ++i)
+		    {
+			    const AdaptiveObject* node = uniforms[i].node().get();
+			    unheld[i] = !node->isConstant() && node->outputCount() == 0;
+			    for (size_t j = 0; j < i && unheld[i]; ++j)
+				    unheld[i] = !(uniforms[j].node().get() == node && recipes[j] == recipes[i]);
+		    }
 		    // Group-fit placement: a chunk already holding one of the inputs, else the newest, else a new one; the
 		    // first where every input fits (allocations are rolled back when one does not).
 		    absl::InlinedVector<uint32_t, 8> candidates;
@@ -1458,7 +1477,7 @@ Result<void> HeapObject::place()
 				    scene_->pool.prefetch(
 				        HeapScene::Impl::bufferKey(Entry::kAttribute, *views_[i], iface.attributes[i].type, chunk));
 			    for (size_t i = 0; i < uniforms.size(); ++i)
-				    if (!uniforms[i].node()->isConstant())
+				    if (!uniforms[i].node()->isConstant() && !unheld[i])
 					    scene_->pool.prefetch(HeapScene::Impl::uniformKey(uniforms[i].node().get(), recipes[i], chunk));
 			    // Entries in header order (uniforms, then attributes), acquired buffers first: they are the large
 			    // allocations, so a chunk without room fails at its first one instead of after acquiring (and then
@@ -1482,8 +1501,9 @@ Result<void> HeapObject::place()
 				    }
 				    for (size_t i = 0; i < uniforms.size(); ++i)
 				    {
-					    QUOKKA_TRY_ASSIGN(e, scene_->acquireUniform(uniforms[i], recipes[i], chunk,
-					                                                iface.uniforms[i].type, o, iface.uniforms[i].name));
+					    QUOKKA_TRY_ASSIGN(e,
+					                      scene_->acquireUniform(uniforms[i], recipes[i], chunk, iface.uniforms[i].type,
+					                                             o, iface.uniforms[i].name, unheld[i]));
 					    got[i] = e;
 				    }
 				    return {};
@@ -1691,7 +1711,7 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 
 Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe,
                                                uint32_t chunk, fx::Type expected, const scene::RenderObject& object,
-                                               const std::string& name)
+                                               const std::string& name, bool unheld)
 {
 	auto mismatch = [&](fx::Type got)
 	{
@@ -1720,7 +1740,7 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		if (auto it = constants.find(constant_key); it != constants.end())
 			return shared(it->second.get());
 	}
-	if (!constant)
+	if (!constant && !unheld)
 		if (Entry* e = pool.find(key))
 			return shared(e);
 	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
@@ -2173,6 +2193,8 @@ Result<void> HeapScene::update()
 		if (!r.ok() && result.ok())
 			result = r;
 	}
+	p.objects.flush();
+	p.pool.flush();
 	// Changed shared values: one re-pack each, in arena address order — the staging ring then appends each write
 	// instead of searching its ordered region map, and neighbouring allocations merge into one copy region.
 	std::vector<Ref<UniformEntry>> entries;

@@ -686,7 +686,11 @@ TEST(OffsetMap, RandomInsertsAndErasesMatchAStdMap)
 		}
 		else if (rng() % 3 != 0)
 		{
-			map.insert(key, op);
+			// Half deferred: found, erased and filed among the rest in any order (and across growths).
+			if (rng() % 2)
+				map.insertDeferred(key, op);
+			else
+				map.insert(key, op);
 			model[key] = op;
 		}
 		ASSERT_EQ(map.size(), model.size());
@@ -702,6 +706,9 @@ TEST(OffsetMap, RandomInsertsAndErasesMatchAStdMap)
 		ASSERT_NE(slot, nullptr) << key;
 		EXPECT_EQ(slot->value, value);
 	}
+	std::map<uint32_t, uint32_t> visited;
+	map.forEach([&](uint32_t key, uint32_t value) { EXPECT_TRUE(visited.emplace(key, value).second) << key; });
+	EXPECT_EQ(visited, model);
 }
 
 TEST(OffsetMap, KeysOfOneSpanSitInOneProbeRun)

@@ -1,5 +1,5 @@
-// detail::PointerTable: random inserts, finds and erases against a std::unordered_map model, with colliding hashes
-// and runs that wrap around the end of the table.
+// detail::PointerTable: random inserts (direct and deferred), finds and erases against a std::unordered_map model, with
+// colliding hashes and runs that wrap around the end of the table.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -45,9 +45,15 @@ TEST(PointerTable, RandomInsertsFindsAndErasesMatchAModel)
 		case 0:
 			if (!present)
 			{
-				table.insert(item, hashOf(key));
+				// Half deferred: they are found, erased and filed among the rest in any order.
+				if (rng() % 2)
+					table.insertDeferred(item, hashOf(key));
+				else
+					table.insert(item, hashOf(key));
 				model[key] = item;
 			}
+			if (step % 1000 == 0)
+				table.flush();
 			break;
 		case 1:
 			ASSERT_EQ(table.erase(item, hashOf(key)), present) << "step " << step;
@@ -102,6 +108,47 @@ TEST(PointerTable, GrowsAtThreeQuartersAndAnErasedElementIsGone)
 	EXPECT_EQ(table.find(3ull << 60, [](const Item&) { return true; }), nullptr);
 	EXPECT_EQ(table.find(4ull << 60, [](const Item& i) { return i.key == 4; }), &items[4]);
 	EXPECT_EQ(table.size(), 12u);
+}
+
+TEST(PointerTable, DeferredElementsAreFoundErasedAndFiledInOrder)
+{
+	detail::PointerTable<Item> table;
+	constexpr size_t kLag = detail::PointerTable<Item>::kLag;
+	std::vector<Item> items(kLag + 5);
+	for (uint32_t k = 0; k < items.size(); ++k)
+		items[k].key = k;
+	auto hashOf = [](uint32_t k) { return uint64_t(k + 1) * 0x9e3779b97f4a7c15ull; };
+	for (uint32_t k = 0; k < kLag; ++k)
+		table.insertDeferred(&items[k], hashOf(k));
+	EXPECT_EQ(table.pending(), kLag);
+	EXPECT_EQ(table.capacity(), 0u); // nothing filed yet
+	EXPECT_EQ(table.size(), kLag);
+	EXPECT_EQ(table.check(), "");
+	EXPECT_EQ(table.find(hashOf(3), [](const Item& i) { return i.key == 3; }), &items[3]);
+	EXPECT_EQ(table.find(hashOf(3), [](const Item& i) { return i.key == 4; }), nullptr); // the match decides
+	EXPECT_TRUE(table.erase(&items[3], hashOf(3)));
+	EXPECT_EQ(table.find(hashOf(3), [](const Item&) { return true; }), nullptr);
+	EXPECT_EQ(table.pending(), kLag - 1);
+	// Two more: the ring fills, and the oldest (item 0) is filed.
+	table.insertDeferred(&items[kLag], hashOf(kLag));
+	table.insertDeferred(&items[kLag + 1], hashOf(kLag + 1));
+	EXPECT_EQ(table.pending(), kLag);
+	EXPECT_EQ(table.size(), kLag + 1);
+	EXPECT_EQ(table.check(), "");
+	size_t visited = 0;
+	table.forEach([&](Item*) { ++visited; });
+	EXPECT_EQ(visited, kLag + 1);
+	EXPECT_EQ(table.find(hashOf(0), [](const Item& i) { return i.key == 0; }), &items[0]);
+	table.flush();
+	EXPECT_EQ(table.pending(), 0u);
+	EXPECT_EQ(table.check(), "");
+	for (uint32_t k = 0; k < kLag + 2; ++k)
+	{
+		EXPECT_EQ(table.find(hashOf(k), [&](const Item& i) { return i.key == k; }), k == 3 ? nullptr : &items[k]) << k;
+	}
+	table.clear();
+	EXPECT_TRUE(table.empty());
+	EXPECT_EQ(table.pending(), 0u);
 }
 
 } // namespace

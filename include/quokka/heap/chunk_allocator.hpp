@@ -36,24 +36,45 @@ public:
 		uint32_t value = 0;
 	};
 
-	/// The slot holding `key`, or nullptr. Valid until the next insert() or erase().
+	/// The slot holding `key`, or nullptr. Valid until the next insert(), insertDeferred() or erase().
 	Slot* find(uint32_t key);
 	const Slot* find(uint32_t key) const;
 	/// Adds `key` (which must be absent and not kEmpty).
 	void insert(uint32_t key, uint32_t value);
+	/// insert(), deferred: the entry is found at once (in a short side list, skipped by a 64-bit filter for other
+	/// keys) but written into the table only kLag deferred insertions later, by when the prefetch issued here has
+	/// brought its line in — a block allocated in a large chunk then costs no stall on a random slot.
+	void insertDeferred(uint32_t key, uint32_t value);
 	/// Removes the entry in `slot` (a find() result).
 	void erase(Slot* slot);
+	/// Entries, the deferred ones included.
 	uint32_t size() const { return size_; }
 	/// Removes every entry and keeps the table.
 	void clear();
-	/// Hints the CPU to fetch the slot where a lookup of `key` starts (a batch of lookups prefetches ahead).
+	/// Hints the CPU to fetch the slot where a lookup of `key` starts and the line after it (the keys of one span
+	/// share a home slot, so their run often crosses a line). For a batch of lookups that prefetches ahead.
 	void prefetch(uint32_t key) const
 	{
-		if (!slots_.empty())
-			__builtin_prefetch(&slots_[home(key)]);
+		if (slots_.empty())
+			return;
+		const Slot* const s = &slots_[home(key)];
+		__builtin_prefetch(s);
+		__builtin_prefetch(reinterpret_cast<const char*>(s) + 64); // (never faults, even past the end)
 	}
-	/// Every entry, in table (not key) order.
+	/// The table's slots, in table (not key) order; deferred entries are not among them (forEach() visits all).
 	const std::vector<Slot>& slots() const { return slots_; }
+	/// Calls fn(key, value) for every entry, deferred ones included.
+	template <typename Fn>
+	void forEach(Fn&& fn) const
+	{
+		for (const Slot& s : slots_)
+			if (s.key != kEmpty)
+				fn(s.key, s.value);
+		for (uint32_t k = 0; k < pending_count_; ++k)
+			fn(pending_[k].key, pending_[k].value);
+	}
+	/// Deferred insertions in flight (the heap allocates ~5 blocks per object).
+	static constexpr uint32_t kLag = 16;
 
 private:
 	/// Keys of one 2^kGroupShift-unit (1 KiB) span share a home slot, so blocks that sit side by side in the chunk —
@@ -63,11 +84,19 @@ private:
 	/// sequential reads, which stay cheaper than a random miss per block (bench/heap: `Objects` and `TinyObjects`).
 	static constexpr uint32_t kGroupShift = 6;
 	uint32_t home(uint32_t key) const { return uint32_t((key >> kGroupShift) * 0x9e3779b9u) >> shift_; }
+	static uint64_t filterBit(uint32_t key) { return uint64_t(1) << (key & 63); }
 	void grow();
+	/// Writes an entry into the table (size_ already counts it), growing first at load 1/2 of the filed entries.
+	void file(uint32_t key, uint32_t value);
+	void refilter();
 
 	std::vector<Slot> slots_; ///< a power of two, or empty
-	uint32_t size_ = 0;
-	uint32_t shift_ = 32; ///< 32 − log2(slots_.size())
+	uint32_t size_ = 0;       ///< filed and deferred entries
+	uint32_t shift_ = 32;     ///< 32 − log2(slots_.size())
+	/// The deferred entries, oldest first (at most kLag; filed from the front), and filterBit() of each key.
+	Slot pending_[kLag];
+	uint32_t pending_count_ = 0;
+	uint64_t filter_ = 0;
 };
 } // namespace detail
 
