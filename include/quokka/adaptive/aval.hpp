@@ -46,6 +46,10 @@ public:
 		return *value_;
 	}
 
+	/// The cached value as it stands — not evaluated, no output recorded — or null before the first evaluation. For
+	/// hints that may be stale (a loop prefetching what a later getValue() will read), never for results.
+	const T* cachedValue() const { return value_ ? &*value_ : nullptr; }
+
 protected:
 	explicit AValNode(uint32_t flags = 0) : AdaptiveObject(flags) {}
 	/// Recomputes value_; reads inputs with Token{this}.
