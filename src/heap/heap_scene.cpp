@@ -623,8 +623,23 @@ struct BufferEntry final : Entry
 	static void* operator new(size_t bytes);
 	static void operator delete(void* p) noexcept;
 
-	scene::ArrayBuffer buffer; ///< the value read, keeps the keyed storage alive
+	/// Keep the keyed storage alive, so its address (the key) is not reused while the entry exists: the constant node
+	/// holding it — a plain count — or, for a buffer that may change, the value read (a locked count). See
+	/// storageUnheld().
+	Ref<AdaptiveObject> node;
+	scene::ArrayBuffer buffer;
 };
+
+/// True when no pool entry can hold `data`, the value of `view`: an entry holds the storage itself or the constant
+/// node holding it (BufferEntry), so storage counted once, and if in a constant node then in one counted once (by
+/// the view), is read through this view alone — no other object's entry can have it.
+bool storageUnheld(const scene::BufferView& view, const scene::ArrayBuffer& data)
+{
+	if (data.bytes.use_count() != 1)
+		return false;
+	const AdaptiveObject* node = view.buffer.node().get();
+	return !node->isConstant() || node->refCount() == 1;
+}
 
 /// A uniform value (or a recipe applied to one) in one chunk, re-packed when its aval changes.
 struct UniformEntry final : AdaptiveObject, Entry
@@ -1413,7 +1428,7 @@ Result<void> HeapObject::place()
 		    auto fresh = [&](Entry::Kind kind, const scene::BufferView& v, fx::Type type)
 		    {
 			    const scene::ArrayBuffer& data = v.buffer.getValue(Token{});
-			    if (data.bytes.use_count() != 1)
+			    if (!storageUnheld(v, data))
 				    return false;
 			    const PoolKey key = HeapScene::Impl::bufferKey(kind, v, type, 0);
 			    if (std::find(fresh_keys.begin(), fresh_keys.begin() + fresh_count, key) !=
@@ -1794,9 +1809,9 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	// one dies with its last user — no user can pick up the old bytes.
 	const scene::ArrayBuffer& data = view.buffer.getValue(Token{}); // (a reference: no reference-count traffic)
 	const PoolKey key = bufferKey(kind, view, type, chunk);
-	// Every entry holds its storage, so storage held by this value alone has none: no lookup (a probe that fails at a
-	// random place of a table of millions) for a buffer no other object shares — the common case of an add.
-	if (data.bytes.use_count() != 1)
+	// No lookup (a probe that fails at a random place of a table of millions) for a buffer no entry can hold — the
+	// common case of an add.
+	if (!storageUnheld(view, data))
 		if (Entry* e = pool.find(key))
 		{
 			++e->refcount;
@@ -1840,7 +1855,10 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 				                                                 fx::typeName(type));
 			}
 	auto e = std::make_unique<BufferEntry>(kind, chunk);
-	e->buffer = data;
+	if (view.buffer.node()->isConstant())
+		e->node = Ref<AdaptiveObject>(view.buffer.node().get());
+	else
+		e->buffer = data;
 	e->type = type;
 	e->elements = n;
 	e->data_bytes = uint32_t(data_bytes);

@@ -511,6 +511,11 @@ TEST_F(HeapRenderTest, BufferStorageIsStoredOnceWhateverViewsReachIt)
 	const uint64_t positions = equal_bytes - same_view;
 	EXPECT_GE(positions, 16u + 3u * 12u);
 	EXPECT_LE(positions, 16u + 3u * 16u);
+	// One view of storage that nothing else holds, read by both objects: one copy too (the first object's entry holds
+	// the view's constant node, not the storage, so only the node's count tells the second object to look it up).
+	const scene::BufferView sole = scene::BufferView::of(corners, VK_FORMAT_R32G32B32_SFLOAT);
+	ASSERT_EQ(sole.buffer.force().bytes.use_count(), 1);
+	EXPECT_EQ(liveBytes(sole, sole), same_view);
 }
 
 TEST_F(HeapRenderTest, ASharedVertexBufferThatChangesIsReadAgainByEveryUser)
