@@ -2,7 +2,9 @@
 // Prior art: wombat's AttributeArena and Freelist (notes/wombat-rendering.md §1.7.2): free blocks indexed by start and
 // by end (O(1) merging) plus a size index for the best fit. There the size index is a sorted array of sizes with a set
 // of offsets per size; here one ordered set of (size, offset) keys gives the best fit with the lowest offset among
-// equal sizes in a single lower_bound, and the start/end/live indices are flat hash maps (detail::OffsetMap).
+// equal sizes in a single lower_bound. Starts and ends need no index of their own: the blocks tile [0, cursor), so a
+// bitmap of block starts with summary levels (detail::BlockBits) answers "where does this block end" and "where does
+// its left neighbour start", and a second bitmap says which starts are live.
 //
 // Because the free list is always fully coalesced and never touches the cursor, the reference's cascading cursor
 // shrink is a single step here: after merging with its free neighbours, a freed block that ends at the cursor has a
@@ -35,139 +37,143 @@ std::string bytesText(uint64_t units)
 	return std::to_string(units << kUnitShift);
 }
 
-// (offset, size) pairs of a map's entries, sorted by offset: the address-order view that planning and checks need.
-std::vector<std::pair<uint32_t, uint32_t>> sortedEntries(const detail::OffsetMap& map)
-{
-	std::vector<std::pair<uint32_t, uint32_t>> out;
-	out.reserve(map.size());
-	map.forEach([&](uint32_t key, uint32_t value) { out.emplace_back(key, value); });
-	std::sort(out.begin(), out.end());
-	return out;
-}
 } // namespace
 
-// ---- detail::OffsetMap -------------------------------------------------------------------------------------------
+// ---- detail::BlockBits ------------------------------------------------------------------------------------------
 
 namespace detail
 {
 
-OffsetMap::Slot* OffsetMap::find(uint32_t key)
+void BlockBits::grow(size_t words)
 {
-	return const_cast<Slot*>(std::as_const(*this).find(key));
-}
-
-const OffsetMap::Slot* OffsetMap::find(uint32_t key) const
-{
-	if (filter_ & filterBit(key))
-		for (uint32_t k = 0; k < pending_count_; ++k)
-			if (pending_[k].key == key)
-				return &pending_[k];
-	if (size_ == pending_count_) // (nothing filed, maybe no slots)
-		return nullptr;
-	const uint32_t mask = uint32_t(slots_.size() - 1);
-	for (uint32_t i = home(key);; i = (i + 1) & mask)
+	// Powers of two: a chunk filling up grows its bitmap O(log) times.
+	size_t size = std::max<size_t>(levels_[0].size(), 16);
+	while (size < words)
+		size *= 2;
+	levels_[0].resize(size, 0);
+	// Each summary level covers the one below (its bit w: word w below is not zero), up to a level of one word;
+	// rebuilt whole, since growth may add levels (rare: the bitmap doubles).
+	levels_.resize(1);
+	for (size_t k = 0; levels_[k].size() > 1; ++k)
 	{
-		const Slot& slot = slots_[i];
-		if (slot.key == key)
-			return &slot;
-		if (slot.key == kEmpty)
-			return nullptr;
+		std::vector<uint64_t> above((levels_[k].size() + 63) / 64, 0);
+		for (size_t w = 0; w < levels_[k].size(); ++w)
+			if (levels_[k][w] != 0)
+				above[w >> 6] |= uint64_t(1) << (w & 63);
+		levels_.push_back(std::move(above));
 	}
 }
 
-void OffsetMap::insert(uint32_t key, uint32_t value)
+void BlockBits::set(uint32_t u)
 {
-	++size_;
-	file(key, value);
-}
-
-void OffsetMap::file(uint32_t key, uint32_t value)
-{
-	// Load ≤ 1/2: linear probing's expected probe count stays below 2.5 for misses, 1.5 for hits.
-	if ((size_ - pending_count_) * 2 > slots_.size())
-		grow();
-	const uint32_t mask = uint32_t(slots_.size() - 1);
-	uint32_t i = home(key);
-	while (slots_[i].key != kEmpty)
-		i = (i + 1) & mask;
-	slots_[i] = {key, value};
-}
-
-void OffsetMap::insertDeferred(uint32_t key, uint32_t value)
-{
-	prefetch(key);
-	if (pending_count_ == kLag)
+	if (size_t(u >> 6) >= levels_[0].size())
+		grow(size_t(u >> 6) + 1);
+	for (std::vector<uint64_t>& level : levels_)
 	{
-		// The oldest goes into the table; its line was fetched kLag insertions ago.
-		const Slot oldest = pending_[0];
-		std::copy(pending_ + 1, pending_ + kLag, pending_);
-		--pending_count_;
-		file(oldest.key, oldest.value); // (size_ counts it: filed now, no longer deferred)
-		refilter();
+		uint64_t& word = level[u >> 6];
+		const bool was_empty = word == 0;
+		word |= uint64_t(1) << (u & 63);
+		if (!was_empty)
+			return;
+		u >>= 6;
 	}
-	pending_[pending_count_++] = {key, value};
-	filter_ |= filterBit(key);
-	++size_;
 }
 
-void OffsetMap::refilter()
+void BlockBits::reset(uint32_t u)
 {
-	filter_ = 0;
-	for (uint32_t k = 0; k < pending_count_; ++k)
-		filter_ |= filterBit(pending_[k].key);
-}
-
-void OffsetMap::erase(Slot* slot)
-{
-	if (const uintptr_t at = reinterpret_cast<uintptr_t>(slot);
-	    at >= reinterpret_cast<uintptr_t>(pending_) && at < reinterpret_cast<uintptr_t>(pending_ + pending_count_))
-	{
-		std::copy(slot + 1, pending_ + pending_count_, slot);
-		--pending_count_;
-		--size_;
-		refilter();
+	if (size_t(u >> 6) >= levels_[0].size())
 		return;
-	}
-	// Backward-shift deletion: pull later members of the probe run into the hole whenever the hole lies between
-	// their home slot and where they sit, so no tombstone is left and every lookup still finds its key.
-	const uint32_t mask = uint32_t(slots_.size() - 1);
-	uint32_t hole = uint32_t(slot - slots_.data());
-	for (uint32_t j = (hole + 1) & mask; slots_[j].key != kEmpty; j = (j + 1) & mask)
+	for (std::vector<uint64_t>& level : levels_)
 	{
-		const uint32_t home_j = home(slots_[j].key);
-		if (((j - home_j) & mask) >= ((j - hole) & mask))
-		{
-			slots_[hole] = slots_[j];
-			hole = j;
-		}
+		uint64_t& word = level[u >> 6];
+		word &= ~(uint64_t(1) << (u & 63));
+		if (word != 0)
+			return;
+		u >>= 6;
 	}
-	slots_[hole] = Slot{};
-	--size_;
 }
 
-void OffsetMap::clear()
+uint32_t BlockBits::next(uint32_t u) const
 {
-	std::fill(slots_.begin(), slots_.end(), Slot{});
-	size_ = 0;
-	pending_count_ = 0;
-	filter_ = 0;
-}
-
-void OffsetMap::grow()
-{
-	std::vector<Slot> old = std::move(slots_);
-	const size_t capacity = std::max<size_t>(16, old.size() * 2);
-	slots_.assign(capacity, Slot{});
-	shift_ = 32 - uint32_t(std::countr_zero(capacity));
-	const uint32_t mask = uint32_t(capacity - 1);
-	for (const Slot& slot : old)
-		if (slot.key != kEmpty)
+	// Climb until a word has a member after the position, then descend through the lowest members.
+	uint64_t x = uint64_t(u) + 1; // the first candidate at level k
+	size_t k = 0;
+	for (;; ++k)
+	{
+		if (k == levels_.size())
+			return kNone;
+		const std::vector<uint64_t>& level = levels_[k];
+		const size_t w = size_t(x >> 6);
+		if (w >= level.size())
+			return kNone;
+		const uint64_t bits = level[w] & (~uint64_t(0) << (x & 63));
+		if (bits != 0)
 		{
-			uint32_t i = home(slot.key);
-			while (slots_[i].key != kEmpty)
-				i = (i + 1) & mask;
-			slots_[i] = slot;
+			x = (uint64_t(w) << 6) | uint64_t(std::countr_zero(bits));
+			break;
 		}
+		x = uint64_t(w) + 1; // the words after w, at the level above
+	}
+	for (; k > 0; --k)
+		x = (x << 6) | uint64_t(std::countr_zero(levels_[k - 1][size_t(x)]));
+	return uint32_t(x);
+}
+
+uint32_t BlockBits::prev(uint32_t u) const
+{
+	if (u == 0)
+		return kNone;
+	uint64_t x = uint64_t(u) - 1; // the last candidate at level k
+	size_t k = 0;
+	for (;; ++k)
+	{
+		if (k == levels_.size())
+			return kNone;
+		const std::vector<uint64_t>& level = levels_[k];
+		if (level.empty())
+			return kNone;
+		size_t w = size_t(x >> 6);
+		uint64_t bits;
+		if (w >= level.size())
+		{
+			w = level.size() - 1;
+			bits = level[w];
+		}
+		else
+			bits = level[w] & (~uint64_t(0) >> (63 - (x & 63)));
+		if (bits != 0)
+		{
+			x = (uint64_t(w) << 6) | uint64_t(63 - std::countl_zero(bits));
+			break;
+		}
+		if (w == 0)
+			return kNone;
+		x = uint64_t(w) - 1; // the words before w, at the level above
+	}
+	for (; k > 0; --k)
+		x = (x << 6) | uint64_t(63 - std::countl_zero(levels_[k - 1][size_t(x)]));
+	return uint32_t(x);
+}
+
+void BlockBits::clear()
+{
+	for (std::vector<uint64_t>& level : levels_)
+		std::fill(level.begin(), level.end(), 0);
+}
+
+std::string BlockBits::check() const
+{
+	for (size_t k = 0; k + 1 < levels_.size(); ++k)
+	{
+		if (levels_[k + 1].size() != (levels_[k].size() + 63) / 64)
+			return "summary level " + std::to_string(k + 1) + " has the wrong size";
+		for (size_t w = 0; w < levels_[k].size(); ++w)
+			if (((levels_[k + 1][w >> 6] >> (w & 63)) & 1u) != (levels_[k][w] != 0))
+				return "summary bit of word " + std::to_string(w) + " at level " + std::to_string(k) + " is wrong";
+	}
+	if (levels_.back().size() > 1)
+		return "the top level has more than one word";
+	return {};
 }
 
 } // namespace detail
@@ -183,60 +189,46 @@ ChunkAllocator::ChunkAllocator(uint64_t max_bytes)
 
 ChunkAllocator::~ChunkAllocator()
 {
-	if (live_.size() != 0)
+	if (live_count_ != 0)
 		std::fprintf(stderr, "quokka: %s\n", leakReport().c_str());
 }
 
 ChunkAllocator::ChunkAllocator(ChunkAllocator&& other) noexcept
-    : capacity_(std::exchange(other.capacity_, 0)), cursor_(std::exchange(other.cursor_, 0)),
-      live_units_(std::exchange(other.live_units_, 0)), bad_frees_(std::exchange(other.bad_frees_, 0)),
-      live_(std::move(other.live_)), free_start_(std::move(other.free_start_)), free_end_(std::move(other.free_end_)),
-      free_by_size_(std::move(other.free_by_size_))
 {
-	// Moved-from containers are valid but unspecified (and OffsetMap's counter is copied): clear so `other` reports
-	// nothing and validates.
-	other.live_.clear();
-	other.free_start_.clear();
-	other.free_end_.clear();
-	other.free_by_size_.clear();
+	*this = std::move(other);
 }
 
 ChunkAllocator& ChunkAllocator::operator=(ChunkAllocator&& other) noexcept
 {
 	if (this != &other)
 	{
-		if (live_.size() != 0)
+		if (live_count_ != 0)
 			std::fprintf(stderr, "quokka: %s\n", leakReport().c_str());
 		capacity_ = std::exchange(other.capacity_, 0);
 		cursor_ = std::exchange(other.cursor_, 0);
 		live_units_ = std::exchange(other.live_units_, 0);
 		bad_frees_ = std::exchange(other.bad_frees_, 0);
-		live_ = std::move(other.live_);
-		free_start_ = std::move(other.free_start_);
-		free_end_ = std::move(other.free_end_);
-		free_by_size_ = std::move(other.free_by_size_);
-		other.live_.clear();
-		other.free_start_.clear();
-		other.free_end_.clear();
-		other.free_by_size_.clear();
+		live_count_ = std::exchange(other.live_count_, 0);
+		starts_ = std::exchange(other.starts_, detail::BlockBits{});
+		live_ = std::exchange(other.live_, {});
+		free_by_size_ = std::exchange(other.free_by_size_, {});
 	}
 	return *this;
 }
 
-void ChunkAllocator::insertFree(uint32_t offset, uint32_t size)
+void ChunkAllocator::setLive(uint32_t unit, bool live)
 {
-	free_start_.insert(offset, size);
-	free_end_.insert(offset + size, offset);
-	free_by_size_.insert(sizeKey(size, offset));
+	const size_t w = unit >> 6;
+	if (w >= live_.size())
+		live_.resize(std::max(starts_.words().size(), w + 1), 0);
+	const uint64_t bit = uint64_t(1) << (unit & 63);
+	live_[w] = live ? live_[w] | bit : live_[w] & ~bit;
 }
 
-void ChunkAllocator::eraseFree(detail::OffsetMap::Slot* start)
+uint32_t ChunkAllocator::liveStart(uint32_t offset) const
 {
-	const uint32_t offset = start->key;
-	const uint32_t size = start->value;
-	free_by_size_.erase(sizeKey(size, offset));
-	free_end_.erase(free_end_.find(offset + size));
-	free_start_.erase(start);
+	const uint32_t unit = offset >> kUnitShift;
+	return offset % kAlign == 0 && unit < cursor_ && isLive(unit) ? unit : detail::BlockBits::kNone;
 }
 
 std::optional<uint32_t> ChunkAllocator::allocate(uint64_t bytes)
@@ -253,28 +245,25 @@ std::optional<uint32_t> ChunkAllocator::allocate(uint64_t bytes)
 		const uint32_t size = uint32_t(*best >> 32);
 		offset = uint32_t(*best);
 		free_by_size_.erase(best);
-		free_start_.erase(free_start_.find(offset));
 		if (size > units)
 		{
 			// The remainder sits between the new live block and whatever followed the free block — a live block,
-			// since free blocks are coalesced and never touch the cursor — so it needs no merging. Its end is the
-			// free block's end: only that entry's value changes.
-			free_start_.insert(offset + units, size - units);
-			free_end_.find(offset + size)->value = offset + units;
+			// since free blocks are coalesced and never touch the cursor — so it needs no merging.
+			starts_.set(offset + units);
 			free_by_size_.insert(sizeKey(size - units, offset + units));
 		}
-		else
-			free_end_.erase(free_end_.find(offset + size));
 	}
 	else if (capacity_ - cursor_ >= units)
 	{
 		offset = cursor_;
 		cursor_ += units;
+		starts_.set(offset);
 	}
 	else
 		return std::nullopt;
 
-	live_.insertDeferred(offset, units);
+	setLive(offset, true);
+	++live_count_;
 	live_units_ += units;
 	return offset << kUnitShift;
 }
@@ -297,16 +286,16 @@ void ChunkAllocator::free(uint32_t offset)
 
 Result<void> ChunkAllocator::freeChecked(uint32_t offset)
 {
-	detail::OffsetMap::Slot* live = offset % kAlign == 0 ? live_.find(offset >> kUnitShift) : nullptr;
-	if (!live)
+	const uint32_t start = liveStart(offset);
+	if (start == detail::BlockBits::kNone)
 	{
 		++bad_frees_;
 		return makeError(ErrorCode::InvalidArgument, "ChunkAllocator: free of byte offset " + std::to_string(offset) +
 		                                                 ", which is not the start of a live block (double free?)");
 	}
-	const uint32_t start = live->key;
-	const uint32_t size = live->value;
-	live_.erase(live);
+	const uint32_t size = blockEnd(start) - start;
+	setLive(start, false);
+	--live_count_;
 	live_units_ -= size;
 	releaseRange(start, size);
 	return {};
@@ -322,32 +311,34 @@ void ChunkAllocator::freeMany(std::span<uint32_t> offsets)
 Result<void> ChunkAllocator::freeManyChecked(std::span<uint32_t> offsets)
 {
 	std::sort(offsets.begin(), offsets.end());
-	// Each block leaves the live index as it is checked (one probe); a bad offset puts the ones already taken back.
+	// All checked before anything changes; sorted, a repeated offset sits next to its first copy.
 	absl::InlinedVector<uint32_t, 16> sizes(offsets.size());
 	for (size_t i = 0; i < offsets.size(); ++i)
 	{
-		const uint32_t offset = offsets[i];
-		detail::OffsetMap::Slot* live = offset % kAlign == 0 ? live_.find(offset >> kUnitShift) : nullptr;
-		if (!live) // (also a repeated offset: its first copy has left the index)
+		const uint32_t start = liveStart(offsets[i]);
+		if (start == detail::BlockBits::kNone || (i > 0 && offsets[i] == offsets[i - 1]))
 		{
-			for (size_t j = 0; j < i; ++j)
-				live_.insert(offsets[j] >> kUnitShift, sizes[j]);
 			++bad_frees_;
 			return makeError(ErrorCode::InvalidArgument,
-			                 "ChunkAllocator: free of byte offset " + std::to_string(offset) +
+			                 "ChunkAllocator: free of byte offset " + std::to_string(offsets[i]) +
 			                     ", which is not the start of a live block (or is given twice); nothing was freed");
 		}
-		sizes[i] = live->value;
-		live_.erase(live);
+		sizes[i] = blockEnd(start) - start;
 	}
-	// Runs of adjacent blocks become one range each before they reach the free indices.
+	// Runs of adjacent blocks become one range each before they reach the free list.
 	for (size_t i = 0; i < offsets.size();)
 	{
 		const uint32_t start = offsets[i] >> kUnitShift;
 		uint32_t size = 0;
 		do
+		{
+			const uint32_t unit = offsets[i] >> kUnitShift;
+			setLive(unit, false);
+			if (unit != start)
+				starts_.reset(unit);
+			--live_count_;
 			size += sizes[i++];
-		while (i < offsets.size() && offsets[i] >> kUnitShift == start + size);
+		} while (i < offsets.size() && offsets[i] >> kUnitShift == start + size);
 		live_units_ -= size;
 		releaseRange(start, size);
 	}
@@ -356,59 +347,65 @@ Result<void> ChunkAllocator::freeManyChecked(std::span<uint32_t> offsets)
 
 void ChunkAllocator::releaseRange(uint32_t start, uint32_t size)
 {
-	// A free block ending at `start` is the left neighbour; one starting at the end is the right neighbour.
-	if (const detail::OffsetMap::Slot* left_end = free_end_.find(start))
+	// The previous start is the left neighbour (the blocks tile the chunk); the block starting at the end is the
+	// right one, unless the range ends at the cursor.
+	if (start > 0)
+		if (const uint32_t left = starts_.prev(start); !isLive(left))
+		{
+			free_by_size_.erase(sizeKey(start - left, left));
+			starts_.reset(start);
+			size += start - left;
+			start = left;
+		}
+	if (const uint32_t end = start + size; end < cursor_ && !isLive(end))
 	{
-		const uint32_t left = left_end->value;
-		detail::OffsetMap::Slot* left_start = free_start_.find(left);
-		size += left_start->value;
-		start = left;
-		eraseFree(left_start);
-	}
-	if (detail::OffsetMap::Slot* right = free_start_.find(start + size))
-	{
-		size += right->value;
-		eraseFree(right);
+		const uint32_t right = blockEnd(end) - end;
+		free_by_size_.erase(sizeKey(right, end));
+		starts_.reset(end);
+		size += right;
 	}
 	// Cursor shrink. The merged block has a live block or offset 0 on its left (the list is coalesced), so this one
 	// step is the whole cascade.
 	if (start + size == cursor_)
+	{
+		starts_.reset(start);
 		cursor_ = start;
+	}
 	else
-		insertFree(start, size);
+		free_by_size_.insert(sizeKey(size, start));
 }
 
 uint64_t ChunkAllocator::blockBytes(uint32_t offset) const
 {
-	if (offset % kAlign != 0)
-		return 0;
-	const detail::OffsetMap::Slot* live = live_.find(offset >> kUnitShift);
-	return live ? uint64_t(live->value) << kUnitShift : 0;
+	const uint32_t start = liveStart(offset);
+	return start == detail::BlockBits::kNone ? 0 : uint64_t(blockEnd(start) - start) << kUnitShift;
 }
 
 void ChunkAllocator::reset()
 {
 	cursor_ = 0;
 	live_units_ = 0;
-	live_.clear();
-	free_start_.clear();
-	free_end_.clear();
+	live_count_ = 0;
+	starts_.clear();
+	std::fill(live_.begin(), live_.end(), 0);
 	free_by_size_.clear();
 }
 
 std::vector<ChunkAllocator::Block> ChunkAllocator::freeBlocks() const
 {
 	std::vector<Block> blocks;
-	for (const auto& [offset, size] : sortedEntries(free_start_))
-		blocks.push_back({offset << kUnitShift, uint64_t(size) << kUnitShift});
+	blocks.reserve(free_by_size_.size());
+	for (const uint64_t key : free_by_size_)
+		blocks.push_back({uint32_t(key) << kUnitShift, (key >> 32) << kUnitShift});
+	std::sort(blocks.begin(), blocks.end(), [](const Block& a, const Block& b) { return a.offset < b.offset; });
 	return blocks;
 }
 
 std::string ChunkAllocator::leakReport() const
 {
-	if (live_.size() == 0)
+	if (live_count_ == 0)
 		return "";
-	return "ChunkAllocator leak: " + std::to_string(live_.size()) + " live block(s), " + bytesText(live_units_) +
+	return "ChunkAllocator leak: " + std::to_string(live_count_) + " live block(s), " + bytesText(live_units_) +
 	       " bytes, still allocated at destruction";
 }
 
@@ -420,8 +417,14 @@ bool ChunkAllocator::shouldCompact(uint64_t waste_floor) const
 std::vector<ChunkAllocator::Move> ChunkAllocator::planCompaction()
 {
 	std::vector<Move> moves;
-	const std::vector<std::pair<uint32_t, uint32_t>> blocks = sortedEntries(live_);
-	live_.clear();
+	std::vector<std::pair<uint32_t, uint32_t>> blocks; // live (start, size), in address order
+	blocks.reserve(live_count_);
+	if (cursor_ > 0)
+		for (uint32_t start = 0; start != detail::BlockBits::kNone; start = starts_.next(start))
+			if (isLive(start))
+				blocks.emplace_back(start, blockEnd(start) - start);
+	starts_.clear();
+	std::fill(live_.begin(), live_.end(), 0);
 	uint32_t to = 0;
 	// Blocks before the first hole stay; every block after it moves, by a delta that only grows at each hole, so a
 	// run of blocks without a hole between them is one Move.
@@ -435,11 +438,10 @@ std::vector<ChunkAllocator::Move> ChunkAllocator::planCompaction()
 			else
 				moves.push_back({from << kUnitShift, to << kUnitShift, size << kUnitShift});
 		}
-		live_.insert(to, size);
+		starts_.set(to);
+		setLive(to, true);
 		to += size;
 	}
-	free_start_.clear();
-	free_end_.clear();
 	free_by_size_.clear();
 	cursor_ = to;
 	return moves;
@@ -465,48 +467,59 @@ Result<void> ChunkAllocator::validate() const
 		return fail("capacity " + bytesText(capacity_) + " exceeds 4 GiB");
 	if (cursor_ > capacity_)
 		return fail("cursor " + bytesText(cursor_) + " beyond capacity " + bytesText(capacity_));
-	if (free_by_size_.size() != free_start_.size() || free_end_.size() != free_start_.size())
-		return fail("free list indices disagree: " + std::to_string(free_start_.size()) + " by start, " +
-		            std::to_string(free_end_.size()) + " by end, " + std::to_string(free_by_size_.size()) + " by size");
-	const std::vector<std::pair<uint32_t, uint32_t>> free_blocks = sortedEntries(free_start_);
-	for (const auto& [offset, size] : free_blocks)
+	if (const std::string bits = starts_.check(); !bits.empty())
+		return fail("block starts: " + bits);
+	// Every live bit marks a block start, and nothing is marked at or above the cursor.
+	const std::vector<uint64_t>& starts = starts_.words();
+	for (size_t w = 0; w < std::max(starts.size(), live_.size()); ++w)
 	{
-		const detail::OffsetMap::Slot* end = free_end_.find(offset + size);
-		if (!end || end->value != offset || !free_by_size_.contains(sizeKey(size, offset)))
-			return fail("free block at " + bytesText(offset) + " is missing from the end or size index");
+		const uint64_t s = w < starts.size() ? starts[w] : 0;
+		const uint64_t l = w < live_.size() ? live_[w] : 0;
+		if ((l & ~s) != 0)
+			return fail("a live mark at " + bytesText(uint32_t(w * 64 + uint32_t(std::countr_zero(l & ~s)))) +
+			            " is not a block start");
+		const uint64_t first = uint64_t(w) * 64;
+		const uint64_t beyond = first >= cursor_        ? ~uint64_t(0)
+		                        : cursor_ - first >= 64 ? 0
+		                                                : ~uint64_t(0) << (cursor_ - first);
+		if ((s & beyond) != 0)
+			return fail("a block starts at " + bytesText(uint32_t(first + uint64_t(std::countr_zero(s & beyond)))) +
+			            ", at or beyond the cursor " + bytesText(cursor_));
 	}
-	const std::vector<std::pair<uint32_t, uint32_t>> live_blocks = sortedEntries(live_);
-
-	// Walk live and free blocks together in address order: each must start where the previous one ended.
-	auto live_it = live_blocks.begin();
-	auto free_it = free_blocks.begin();
-	uint64_t position = 0;
-	uint64_t live_sum = 0;
+	if (cursor_ > 0 && !starts_.test(0))
+		return fail("no block starts at offset 0");
+	// Walk the blocks in address order: sizes, coalescing, the size index and the counters.
+	uint64_t live_sum = 0, free_blocks = 0;
+	uint32_t live_blocks = 0;
 	bool previous_free = false;
-	while (live_it != live_blocks.end() || free_it != free_blocks.end())
-	{
-		const bool is_free =
-		    live_it == live_blocks.end() || (free_it != free_blocks.end() && free_it->first < live_it->first);
-		const auto [offset, size] = is_free ? *free_it++ : *live_it++;
-		const std::string kind = is_free ? "free" : "live";
-		if (size == 0)
-			return fail("empty " + kind + " block at " + bytesText(offset));
-		if (offset < position)
-			return fail(kind + " block at " + bytesText(offset) + " overlaps the block ending at " +
-			            bytesText(position));
-		if (offset > position)
-			return fail("bytes [" + bytesText(position) + ", " + bytesText(offset) + ") are neither live nor free");
-		if (is_free && previous_free)
-			return fail("free block at " + bytesText(offset) + " is not merged with the free block before it");
-		previous_free = is_free;
-		position += size;
-		if (!is_free)
-			live_sum += size;
-	}
+	if (cursor_ > 0)
+		for (uint32_t start = 0; start != detail::BlockBits::kNone; start = starts_.next(start))
+		{
+			const uint32_t size = blockEnd(start) - start;
+			const bool is_free = !isLive(start);
+			if (is_free)
+			{
+				if (previous_free)
+					return fail("free block at " + bytesText(start) + " is not merged with the free block before it");
+				if (!free_by_size_.contains(sizeKey(size, start)))
+					return fail("free block at " + bytesText(start) + " of " + bytesText(size) +
+					            " bytes is missing from the size index");
+				++free_blocks;
+			}
+			else
+			{
+				live_sum += size;
+				++live_blocks;
+			}
+			previous_free = is_free;
+		}
 	if (previous_free)
 		return fail("the last free block ends at the cursor " + bytesText(cursor_) + " (not given back)");
-	if (position != cursor_)
-		return fail("blocks end at " + bytesText(position) + " but the cursor is at " + bytesText(cursor_));
+	if (free_blocks != free_by_size_.size())
+		return fail("the size index holds " + std::to_string(free_by_size_.size()) + " free blocks, the chunk " +
+		            std::to_string(free_blocks));
+	if (live_blocks != live_count_)
+		return fail(std::to_string(live_blocks) + " live blocks, counter says " + std::to_string(live_count_));
 	if (live_sum != live_units_)
 		return fail("live blocks hold " + bytesText(live_sum) + " bytes, counter says " + bytesText(live_units_));
 	return {};

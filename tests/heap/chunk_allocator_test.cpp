@@ -14,6 +14,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -664,84 +665,79 @@ TEST(ChunkAllocatorCompaction, ShouldCompactNeedsTheFloorAndMoreThanHalfWaste)
 	EXPECT_FALSE(allocator.shouldCompact(0)); // empty: 0 × 2 < 0 is false
 }
 
-// ---- detail::OffsetMap ------------------------------------------------------------------------------------------
+// ---- detail::BlockBits ------------------------------------------------------------------------------------------
 
-TEST(OffsetMap, RandomInsertsAndErasesMatchAStdMap)
+TEST(BlockBits, NextAndPrevMatchAStdSetAcrossLevelsAndGrowth)
 {
-	// Keys from a small range collide and form long probe runs that wrap around the table end, which is where
-	// backward-shift deletion can lose a key.
+	// Dense members, then sparse ones far apart (gaps that span whole summary words), growth past every level, and
+	// resets that empty words and summary words again.
 	std::mt19937 rng(testSeed(11));
-	detail::OffsetMap map;
-	std::map<uint32_t, uint32_t> model;
+	detail::BlockBits bits;
+	std::set<uint32_t> model;
+	auto expectNext = [&](uint32_t u)
+	{
+		auto it = model.upper_bound(u);
+		return it == model.end() ? detail::BlockBits::kNone : *it;
+	};
+	auto expectPrev = [&](uint32_t u)
+	{
+		auto it = model.lower_bound(u);
+		return it == model.begin() ? detail::BlockBits::kNone : *std::prev(it);
+	};
 	for (int op = 0; op < 200000; ++op)
 	{
-		const uint32_t key = op < 100000 ? rng() % 512 : rng() % (1u << 28);
-		detail::OffsetMap::Slot* slot = map.find(key);
-		ASSERT_EQ(slot != nullptr, model.count(key) == 1) << "op " << op << " key " << key;
-		if (slot)
+		const uint32_t range = op < 50000 ? 4096 : op < 120000 ? (1u << 20) : (1u << 28);
+		const uint32_t u = rng() % range;
+		switch (rng() % 4)
 		{
-			ASSERT_EQ(slot->value, model[key]) << "op " << op;
-			map.erase(slot);
-			model.erase(key);
+		case 0:
+			bits.set(u);
+			model.insert(u);
+			break;
+		case 1:
+			bits.reset(u);
+			model.erase(u);
+			break;
+		default:
+			ASSERT_EQ(bits.test(u), model.count(u) == 1) << "op " << op;
+			ASSERT_EQ(bits.next(u), expectNext(u)) << "op " << op << " next(" << u << ")";
+			ASSERT_EQ(bits.prev(u), expectPrev(u)) << "op " << op << " prev(" << u << ")";
 		}
-		else if (rng() % 3 != 0)
+		if (op % 20000 == 0)
 		{
-			// Half deferred: found, erased and filed among the rest in any order (and across growths).
-			if (rng() % 2)
-				map.insertDeferred(key, op);
-			else
-				map.insert(key, op);
-			model[key] = op;
-		}
-		ASSERT_EQ(map.size(), model.size());
-		if (op % 50000 == 0)
-		{
-			map.clear();
-			model.clear();
+			ASSERT_EQ(bits.check(), "") << "op " << op;
 		}
 	}
-	for (const auto& [key, value] : model)
-	{
-		const detail::OffsetMap::Slot* slot = map.find(key);
-		ASSERT_NE(slot, nullptr) << key;
-		EXPECT_EQ(slot->value, value);
-	}
-	std::map<uint32_t, uint32_t> visited;
-	map.forEach([&](uint32_t key, uint32_t value) { EXPECT_TRUE(visited.emplace(key, value).second) << key; });
-	EXPECT_EQ(visited, model);
+	ASSERT_EQ(bits.check(), "");
+	// Every member, walked with next() from the smallest.
+	std::vector<uint32_t> walked;
+	if (!model.empty())
+		for (uint32_t u = *model.begin(); u != detail::BlockBits::kNone; u = bits.next(u))
+			walked.push_back(u);
+	EXPECT_EQ(walked, std::vector<uint32_t>(model.begin(), model.end()));
+	EXPECT_EQ(bits.next(~0u - 1), detail::BlockBits::kNone);
+	EXPECT_EQ(bits.prev(0), detail::BlockBits::kNone);
+	bits.clear();
+	EXPECT_EQ(bits.check(), "");
+	EXPECT_EQ(bits.next(0), detail::BlockBits::kNone);
+	EXPECT_EQ(bits.prev(1u << 28), detail::BlockBits::kNone);
 }
 
-TEST(OffsetMap, KeysOfOneSpanSitInOneProbeRun)
+TEST(BlockBits, FindsNeighboursAcrossLongGaps)
 {
-	// Blocks placed side by side (an object's allocations) share a home slot, so their entries are neighbours in the
-	// table — one or two cache lines per object instead of one per block. Keys 2 units apart, as heap blocks are.
-	detail::OffsetMap map;
-	for (uint32_t k = 0; k < 4096; ++k) // a large table: unrelated keys rarely share a run
-		map.insert(k * 1024 + 512, k);
-	const uint32_t base = 1u << 20; // one 64-unit span
-	for (uint32_t k = 0; k < 8; ++k)
-		map.insert(base + 2 * k, 100000 + k);
-	std::vector<size_t> at;
-	for (uint32_t k = 0; k < 8; ++k)
-	{
-		const detail::OffsetMap::Slot* slot = map.find(base + 2 * k);
-		ASSERT_NE(slot, nullptr);
-		EXPECT_EQ(slot->value, 100000 + k);
-		at.push_back(size_t(slot - map.slots().data()));
-	}
-	const size_t mask = map.slots().size() - 1;
-	for (size_t k = 1; k < at.size(); ++k)
-		EXPECT_LE((at[k] - at[0]) & mask, 16u) << "key " << k << " sits " << ((at[k] - at[0]) & mask) << " slots away";
-	// Erasing from the middle of the run keeps the rest findable.
-	map.erase(map.find(base + 6));
-	map.erase(map.find(base));
-	for (uint32_t k : {1u, 2u, 4u, 5u, 6u, 7u})
-	{
-		const detail::OffsetMap::Slot* slot = map.find(base + 2 * k);
-		ASSERT_NE(slot, nullptr) << k;
-		EXPECT_EQ(slot->value, 100000 + k);
-	}
-	EXPECT_EQ(map.find(base + 6), nullptr);
+	detail::BlockBits bits;
+	bits.set(3);
+	bits.set(200000000); // ~2^27.6: four levels of 64
+	EXPECT_EQ(bits.next(3), 200000000u);
+	EXPECT_EQ(bits.prev(200000000), 3u);
+	EXPECT_EQ(bits.next(0), 3u);
+	EXPECT_EQ(bits.prev(4), 3u);
+	EXPECT_EQ(bits.prev(3), detail::BlockBits::kNone);
+	EXPECT_EQ(bits.next(200000000), detail::BlockBits::kNone);
+	EXPECT_EQ(bits.check(), "");
+	bits.reset(200000000);
+	EXPECT_EQ(bits.next(3), detail::BlockBits::kNone);
+	EXPECT_EQ(bits.check(), "");
 }
 
 // ---- randomized differential test ----------------------------------------------------------------------------

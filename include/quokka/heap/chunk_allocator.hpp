@@ -22,81 +22,44 @@ namespace quokka::heap
 
 namespace detail
 {
-/// A flat u32 → u32 hash map for ChunkAllocator's offset indices: open addressing with linear probing and
-/// backward-shift deletion (no tombstones, so probe runs stay short however many erases happen), load ≤ 1/2,
-/// Fibonacci hashing. A lookup touches one or two cache lines where a std::map lookup chases ~14 scattered nodes.
-class OffsetMap
+/// A set of unit offsets as a bitmap with summary levels — bit w of level k + 1 is set while word w of level k is not
+/// zero — so the next or previous member of any offset is found in a few word scans whatever the gap. ChunkAllocator
+/// keeps its block starts here: a block's size is the distance to the next start, and its left neighbour is the
+/// previous one, so freeing a block reads one or two lines of a bitmap (1/128 of the chunk's size) where hash indices
+/// of starts and ends took a random probe each. Grows with the largest member; O(1) test, set and reset.
+class BlockBits
 {
 public:
-	/// Never a key: ChunkAllocator keys are unit offsets and ends, ≤ 2^28.
-	static constexpr uint32_t kEmpty = 0xffffffffu;
-	struct Slot
-	{
-		uint32_t key = kEmpty;
-		uint32_t value = 0;
-	};
+	static constexpr uint32_t kNone = 0xffffffffu;
 
-	/// The slot holding `key`, or nullptr. Valid until the next insert(), insertDeferred() or erase().
-	Slot* find(uint32_t key);
-	const Slot* find(uint32_t key) const;
-	/// Adds `key` (which must be absent and not kEmpty).
-	void insert(uint32_t key, uint32_t value);
-	/// insert(), deferred: the entry is found at once (in a short side list, skipped by a 64-bit filter for other
-	/// keys) but written into the table only kLag deferred insertions later, by when the prefetch issued here has
-	/// brought its line in — a block allocated in a large chunk then costs no stall on a random slot.
-	void insertDeferred(uint32_t key, uint32_t value);
-	/// Removes the entry in `slot` (a find() result).
-	void erase(Slot* slot);
-	/// Entries, the deferred ones included.
-	uint32_t size() const { return size_; }
-	/// Removes every entry and keeps the table.
+	BlockBits() : levels_(1) {}
+	bool test(uint32_t u) const
+	{
+		const size_t w = u >> 6;
+		return w < levels_[0].size() && (levels_[0][w] >> (u & 63)) & 1u;
+	}
+	void set(uint32_t u);
+	void reset(uint32_t u);
+	/// The smallest member greater than `u`, or kNone.
+	uint32_t next(uint32_t u) const;
+	/// The largest member smaller than `u`, or kNone.
+	uint32_t prev(uint32_t u) const;
+	/// Removes every member (keeps the memory).
 	void clear();
-	/// Hints the CPU to fetch the slot where a lookup of `key` starts and the line after it (the keys of one span
-	/// share a home slot, so their run often crosses a line). For a batch of lookups that prefetches ahead.
-	void prefetch(uint32_t key) const
+	/// Hints the CPU to fetch the word holding `u`.
+	void prefetch(uint32_t u) const
 	{
-		if (slots_.empty())
-			return;
-		const Slot* const s = &slots_[home(key)];
-		__builtin_prefetch(s);
-		__builtin_prefetch(reinterpret_cast<const char*>(s) + 64); // (never faults, even past the end)
+		if (size_t(u >> 6) < levels_[0].size())
+			__builtin_prefetch(&levels_[0][u >> 6]);
 	}
-	/// The table's slots, in table (not key) order; deferred entries are not among them (forEach() visits all).
-	const std::vector<Slot>& slots() const { return slots_; }
-	/// Calls fn(key, value) for every entry, deferred ones included.
-	template <typename Fn>
-	void forEach(Fn&& fn) const
-	{
-		for (const Slot& s : slots_)
-			if (s.key != kEmpty)
-				fn(s.key, s.value);
-		for (uint32_t k = 0; k < pending_count_; ++k)
-			fn(pending_[k].key, pending_[k].value);
-	}
-	/// Deferred insertions in flight (the heap allocates ~5 blocks per object).
-	static constexpr uint32_t kLag = 16;
+	/// The bottom level: bit u of word u / 64 (for walks and checks).
+	const std::vector<uint64_t>& words() const { return levels_[0]; }
+	/// "" when every summary bit matches its word, else the first mismatch.
+	std::string check() const;
 
 private:
-	/// Keys of one 2^kGroupShift-unit (1 KiB) span share a home slot, so blocks that sit side by side in the chunk —
-	/// an object's allocations are made together at the cursor — share a probe run and its cache line: placing or
-	/// removing an object touches one or two lines of each table instead of one per block. A span holds at most 32
-	/// blocks of the heap's ≥ 2 units (the object scenes put ~3 in one); linear probes along such a run are
-	/// sequential reads, which stay cheaper than a random miss per block (bench/heap: `Objects` and `TinyObjects`).
-	static constexpr uint32_t kGroupShift = 6;
-	uint32_t home(uint32_t key) const { return uint32_t((key >> kGroupShift) * 0x9e3779b9u) >> shift_; }
-	static uint64_t filterBit(uint32_t key) { return uint64_t(1) << (key & 63); }
-	void grow();
-	/// Writes an entry into the table (size_ already counts it), growing first at load 1/2 of the filed entries.
-	void file(uint32_t key, uint32_t value);
-	void refilter();
-
-	std::vector<Slot> slots_; ///< a power of two, or empty
-	uint32_t size_ = 0;       ///< filed and deferred entries
-	uint32_t shift_ = 32;     ///< 32 − log2(slots_.size())
-	/// The deferred entries, oldest first (at most kLag; filed from the front), and filterBit() of each key.
-	Slot pending_[kLag];
-	uint32_t pending_count_ = 0;
-	uint64_t filter_ = 0;
+	void grow(size_t words);
+	std::vector<std::vector<uint64_t>> levels_; ///< levels_[0]: the members; the top level has one word at most
 };
 } // namespace detail
 
@@ -106,13 +69,15 @@ private:
 /// [0, cursor()) is what the GPU buffer must hold; blocks freed at its end give their bytes back to the cursor, so
 /// freeing everything returns cursor() to 0.
 ///
-/// Cost: free(), blockBytes() and the bookkeeping of allocate() are O(1) expected, in flat hash maps (live blocks by
-/// start; free blocks by start and by end, which is all that merging with neighbours needs); the best-fit search and
-/// the size index updates are O(log n) in a B-tree (absl::btree_set) of (size, offset) keys; fits() is O(1).
-/// freeMany() of n blocks sorts them (O(n log n), n small) and updates the free indices once per run of adjacent ones.
-/// planCompaction(), freeBlocks() and validate() sort, O(n log n). The flat maps made a free+allocate pair 2–4× faster
-/// than std::map indices (bench/heap/chunk_allocator_bench.cpp); the B-tree replaced a std::set (a node allocation and
-/// ~log2(n) scattered nodes per update).
+/// Cost: free(), blockBytes() and the bookkeeping of allocate() are O(1): the blocks below the cursor tile it, so a
+/// bitmap of their starts (detail::BlockBits) plus one of which starts are live give every block's size (the next
+/// start) and both neighbours (the previous start, the end) — the bits of an object's blocks share a cache line. The
+/// best-fit search and the size index updates are O(log n) in a B-tree (absl::btree_set) of (size, offset) keys;
+/// fits() is O(1). freeMany() of n blocks sorts them (O(n log n), n small) and updates the free list once per run of
+/// adjacent ones. planCompaction(), freeBlocks() and validate() walk the bitmap, O(cursor / 64 + n log n). Memory: two
+/// bits per 16-byte unit up to the highest cursor (1/64 of the bytes used). The bitmaps replaced flat hash maps of
+/// live starts and free starts and ends (a random probe per lookup, 8–16 bytes per block), which had replaced std::map
+/// indices; the B-tree replaced a std::set (bench/heap/chunk_allocator_bench.cpp).
 ///
 /// Limits: capacity ≤ 4 GiB (kMaxCapacity), because the renderer stores references as u32 byte offsets; an offset is
 /// then at most 4 GiB − 16 and fits. Byte totals (cursor, capacity, live/free bytes) are u64 so 4 GiB itself is exact.
@@ -191,9 +156,10 @@ public:
 	void prefetchFree(uint32_t offset, uint64_t bytes) const
 	{
 		const uint32_t start = offset >> kUnitShift;
-		live_.prefetch(start);
-		free_end_.prefetch(start);
-		free_start_.prefetch(start + uint32_t((bytes + kAlign - 1) >> kUnitShift));
+		starts_.prefetch(start);
+		starts_.prefetch(start + uint32_t((bytes + kAlign - 1) >> kUnitShift));
+		if (size_t(start >> 6) < live_.size())
+			__builtin_prefetch(&live_[start >> 6]);
 	}
 	/// Forgets every block: cursor 0, nothing live, no leak report. For an owner that drops or recycles the chunk.
 	void reset();
@@ -204,8 +170,8 @@ public:
 	uint64_t liveBytes() const { return uint64_t(live_units_) * kAlign; }
 	/// Bytes in the free list, below the cursor: cursor() − liveBytes(). The bytes above the cursor are not counted.
 	uint64_t freeBytes() const { return uint64_t(cursor_ - live_units_) * kAlign; }
-	uint32_t liveCount() const { return live_.size(); }
-	uint32_t freeBlockCount() const { return free_start_.size(); }
+	uint32_t liveCount() const { return live_count_; }
+	uint32_t freeBlockCount() const { return uint32_t(free_by_size_.size()); }
 	/// Number of rejected frees (freeChecked() errors, and free() calls that asserted or were ignored).
 	uint64_t badFreeCount() const { return bad_frees_; }
 	/// Every free block in offset order (O(n log n), a sort), for dumps and tests.
@@ -242,19 +208,33 @@ private:
 	uint32_t cursor_ = 0;
 	uint32_t live_units_ = 0;
 	uint64_t bad_frees_ = 0;
-	detail::OffsetMap live_;       ///< unit offset → unit size of each live block
-	detail::OffsetMap free_start_; ///< unit offset → unit size of each free block (right-neighbour merges)
-	detail::OffsetMap free_end_;   ///< unit end → unit offset of each free block (left-neighbour merges)
+	uint32_t live_count_ = 0;
+	/// The start of every block, live or free, below the cursor (none at or above it): a block ends where the next
+	/// one starts, or at the cursor.
+	detail::BlockBits starts_;
+	std::vector<uint64_t> live_; ///< bit u: the block starting at unit u is live
 	/// (size << 32 | offset) of each free block (best-fit search). A B-tree: a heap of 10^6 objects frees and
 	/// re-files blocks at every removal, where a red-black tree's node allocation and ~log2(n) scattered nodes per
 	/// operation were most of a removal's cost (perf).
 	absl::btree_set<uint64_t> free_by_size_;
 
-	void insertFree(uint32_t offset, uint32_t size);
-	/// Returns the unit range [start, start + size), no longer live, to the free list: merged with its free
-	/// neighbours, or given back to the cursor when the merged block ends there.
+	bool isLive(uint32_t unit) const
+	{
+		const size_t w = unit >> 6;
+		return w < live_.size() && (live_[w] >> (unit & 63)) & 1u;
+	}
+	void setLive(uint32_t unit, bool live);
+	/// End (unit) of the block starting at `unit`.
+	uint32_t blockEnd(uint32_t unit) const
+	{
+		const uint32_t next = starts_.next(unit);
+		return next == detail::BlockBits::kNone ? cursor_ : next;
+	}
+	/// The unit of a live block's start at byte offset `offset`, or kNone.
+	uint32_t liveStart(uint32_t offset) const;
+	/// Returns the unit range [start, start + size) — a block's start bit set, no start inside, no longer live — to
+	/// the free list: merged with its free neighbours, or given back to the cursor when the merged block ends there.
 	void releaseRange(uint32_t start, uint32_t size);
-	void eraseFree(detail::OffsetMap::Slot* start);
 };
 
 } // namespace quokka::heap
