@@ -656,10 +656,14 @@ struct UniformEntry final : AdaptiveObject, Entry
 	std::unique_ptr<ConstantKey> constant; ///< a constant uniform's key (for erasure)
 	bool queued = false;
 
-	/// Listed in the placement index (HeapScene::Impl::uniform_chunks): plain values of a non-constant node in the
-	/// first 64 chunks (a recipe entry's node is the object's ModelTrafo, whose own entry sits in the same chunk when
-	/// the effect reads it).
+	/// May be listed in the placement index (HeapScene::Impl::uniform_chunks): plain values of a non-constant node in
+	/// the first 64 chunks (a recipe entry's node is the object's ModelTrafo, whose own entry sits in the same chunk
+	/// when the effect reads it).
 	bool placementIndexed() const { return key.node && chunk < 64 && recipe == classic::DerivedRecipe::None; }
+	/// Its chunk's bit is in the placement index: the index lists a node from the first placement that asks for it
+	/// (not when its first entry is made), so an object's own uniforms, which no other placement asks for, never
+	/// enter that table of millions of keys.
+	bool indexed = false;
 
 	void inputChanged(AdaptiveObject*) override;
 	/// Re-reads the uniform value and stages it. Errors: the value changed its type.
@@ -878,8 +882,12 @@ struct HeapScene::Impl
 	std::vector<Bucket*> bucket_order; ///< by creation (deterministic draw order)
 	uint64_t next_bucket_serial = 0;
 	ObjectTable objects;
-	/// Non-constant uniform node → chunks holding an entry for it (bit c; chunks ≥ 64 are looked up in the pool).
+	/// Non-constant uniform node → chunks holding an entry for it (bit c; chunks ≥ 64 are looked up in the pool). A
+	/// node is listed from the first placement that looks for it until its last entry goes; every entry of a listed
+	/// node is UniformEntry::indexed, and no entry of an unlisted one.
 	absl::flat_hash_map<const void*, uint64_t> uniform_chunks;
+	/// The placement index's mask for `node` (a node some entry reads), listing it first when it is not listed.
+	uint64_t heldChunks(const void* node);
 	std::vector<Ref<HeapObject>> dirty_objects;
 	std::vector<Ref<UniformEntry>> dirty_entries;
 	std::vector<Slot*> dirty_slots;
@@ -1401,8 +1409,7 @@ Result<void> HeapObject::place()
 			    uint64_t held = 0;
 			    for (const aval<UniformValue>& u : uniforms)
 				    if (mayBeHeld(u))
-					    if (auto it = scene_->uniform_chunks.find(u.node().get()); it != scene_->uniform_chunks.end())
-						    held |= it->second;
+					    held |= scene_->heldChunks(u.node().get());
 			    for (uint32_t c = 0; c < 64 && c < scene_->chunks.size(); ++c)
 				    if (held & (uint64_t(1) << c))
 					    consider(c);
@@ -1593,7 +1600,7 @@ void HeapObject::prefetch(PrefetchStage stage) const
 			if (const UniformEntry* u = asUniform(e); !u || !u->constant)
 			{
 				scene_->pool.prefetch(e->key);
-				if (u && u->placementIndexed())
+				if (u && u->indexed)
 					scene_->uniform_chunks.prefetch(e->key.node);
 			}
 			scene_->chunks[e->chunk]->allocator.prefetchFree(e->ref, 16ull + e->data_bytes);
@@ -1793,8 +1800,12 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		constants.emplace(constant_key, std::move(e));
 		return raw;
 	}
-	if (e->placementIndexed())
-		uniform_chunks[key.node] |= uint64_t(1) << chunk;
+	if (e->placementIndexed() && !unheld) // (a node no entry read is not listed)
+		if (auto it = uniform_chunks.find(key.node); it != uniform_chunks.end())
+		{
+			it->second |= uint64_t(1) << chunk;
+			e->indexed = true;
+		}
 	pool.insert(e); // (the find's probe left the slot in cache)
 	return raw;
 }
@@ -1877,6 +1888,25 @@ void HeapScene::Impl::freeBatch(FreeBatch& batch)
 	batch.refs.clear();
 }
 
+uint64_t HeapScene::Impl::heldChunks(const void* node)
+{
+	if (auto it = uniform_chunks.find(node); it != uniform_chunks.end())
+		return it->second;
+	// First asked: one pool lookup per chunk, then listed (and its entries marked) until its last entry goes.
+	uint64_t mask = 0;
+	for (uint32_t c = 0; c < 64 && c < chunks.size(); ++c)
+		if (Entry* e = pool.find(PoolKey::uniform(node, c)))
+		{
+			UniformEntry* u = asUniform(e);
+			QUOKKA_ASSERT(u && u->placementIndexed() && !u->indexed, "an unlisted node's entry is marked listed");
+			u->indexed = true;
+			mask |= uint64_t(1) << c;
+		}
+	if (mask != 0)
+		uniform_chunks.emplace(node, mask);
+	return mask;
+}
+
 void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 {
 	QUOKKA_ASSERT(e->refcount > 0, "pool entry released more often than acquired");
@@ -1890,7 +1920,7 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 	else
 		chunks[e->chunk]->allocator.free(e->ref);
 	const UniformEntry* u = asUniform(e);
-	if (u && u->placementIndexed())
+	if (u && u->indexed)
 		if (auto it = uniform_chunks.find(e->key.node);
 		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))
 			uniform_chunks.erase(it);
@@ -2701,12 +2731,21 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 			                      std::to_string(e->ref) + " is " + std::to_string(block) + " bytes, its entry needs " +
 			                      std::to_string(align16(16ull + e->data_bytes)));
 	    });
-	// The placement index: bit c of a uniform node's mask ⇔ chunk c holds an entry for the node.
+	// The placement index: a listed node's mask has bit c ⇔ chunk c holds an entry for the node, and exactly the
+	// entries of listed nodes are marked.
 	absl::flat_hash_map<const void*, uint64_t> held;
 	p.pool.forEach(
 	    [&](const Entry& e)
 	    {
-		    if (const UniformEntry* u = asUniform(&e); u && u->placementIndexed())
+		    const UniformEntry* u = asUniform(&e);
+		    if (!u || !u->placementIndexed())
+			    return;
+		    if (u->indexed != p.uniform_chunks.contains(e.key.node))
+			    f.add("pool", std::string("the uniform entry at chunk ") + std::to_string(e.chunk) + " offset " +
+			                      std::to_string(e.ref) +
+			                      (u->indexed ? " is marked listed but its node is not"
+			                                  : " is not marked listed but its node is"));
+		    if (u->indexed)
 			    held[e.key.node] |= uint64_t(1) << e.chunk;
 	    });
 	if (held != p.uniform_chunks)

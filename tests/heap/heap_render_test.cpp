@@ -474,6 +474,66 @@ TEST_F(HeapRenderTest, TenThousandObjectsOnOneValueShareOneAllocationAndOneUploa
 	EXPECT_EQ(pixels().at(kSize / 2, kSize / 2), (std::array<uint8_t, 4>{10, 200, 10, 255}));
 }
 
+void expectValidHeap(runtime::RenderTask& t)
+{
+	auto findings = t.heapScenes().front()->validateHeap();
+	ASSERT_TRUE(findings.ok()) << findings.error().message;
+	EXPECT_TRUE(findings->empty()) << (findings->empty() ? "" : findings->front());
+}
+
+TEST_F(HeapRenderTest, AChunkHoldingASharedUniformTakesItsNextUser)
+{
+	// Group-fit placement: an object reading a shared uniform goes to a chunk that already holds it (when it fits)
+	// before the newest chunk — so the value stays one allocation and one upload per change. The placement index
+	// lists the shared node when the second user asks for it, not when the first user made its entry.
+	const Effects fx;
+	cval<V4f> color(rgba(200, 10, 10));
+	const auto shared = scene::uniform(color);
+	const auto other = scene::uniform(rgba(10, 10, 200));
+	auto object = [&](uint32_t i, const adaptive::aval<scene::UniformValue>& c)
+	{
+		std::vector<V3f> p;
+		for (uint32_t t = 0; t < 5; ++t) // 15 vertices: five or so objects fill a 2 KiB chunk
+			p.insert(p.end(), {V3f(-0.9f + 0.1f * float(i), -0.9f, 0.5f), V3f(-0.85f + 0.1f * float(i), -0.9f, 0.5f),
+			                   V3f(-0.9f + 0.1f * float(i), -0.8f, 0.5f)});
+		RenderObject o;
+		o.effect = fx.constant;
+		o.attributes["Positions"] = scene::BufferView::of(p, VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Normals"] =
+		    scene::BufferView::of(std::vector<V3f>(p.size(), V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+		o.uniforms["ConstantColor"] = c;
+		o.draw_call = adaptive::constant(scene::DrawCall{false, uint32_t(p.size())});
+		return scene::makeRenderObject(std::move(o));
+	};
+	adaptive::cset<RenderObjectPtr> set;
+	std::vector<RenderObjectPtr> fillers;
+	const RenderObjectPtr first = object(0, shared); // the oldest id: placed first, in chunk 0
+	for (uint32_t i = 1; i < 12; ++i)
+		fillers.push_back(object(i, other));
+	set.add(first);
+	set.unionWith(fillers);
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	options.heap.max_chunk_bytes = 2048;
+	auto t = task(RenderTree::ofObjects(set), options);
+	ASSERT_EQ(frame(*t), "");
+	ASSERT_GE(t->stats().heap.chunks, 2u);
+	// Room in chunk 0 (its first filler leaves), then a second user of the shared colour.
+	set.remove(fillers[0]);
+	const RenderObjectPtr second = object(20, shared);
+	set.add(second);
+	ASSERT_EQ(frame(*t), "");
+	expectValidHeap(*t);
+	color.setValue(rgba(10, 200, 10));
+	ASSERT_EQ(frame(*t), "");
+	EXPECT_EQ(t->stats().heap.uniform_uploads, 1u) << "the second user went to another chunk";
+	// The index lets the shared node go with its last entry.
+	set.remove(first);
+	set.remove(second);
+	ASSERT_EQ(frame(*t), "");
+	expectValidHeap(*t);
+}
+
 /// A buffer's storage is stored once per chunk however its users reach it — one view, or separate views (separate
 /// avals) of one ArrayBuffer — and separate storage with equal bytes is stored twice. (The heap skips the pool lookup
 /// for storage that only its aval holds: this pins that the skip never misses a holder.)
