@@ -1806,7 +1806,7 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 			it->second |= uint64_t(1) << chunk;
 			e->indexed = true;
 		}
-	pool.insert(e); // (the find's probe left the slot in cache)
+	pool.insert(e);
 	return raw;
 }
 

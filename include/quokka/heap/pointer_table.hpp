@@ -9,6 +9,7 @@
 // line. The full hash beside the pointer settles almost every mismatch without touching the pointee.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -39,7 +40,7 @@ public:
 	T* find(uint64_t hash, Match&& match) const
 	{
 		if (const size_t k = pendingIndexOf(hash, match); k != kNone)
-			return pending_[(pending_head_ + k) % kLag].ptr;
+			return pending_[k].ptr;
 		const size_t i = indexOf(hash, match);
 		return i == kNone ? nullptr : slots_[i].ptr;
 	}
@@ -56,8 +57,7 @@ public:
 		prefetch(hash);
 		if (pending_count_ == kLag)
 			fileOldest();
-		pending_[(pending_head_ + pending_count_) % kLag] = Slot{p, hash};
-		++pending_count_;
+		pending_[pending_count_++] = Slot{p, hash};
 		filter_ |= filterBit(hash);
 		++size_;
 	}
@@ -78,14 +78,11 @@ public:
 	template <typename Match>
 	T* extract(uint64_t hash, Match&& match)
 	{
-		if (size_t k = pendingIndexOf(hash, match); k != kNone)
+		if (const size_t k = pendingIndexOf(hash, match); k != kNone)
 		{
-			T* const found = pending_[(pending_head_ + k) % kLag].ptr;
-			for (; k + 1 < pending_count_; ++k) // (keeps the filing order of the rest)
-				pending_[(pending_head_ + k) % kLag] = pending_[(pending_head_ + k + 1) % kLag];
-			--pending_count_;
+			T* const found = pending_[k].ptr;
+			dropPending(k);
 			--size_;
-			refilter();
 			return found;
 		}
 		size_t i = indexOf(hash, match);
@@ -130,7 +127,7 @@ public:
 			if (s.ptr)
 				fn(s.ptr);
 		for (size_t k = 0; k < pending_count_; ++k)
-			fn(pending_[(pending_head_ + k) % kLag].ptr);
+			fn(pending_[k].ptr);
 	}
 	/// Empties the table and frees its slots (the elements are the caller's).
 	void clear()
@@ -140,7 +137,6 @@ public:
 		size_ = 0;
 		shift_ = 64;
 		pending_count_ = 0;
-		pending_head_ = 0;
 		filter_ = 0;
 	}
 	/// "" when every invariant holds, else the first violation: the size matches the occupied slots, the load is at
@@ -165,7 +161,7 @@ public:
 			return "load above 3/4";
 		uint64_t filter = 0;
 		for (size_t k = 0; k < pending_count_; ++k)
-			filter |= filterBit(pending_[(pending_head_ + k) % kLag].hash);
+			filter |= filterBit(pending_[k].hash);
 		if ((filter & ~filter_) != 0)
 			return "a deferred element is missing from the filter";
 		return {};
@@ -180,11 +176,14 @@ private:
 	/// One of 64 bits per hash (bits the home slot does not use), so a lookup skips the side list unless an element
 	/// there might match.
 	static uint64_t filterBit(uint64_t hash) { return uint64_t(1) << ((hash >> 24) & 63); }
-	void refilter()
+	/// Takes the deferred element at `k` out of the side list, keeping the order of the rest.
+	void dropPending(size_t k)
 	{
+		std::copy(pending_ + k + 1, pending_ + pending_count_, pending_ + k);
+		--pending_count_;
 		filter_ = 0;
-		for (size_t k = 0; k < pending_count_; ++k)
-			filter_ |= filterBit(pending_[(pending_head_ + k) % kLag].hash);
+		for (size_t j = 0; j < pending_count_; ++j)
+			filter_ |= filterBit(pending_[j].hash);
 	}
 	/// Position in the side list (0 = oldest) of the first deferred element filed under `hash` that `match` accepts.
 	template <typename Match>
@@ -194,7 +193,7 @@ private:
 			return kNone;
 		for (size_t k = 0; k < pending_count_; ++k)
 		{
-			const Slot& s = pending_[(pending_head_ + k) % kLag];
+			const Slot& s = pending_[k];
 			if (s.hash == hash && match(static_cast<const T&>(*s.ptr)))
 				return k;
 		}
@@ -203,11 +202,8 @@ private:
 	/// Writes the oldest deferred element into the table.
 	void fileOldest()
 	{
-		const Slot s = pending_[pending_head_];
-		file(s.ptr, s.hash); // (still counted as deferred, so the growth test counts it once)
-		pending_head_ = (pending_head_ + 1) % kLag;
-		--pending_count_;
-		refilter();
+		file(pending_[0].ptr, pending_[0].hash); // (still counted as deferred, so the growth test counts it once)
+		dropPending(0);
 	}
 	/// Writes `p` into the table (size_ already counts it), growing first at load 3/4 of the filed elements.
 	void file(T* p, uint64_t hash)
@@ -254,8 +250,7 @@ private:
 	std::vector<Slot> slots_; ///< a power of two (≥ 16), or empty
 	size_t size_ = 0;         ///< filed and deferred elements
 	unsigned shift_ = 64;     ///< 64 − log2(capacity): the hash's top bits pick the home slot
-	Slot pending_[kLag];      ///< the deferred elements, a ring from pending_head_, oldest first
-	size_t pending_head_ = 0;
+	Slot pending_[kLag];      ///< the deferred elements, oldest first
 	size_t pending_count_ = 0;
 	uint64_t filter_ = 0; ///< filterBit() of every deferred element
 };
