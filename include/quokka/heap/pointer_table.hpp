@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,7 @@ public:
 	T* find(uint64_t hash, Match&& match) const
 	{
 		if (const size_t k = pendingIndexOf(hash, match); k != kNone)
-			return pending_[k].ptr;
+			return pendingAt(k).ptr;
 		const size_t i = indexOf(hash, match);
 		return i == kNone ? nullptr : slots_[i].ptr;
 	}
@@ -57,8 +58,8 @@ public:
 		prefetch(hash);
 		if (pending_count_ == kLag)
 			fileOldest();
-		pending_[pending_count_++] = Slot{p, hash};
-		filter_ |= filterBit(hash);
+		pendingAt(pending_count_++) = Slot{p, hash};
+		addToFilter(hash);
 		++size_;
 	}
 	/// Files every deferred element now.
@@ -80,7 +81,7 @@ public:
 	{
 		if (const size_t k = pendingIndexOf(hash, match); k != kNone)
 		{
-			T* const found = pending_[k].ptr;
+			T* const found = pendingAt(k).ptr;
 			dropPending(k);
 			--size_;
 			return found;
@@ -127,7 +128,7 @@ public:
 			if (s.ptr)
 				fn(s.ptr);
 		for (size_t k = 0; k < pending_count_; ++k)
-			fn(pending_[k].ptr);
+			fn(pendingAt(k).ptr);
 	}
 	/// Empties the table and frees its slots (the elements are the caller's).
 	void clear()
@@ -137,7 +138,9 @@ public:
 		size_ = 0;
 		shift_ = 64;
 		pending_count_ = 0;
+		pending_head_ = 0;
 		filter_ = 0;
+		std::fill(std::begin(filter_counts_), std::end(filter_counts_), uint8_t(0));
 	}
 	/// "" when every invariant holds, else the first violation: the size matches the occupied slots, the load is at
 	/// most 3/4, and every element is reached from its home slot without crossing an empty one. O(capacity).
@@ -160,30 +163,53 @@ public:
 		if (occupied * 4 > slots_.size() * 3)
 			return "load above 3/4";
 		uint64_t filter = 0;
+		uint8_t counts[64] = {};
 		for (size_t k = 0; k < pending_count_; ++k)
-			filter |= filterBit(pending_[k].hash);
-		if ((filter & ~filter_) != 0)
-			return "a deferred element is missing from the filter";
+		{
+			filter |= filterBit(pendingAt(k).hash);
+			++counts[filterIndex(pendingAt(k).hash)];
+		}
+		if (filter != filter_ || !std::equal(std::begin(counts), std::end(counts), std::begin(filter_counts_)))
+			return "the filter does not match the deferred elements";
 		return {};
 	}
 
 	/// Deferred insertions in flight: enough to cover a memory latency at the heap's rate of ~5 insertions per add.
 	static constexpr size_t kLag = 16;
+	static_assert((kLag & (kLag - 1)) == 0, "the side list is a ring indexed by masking");
 
 private:
 	static constexpr size_t kNone = ~size_t(0);
 	size_t mask() const { return slots_.size() - 1; }
 	/// One of 64 bits per hash (bits the home slot does not use), so a lookup skips the side list unless an element
 	/// there might match.
-	static uint64_t filterBit(uint64_t hash) { return uint64_t(1) << ((hash >> 24) & 63); }
-	/// Takes the deferred element at `k` out of the side list, keeping the order of the rest.
+	static unsigned filterIndex(uint64_t hash) { return unsigned(hash >> 24) & 63u; }
+	static uint64_t filterBit(uint64_t hash) { return uint64_t(1) << filterIndex(hash); }
+	/// The filter counts the deferred elements per bit, so one leaving clears its bit in O(1) when it was the last.
+	void addToFilter(uint64_t hash)
+	{
+		++filter_counts_[filterIndex(hash)];
+		filter_ |= filterBit(hash);
+	}
+	void removeFromFilter(uint64_t hash)
+	{
+		if (--filter_counts_[filterIndex(hash)] == 0)
+			filter_ &= ~filterBit(hash);
+	}
+	/// The side list is a ring: position k (0 = oldest) of the deferred elements.
+	Slot& pendingAt(size_t k) { return pending_[(pending_head_ + k) & (kLag - 1)]; }
+	const Slot& pendingAt(size_t k) const { return pending_[(pending_head_ + k) & (kLag - 1)]; }
+	/// Takes the deferred element at `k` out of the side list, keeping the order of the rest (the oldest leaves in
+	/// O(1); a younger one — an element erased within kLag insertions of its own — shifts the ones after it).
 	void dropPending(size_t k)
 	{
-		std::copy(pending_ + k + 1, pending_ + pending_count_, pending_ + k);
+		removeFromFilter(pendingAt(k).hash);
+		if (k == 0)
+			pending_head_ = (pending_head_ + 1) & (kLag - 1);
+		else
+			for (size_t j = k; j + 1 < pending_count_; ++j)
+				pendingAt(j) = pendingAt(j + 1);
 		--pending_count_;
-		filter_ = 0;
-		for (size_t j = 0; j < pending_count_; ++j)
-			filter_ |= filterBit(pending_[j].hash);
 	}
 	/// Position in the side list (0 = oldest) of the first deferred element filed under `hash` that `match` accepts.
 	template <typename Match>
@@ -193,7 +219,7 @@ private:
 			return kNone;
 		for (size_t k = 0; k < pending_count_; ++k)
 		{
-			const Slot& s = pending_[k];
+			const Slot& s = pendingAt(k);
 			if (s.hash == hash && match(static_cast<const T&>(*s.ptr)))
 				return k;
 		}
@@ -202,7 +228,7 @@ private:
 	/// Writes the oldest deferred element into the table.
 	void fileOldest()
 	{
-		file(pending_[0].ptr, pending_[0].hash); // (still counted as deferred, so the growth test counts it once)
+		file(pendingAt(0).ptr, pendingAt(0).hash); // (still counted as deferred, so the growth test counts it once)
 		dropPending(0);
 	}
 	/// Writes `p` into the table (size_ already counts it), growing first at load 3/4 of the filed elements.
@@ -250,9 +276,11 @@ private:
 	std::vector<Slot> slots_; ///< a power of two (≥ 16), or empty
 	size_t size_ = 0;         ///< filed and deferred elements
 	unsigned shift_ = 64;     ///< 64 − log2(capacity): the hash's top bits pick the home slot
-	Slot pending_[kLag];      ///< the deferred elements, oldest first
+	Slot pending_[kLag];      ///< the deferred elements: a ring from pending_head_, oldest first
 	size_t pending_count_ = 0;
-	uint64_t filter_ = 0; ///< filterBit() of every deferred element
+	size_t pending_head_ = 0;
+	uint64_t filter_ = 0;            ///< filterBit() of every deferred element
+	uint8_t filter_counts_[64] = {}; ///< deferred elements per filter bit (≤ kLag)
 };
 
 } // namespace quokka::heap::detail
