@@ -12,6 +12,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h> // (AVX2 intrinsics; only the [[gnu::target("avx2")]] scan uses them)
+#endif
 
 namespace quokka::classic
 {
@@ -24,7 +27,9 @@ std::string objectName(const scene::RenderObject& o)
 	return "render object #" + std::to_string(o.id);
 }
 
-uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count)
+namespace
+{
+uint32_t maxIndexPortable(const std::byte* data, bool u16, uint32_t count)
 {
 	// Every placement scans its draw's indices (the scalar loop was ~3.5 instructions per index, 3 % of an add in
 	// `bench update`). SSE2 has only signed maxima, so the values are biased by the sign bit: unsigned order becomes
@@ -77,6 +82,88 @@ uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count)
 			m = std::max(m, x);
 		}
 	return m;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define QUOKKA_INDEX_SCAN_AVX2 1
+// Unsigned maxima straight from memory, two accumulators of 8 u32 (16 u16) each: a 165-index mesh takes ~60
+// instructions instead of ~600 with SSE2's biased signed compares.
+[[gnu::target("avx2")]] uint32_t maxIndexAvx2(const std::byte* data, bool u16, uint32_t count)
+{
+	const uint32_t per = u16 ? 16 : 8; // elements per 32-byte vector
+	const size_t size = u16 ? 2 : 4;
+	__m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+	uint32_t k = 0;
+	// (A helper lambda would not inherit the target attribute: the loads are spelled out.)
+	const auto* v = reinterpret_cast<const __m256i*>(data); // vector i starts at element i · per
+	if (u16)
+	{
+		for (; k + 2 * per <= count; k += 2 * per)
+		{
+			a = _mm256_max_epu16(a, _mm256_loadu_si256(v + k / per));
+			b = _mm256_max_epu16(b, _mm256_loadu_si256(v + k / per + 1));
+		}
+		if (k + per <= count)
+		{
+			a = _mm256_max_epu16(a, _mm256_loadu_si256(v + k / per));
+			k += per;
+		}
+		a = _mm256_max_epu16(a, b);
+	}
+	else
+	{
+		for (; k + 2 * per <= count; k += 2 * per)
+		{
+			a = _mm256_max_epu32(a, _mm256_loadu_si256(v + k / per));
+			b = _mm256_max_epu32(b, _mm256_loadu_si256(v + k / per + 1));
+		}
+		if (k + per <= count)
+		{
+			a = _mm256_max_epu32(a, _mm256_loadu_si256(v + k / per));
+			k += per;
+		}
+		a = _mm256_max_epu32(a, b);
+	}
+	alignas(32) uint32_t lanes[8];
+	_mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a);
+	uint32_t m = 0;
+	for (uint32_t lane : lanes)
+		m = std::max(m, u16 ? std::max(lane & 0xffffu, lane >> 16) : lane);
+	// The tail (< one vector) through the portable scan.
+	return std::max(m, maxIndexPortable(data + size * k, u16, count - k));
+}
+#endif
+} // namespace
+
+bool indexScanSupported(IndexScan scan)
+{
+	if (scan == IndexScan::Portable)
+		return true;
+#if defined(QUOKKA_INDEX_SCAN_AVX2)
+	static const bool avx2 = __builtin_cpu_supports("avx2");
+	return avx2;
+#else
+	return false;
+#endif
+}
+
+uint32_t maxIndexWith(IndexScan scan, const std::byte* data, bool u16, uint32_t count)
+{
+#if defined(QUOKKA_INDEX_SCAN_AVX2)
+	if (scan == IndexScan::Avx2)
+	{
+		QUOKKA_ASSERT(indexScanSupported(IndexScan::Avx2), "maxIndexWith: this CPU has no AVX2");
+		return maxIndexAvx2(data, u16, count);
+	}
+#else
+	QUOKKA_ASSERT(scan == IndexScan::Portable, "maxIndexWith: AVX2 scan on a build without it");
+#endif
+	return maxIndexPortable(data, u16, count);
+}
+
+uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count)
+{
+	return maxIndexWith(indexScanSupported(IndexScan::Avx2) ? IndexScan::Avx2 : IndexScan::Portable, data, u16, count);
 }
 
 namespace

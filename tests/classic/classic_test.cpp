@@ -5,6 +5,7 @@
 #include "../gpu/gpu_fixture.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -789,32 +790,44 @@ TEST_F(ClassicTest, AnArenaWhoseDedicatedPageWasGivenBackIsDestroyedCleanly)
 } // namespace
 } // namespace quokka::classic::test
 
-// maxIndex decides how many vertices an indexed draw reads (both paths validate with it): the vectorised scan must
-// agree with a plain loop for every length (tails of 0–7 elements), for values with the top bit set (the SIMD path
-// compares biased values) and at unaligned addresses.
+// maxIndex decides how many vertices an indexed draw reads (both paths validate with it): each vectorised scan (SSE2,
+// and AVX2 where the CPU has it) must agree with a plain loop for every length (every tail, one or two vectors
+// unrolled), for values with the top bit set (the SSE2 scan compares biased values) and at unaligned addresses.
 TEST(ObjectInputs, MaxIndexAgreesWithAScalarScanForEveryLengthAndOffset)
 {
+	using quokka::classic::IndexScan;
 	std::mt19937 rng(5);
-	for (const bool u16 : {true, false})
-		for (uint32_t count = 0; count <= 40; ++count)
-			for (uint32_t shift = 0; shift < 4; ++shift)
-				for (int round = 0; round < 8; ++round)
-				{
-					const uint32_t size = u16 ? 2 : 4;
-					std::vector<std::byte> bytes(size_t(count + 2) * size + 4);
-					uint32_t expected = 0;
-					for (uint32_t k = 0; k < count; ++k)
+	std::vector<IndexScan> scans{IndexScan::Portable};
+	if (quokka::classic::indexScanSupported(IndexScan::Avx2))
+		scans.push_back(IndexScan::Avx2);
+	else
+		std::printf("this CPU has no AVX2: only the portable index scan is tested\n");
+	for (const IndexScan scan : scans)
+		for (const bool u16 : {true, false})
+			for (uint32_t count = 0; count <= 80; ++count)
+				for (uint32_t shift = 0; shift < 4; ++shift)
+					for (int round = 0; round < 8; ++round)
 					{
-						// Half the rounds draw full-range values (top bit set), half small ones.
-						uint32_t v = round % 2 ? uint32_t(rng()) : uint32_t(rng() % 1000);
-						if (u16)
-							v &= 0xffffu;
-						expected = std::max(expected, v);
-						std::memcpy(bytes.data() + shift + size_t(k) * size, &v, size);
+						const uint32_t size = u16 ? 2 : 4;
+						std::vector<std::byte> bytes(size_t(count + 2) * size + 4);
+						uint32_t expected = 0;
+						for (uint32_t k = 0; k < count; ++k)
+						{
+							// Half the rounds draw full-range values (top bit set), half small ones.
+							uint32_t v = round % 2 ? uint32_t(rng()) : uint32_t(rng() % 1000);
+							if (u16)
+								v &= 0xffffu;
+							expected = std::max(expected, v);
+							std::memcpy(bytes.data() + shift + size_t(k) * size, &v, size);
+						}
+						EXPECT_EQ(quokka::classic::maxIndexWith(scan, bytes.data() + shift, u16, count), expected)
+						    << (scan == IndexScan::Avx2 ? "avx2 " : "portable ") << (u16 ? "u16" : "u32") << " count "
+						    << count << " shift " << shift;
+						if (scan == scans.back())
+						{
+							EXPECT_EQ(quokka::classic::maxIndex(bytes.data() + shift, u16, count), expected);
+						}
 					}
-					EXPECT_EQ(quokka::classic::maxIndex(bytes.data() + shift, u16, count), expected)
-					    << (u16 ? "u16" : "u32") << " count " << count << " shift " << shift;
-				}
 	// The extremes: the top value inside a SIMD step with a smaller top-bit value in the scalar tail, and a lone value.
 	const uint32_t top32[5] = {1, 2, 0xffffffffu, 3, 0x80000000u};
 	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top32), false, 5), 0xffffffffu);
