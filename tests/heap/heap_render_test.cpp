@@ -796,6 +796,87 @@ TEST_F(HeapRenderTest, NormalMatricesArePooledByTheirModelTrafoAndFollowItsEdits
 	}
 }
 
+/// An object's own ModelTrafo (a node nothing else reads) gets entries outside the pool — no insertion into, and on
+/// removal no erasure from, a table of millions — which a second object reading the same node must still find: the
+/// heap promotes them through the node's outputs, so the trafo stays one ModelTrafo and one NormalMatrix allocation
+/// (one upload each per edit) whichever object came first, and either object may leave first.
+TEST_F(HeapRenderTest, AnObjectsOwnTrafoIsSharedWhenASecondObjectReadsIt)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	cval<math::Trafo3d> trafo(math::Trafo3d::translation(math::V3d(-0.3, 0, 0.2)));
+	// Sharing is by aval identity. The classic reference reads its own aval of the same cval: were it to read the heap
+	// objects' aval, that node would have a reader before the heap's first entry and nothing would be unpooled.
+	const auto shared = scene::uniform(trafo);
+	const auto reference_trafo = scene::uniform(trafo);
+	auto object = [&](float dx, const adaptive::aval<scene::UniformValue>& model)
+	{
+		RenderObject o;
+		o.effect = lit;
+		o.attributes["Positions"] = scene::BufferView::of(
+		    std::vector<V3f>{V3f(dx - 0.2f, -0.2f, 0), V3f(dx + 0.2f, -0.2f, 0), V3f(dx, 0.25f, 0)},
+		    VK_FORMAT_R32G32B32_SFLOAT);
+		o.attributes["Normals"] =
+		    scene::BufferView::of(std::vector<V3f>(3, glm::normalize(V3f(0.5f, 0.2f, -1))), VK_FORMAT_R32G32B32_SFLOAT);
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(230, 190, 60));
+		o.uniforms["ModelTrafo"] = model;
+		o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
+		return scene::makeRenderObject(std::move(o));
+	};
+	const RenderObjectPtr a = object(0.0f, shared);
+	const RenderObjectPtr b = object(0.6f, shared);
+	const RenderObjectPtr ref_a = object(0.0f, reference_trafo);
+	const RenderObjectPtr ref_b = object(0.6f, reference_trafo);
+	adaptive::cset<RenderObjectPtr> set, reference;
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	auto heap = task(RenderTree::ofObjects(set), options);
+	auto classic = task(RenderTree::ofObjects(reference), {});
+	auto add = [&](const RenderObjectPtr& o, const RenderObjectPtr& ref)
+	{
+		set.add(o);
+		reference.add(ref);
+	};
+	auto remove = [&](const RenderObjectPtr& o, const RenderObjectPtr& ref)
+	{
+		set.remove(o);
+		reference.remove(ref);
+	};
+	auto matchesClassic = [&](const char* step)
+	{
+		ASSERT_EQ(frame(*classic), "") << step;
+		const Rgba8Image reference = pixels();
+		ASSERT_EQ(frame(*heap), "") << step;
+		EXPECT_EQ(differing(pixels(), reference), 0u) << step;
+		expectValidHeap(*heap);
+	};
+	auto turn = [&]
+	{
+		trafo.setValue(trafo.value() * math::Trafo3d::rotation(math::V3d(1, 0, 0), 0.3));
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_EQ(heap->stats().heap.uniform_uploads, 2u) << "ModelTrafo and NormalMatrix, once each";
+	};
+	// The first reader alone (its entries unpooled), then a second reader in a later frame.
+	add(a, ref_a);
+	matchesClassic("a alone");
+	add(b, ref_b);
+	matchesClassic("a and b");
+	turn();
+	matchesClassic("a and b, turned");
+	// The first leaves first, then the second; then both come back in one frame.
+	remove(a, ref_a);
+	matchesClassic("b alone");
+	turn();
+	remove(b, ref_b);
+	ASSERT_EQ(frame(*heap), "");
+	EXPECT_EQ(heap->stats().heap.live_bytes, 0u);
+	expectValidHeap(*heap);
+	add(a, ref_a);
+	add(b, ref_b);
+	matchesClassic("both again");
+	turn();
+	matchesClassic("both again, turned");
+}
+
 /// What placing an object costs in adaptive nodes: the heap object itself and one pool entry per uniform it owns
 /// (its ModelTrafo and the NormalMatrix pooled by that ModelTrafo); its vertex buffers' entries are plain records, not
 /// nodes, and a constant colour equal across objects is one shared entry. Counted as the difference between a scene of
