@@ -791,17 +791,17 @@ TEST_F(ClassicTest, AnArenaWhoseDedicatedPageWasGivenBackIsDestroyedCleanly)
 } // namespace quokka::classic::test
 
 // maxIndex decides how many vertices an indexed draw reads (both paths validate with it): each vectorised scan (SSE2,
-// and AVX2 where the CPU has it) must agree with a plain loop for every length (every tail, one or two vectors
+// and SSE4.1 where the CPU has it) must agree with a plain loop for every length (every tail, one or two vectors
 // unrolled), for values with the top bit set (the SSE2 scan compares biased values) and at unaligned addresses.
 TEST(ObjectInputs, MaxIndexAgreesWithAScalarScanForEveryLengthAndOffset)
 {
 	using quokka::classic::IndexScan;
 	std::mt19937 rng(5);
 	std::vector<IndexScan> scans{IndexScan::Portable};
-	if (quokka::classic::indexScanSupported(IndexScan::Avx2))
-		scans.push_back(IndexScan::Avx2);
+	if (quokka::classic::indexScanSupported(IndexScan::Sse41))
+		scans.push_back(IndexScan::Sse41);
 	else
-		std::printf("this CPU has no AVX2: only the portable index scan is tested\n");
+		std::printf("this CPU has no SSE4.1: only the portable index scan is tested\n");
 	for (const IndexScan scan : scans)
 		for (const bool u16 : {true, false})
 			for (uint32_t count = 0; count <= 80; ++count)
@@ -821,8 +821,8 @@ TEST(ObjectInputs, MaxIndexAgreesWithAScalarScanForEveryLengthAndOffset)
 							std::memcpy(bytes.data() + shift + size_t(k) * size, &v, size);
 						}
 						EXPECT_EQ(quokka::classic::maxIndexWith(scan, bytes.data() + shift, u16, count), expected)
-						    << (scan == IndexScan::Avx2 ? "avx2 " : "portable ") << (u16 ? "u16" : "u32") << " count "
-						    << count << " shift " << shift;
+						    << (scan == IndexScan::Sse41 ? "sse4.1 " : "portable ") << (u16 ? "u16" : "u32")
+						    << " count " << count << " shift " << shift;
 						if (scan == scans.back())
 						{
 							EXPECT_EQ(quokka::classic::maxIndex(bytes.data() + shift, u16, count), expected);

@@ -826,20 +826,20 @@ TEST_F(HeapRenderTest, AnObjectsOwnTrafoIsSharedWhenASecondObjectReadsIt)
 	const RenderObjectPtr b = object(0.6f, shared);
 	const RenderObjectPtr ref_a = object(0.0f, reference_trafo);
 	const RenderObjectPtr ref_b = object(0.6f, reference_trafo);
-	adaptive::cset<RenderObjectPtr> set, reference;
+	adaptive::cset<RenderObjectPtr> set, reference_set;
 	runtime::RenderOptions options;
 	options.path = runtime::RenderPath::Heap;
 	auto heap = task(RenderTree::ofObjects(set), options);
-	auto classic = task(RenderTree::ofObjects(reference), {});
+	auto classic = task(RenderTree::ofObjects(reference_set), {});
 	auto add = [&](const RenderObjectPtr& o, const RenderObjectPtr& ref)
 	{
 		set.add(o);
-		reference.add(ref);
+		reference_set.add(ref);
 	};
 	auto remove = [&](const RenderObjectPtr& o, const RenderObjectPtr& ref)
 	{
 		set.remove(o);
-		reference.remove(ref);
+		reference_set.remove(ref);
 	};
 	auto matchesClassic = [&](const char* step)
 	{

@@ -59,12 +59,12 @@ std::vector<std::string> perInstanceUniforms(const scene::RenderObject& object);
 /// widest scan the CPU has (IndexScan).
 uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count);
 
-/// The vector scans maxIndex() chooses from: Portable (SSE2 on x86-64, scalar elsewhere) or Avx2 (x86-64 CPUs with
-/// AVX2: unsigned maxima of 8 u32 / 16 u16 per instruction). Public so tests compare each with a plain loop.
+/// The vector scans maxIndex() chooses from: Portable (SSE2 on x86-64, scalar elsewhere) or Sse41 (x86-64 CPUs with
+/// SSE4.1: unsigned maxima of 4 u32 / 8 u16 per instruction). Public so tests compare each with a plain loop.
 enum class IndexScan
 {
 	Portable,
-	Avx2,
+	Sse41,
 };
 bool indexScanSupported(IndexScan scan);
 /// maxIndex() with the given scan, which must be supported.
