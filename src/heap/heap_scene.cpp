@@ -664,12 +664,6 @@ struct UniformEntry final : AdaptiveObject, Entry
 	/// (not when its first entry is made), so an object's own uniforms, which no other placement asks for, never
 	/// enter that table of millions of keys.
 	bool indexed = false;
-	/// Not in the pool: made for a node nothing read (an object's own fresh ModelTrafo and what derives from it), so
-	/// no other placement can ask for it until the node gains another reader — and asking promotes it
-	/// (HeapScene::Impl::promoteUnpooled, found through the node's outputs; the node carries the consumer mark while
-	/// such entries may exist). Spares an add one insertion into, and its removal one erasure from, a table of
-	/// millions. The entry holds the reference the pool would hold.
-	bool unpooled = false;
 
 	void inputChanged(AdaptiveObject*) override;
 	/// Re-reads the uniform value and stages it. Errors: the value changed its type.
@@ -727,8 +721,6 @@ public:
 		table_.insertDeferred(e.get(), PoolKeyHash{}(e->key));
 		e->addRef();
 	}
-	/// Takes an unpooled uniform entry together with the reference it held for itself (filed as above).
-	void adopt(UniformEntry* e) { table_.insertDeferred(e, PoolKeyHash{}(e->key)); }
 	/// Files the deferred insertions.
 	void flush() { table_.flush(); }
 	/// Removes and drops `e` (which may destroy it).
@@ -885,19 +877,7 @@ struct HeapScene::Impl
 		pool.forEach(f);
 		for (const auto& kv : constants)
 			f(*kv.second);
-		forEachUnpooled(f);
 	}
-	/// Every unpooled uniform entry, once (each has exactly one user: the object that made it; a second use promotes).
-	template <typename F>
-	void forEachUnpooled(F&& f) const;
-	/// Files in their scenes' pools the unpooled entries among `node`'s outputs when the node carries the mark: every
-	/// lookup of a uniform node's entries (pool, placement index) comes after this.
-	static void promoteUnpooled(AdaptiveObject* node)
-	{
-		if (node->consumerMark()) [[unlikely]]
-			promoteUnpooledSlow(node);
-	}
-	static void promoteUnpooledSlow(AdaptiveObject* node);
 	std::unordered_map<BucketKey, std::unique_ptr<Bucket>, BucketKeyHash> buckets;
 	std::vector<Bucket*> bucket_order; ///< by creation (deterministic draw order)
 	uint64_t next_bucket_serial = 0;
@@ -1200,34 +1180,6 @@ private:
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
 };
 
-template <typename F>
-void HeapScene::Impl::forEachUnpooled(F&& f) const
-{
-	objects.forEach(
-	    [&](HeapObject* h)
-	    {
-		    for (Entry* e : h->entries)
-			    if (const UniformEntry* u = asUniform(e); u && u->unpooled)
-				    f(*e);
-	    });
-}
-
-void HeapScene::Impl::promoteUnpooledSlow(AdaptiveObject* node)
-{
-	// (Entries of any heap scene reading the node are promoted, each into its own scene's pool, so the mark can go.
-	// One already released — refcount 0, waiting only for a queued re-pack to drop it — stays out.)
-	node->setConsumerMark(false);
-	node->forEachOutput(
-	    [](AdaptiveObject* out)
-	    {
-		    if (auto* u = dynamic_cast<UniformEntry*>(out); u && u->unpooled && u->refcount > 0)
-		    {
-			    u->unpooled = false;
-			    u->scene->pool.adopt(u);
-		    }
-	    });
-}
-
 void ObjectTable::insert(const scene::RenderObject* o, const Ref<HeapObject>& h)
 {
 	table_.insertDeferred(h.get(), hash(o));
@@ -1454,9 +1406,6 @@ Result<void> HeapObject::place()
 			    // outputs (an object's own fresh ModelTrafo) needs no lookup in these tables of millions of keys.
 			    auto mayBeHeld = [](const aval<UniformValue>& u)
 			    { return !u.node()->isConstant() && u.node()->outputCount() != 0; };
-			    for (const aval<UniformValue>& u : uniforms)
-				    if (mayBeHeld(u))
-					    HeapScene::Impl::promoteUnpooled(u.node().get());
 			    uint64_t held = 0;
 			    for (const aval<UniformValue>& u : uniforms)
 				    if (mayBeHeld(u))
@@ -1648,7 +1597,7 @@ void HeapObject::prefetch(PrefetchStage stage) const
 		{
 			if (e->refcount != 1)
 				return;
-			if (const UniformEntry* u = asUniform(e); !u || (!u->constant && !u->unpooled))
+			if (const UniformEntry* u = asUniform(e); !u || !u->constant)
 			{
 				scene_->pool.prefetch(e->key);
 				if (u && u->indexed)
@@ -1814,11 +1763,8 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 			return shared(it->second.get());
 	}
 	if (!constant && !unheld)
-	{
-		promoteUnpooled(value.node().get());
 		if (Entry* e = pool.find(key))
 			return shared(e);
-	}
 	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
 	if (!constant)
 	{
@@ -1854,16 +1800,7 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 		constants.emplace(constant_key, std::move(e));
 		return raw;
 	}
-	if (unheld)
-	{
-		// Nothing read the node: no other placement can ask for this entry before the node gains a reader, and the
-		// asking promotes it (promoteUnpooled). Not listed in the placement index either.
-		e->unpooled = true;
-		e->addRef(); // (the pool's reference, held by the entry itself)
-		value.node()->setConsumerMark(true);
-		return raw;
-	}
-	if (e->placementIndexed()) // (a node no entry read is not listed)
+	if (e->placementIndexed() && !unheld) // (a node no entry read is not listed)
 		if (auto it = uniform_chunks.find(key.node); it != uniform_chunks.end())
 		{
 			it->second |= uint64_t(1) << chunk;
@@ -1990,8 +1927,6 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 	// Erasing may destroy e (unless queued for a re-pack, which then skips it).
 	if (u && u->constant)
 		constants.erase(*u->constant);
-	else if (u && u->unpooled)
-		static_cast<UniformEntry*>(e)->release(); // (its own reference: see UniformEntry::unpooled)
 	else
 		pool.erase(e);
 }
@@ -2816,21 +2751,6 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 	if (held != p.uniform_chunks)
 		f.add("pool", "the uniform placement index lists " + std::to_string(p.uniform_chunks.size()) +
 		                  " nodes, the pool holds " + std::to_string(held.size()) + " (or their chunks differ)");
-	// Unpooled entries: their node carries the mark (or a later lookup could miss them and store the value twice), no
-	// pooled entry has their key, and they are not listed.
-	p.forEachUnpooled(
-	    [&](const Entry& e)
-	    {
-		    const UniformEntry* u = asUniform(&e);
-		    const std::string where =
-		        "the unpooled uniform entry at chunk " + std::to_string(e.chunk) + " offset " + std::to_string(e.ref);
-		    if (!u->uniform.node()->consumerMark())
-			    f.add("pool", where + ": its node does not carry the consumer mark");
-		    if (p.pool.find(e.key))
-			    f.add("pool", where + ": the pool holds an entry with the same key");
-		    if (u->indexed)
-			    f.add("pool", where + " is marked listed");
-	    });
 	for (const Bucket* b : p.bucket_order)
 		for (const auto& sp : b->slots)
 		{

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -520,44 +519,6 @@ TEST(Lifetime, OutputLinksOfManyConsumersAreExactAndUnlinkedOnDestruction) // G1
 		EXPECT_EQ(c.node()->outputCount(), size_t(n));
 		consumers.clear();
 		EXPECT_EQ(c.node()->outputCount(), 0u);
-	}
-}
-
-// forEachOutput names exactly the consumers that read the node (inline storage and beyond), and the consumer mark —
-// a bit for a layer above (the heap's unpooled entries) — is kept through marking, evaluation and edge changes.
-TEST(Lifetime, ForEachOutputNamesTheReadersAndTheConsumerMarkStays)
-{
-	for (int n : {0, 1, 2, 3, 9})
-	{
-		cval<int> c(1);
-		c.node()->setConsumerMark(true);
-		std::vector<aval<int>> consumers;
-		for (int i = 0; i < n; ++i)
-		{
-			consumers.push_back(map(c, [i](int x) { return x + i; }));
-			consumers.back().force();
-		}
-		std::set<const AdaptiveObject*> expected, seen;
-		for (const aval<int>& m : consumers)
-			expected.insert(m.node().get());
-		size_t calls = 0;
-		c.node()->forEachOutput(
-		    [&](AdaptiveObject* out)
-		    {
-			    ++calls;
-			    seen.insert(out);
-		    });
-		EXPECT_EQ(calls, size_t(n));
-		EXPECT_EQ(seen, expected);
-		transact([&] { c.setValue(2); });
-		for (const aval<int>& m : consumers)
-			EXPECT_TRUE(m.outOfDate()) << "a marked node propagates changes like any other";
-		for (size_t i = 0; i < consumers.size(); ++i)
-			EXPECT_EQ(consumers[i].force(), 2 + int(i));
-		consumers.resize(consumers.size() / 2);
-		EXPECT_TRUE(c.node()->consumerMark()) << n;
-		c.node()->setConsumerMark(false);
-		EXPECT_FALSE(c.node()->consumerMark());
 	}
 }
 

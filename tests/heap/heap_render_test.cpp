@@ -796,16 +796,15 @@ TEST_F(HeapRenderTest, NormalMatricesArePooledByTheirModelTrafoAndFollowItsEdits
 	}
 }
 
-/// An object's own ModelTrafo (a node nothing else reads) gets entries outside the pool — no insertion into, and on
-/// removal no erasure from, a table of millions — which a second object reading the same node must still find: the
-/// heap promotes them through the node's outputs, so the trafo stays one ModelTrafo and one NormalMatrix allocation
-/// (one upload each per edit) whichever object came first, and either object may leave first.
+/// An object's own ModelTrafo (a node nothing else reads when it is placed, so the heap skips the pool search for it)
+/// must still be found by a second object reading the same node later: the trafo stays one ModelTrafo and one
+/// NormalMatrix allocation (one upload each per edit) whichever object came first, and either object may leave first.
 TEST_F(HeapRenderTest, AnObjectsOwnTrafoIsSharedWhenASecondObjectReadsIt)
 {
 	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
 	cval<math::Trafo3d> trafo(math::Trafo3d::translation(math::V3d(-0.3, 0, 0.2)));
 	// Sharing is by aval identity. The classic reference reads its own aval of the same cval: were it to read the heap
-	// objects' aval, that node would have a reader before the heap's first entry and nothing would be unpooled.
+	// objects' aval, that node would have a reader before the heap's first entry and the skip would never be taken.
 	const auto shared = scene::uniform(trafo);
 	const auto reference_trafo = scene::uniform(trafo);
 	auto object = [&](float dx, const adaptive::aval<scene::UniformValue>& model)
@@ -855,7 +854,7 @@ TEST_F(HeapRenderTest, AnObjectsOwnTrafoIsSharedWhenASecondObjectReadsIt)
 		ASSERT_EQ(frame(*heap), "");
 		EXPECT_EQ(heap->stats().heap.uniform_uploads, 2u) << "ModelTrafo and NormalMatrix, once each";
 	};
-	// The first reader alone (its entries unpooled), then a second reader in a later frame.
+	// The first reader alone (its pool search skipped), then a second reader in a later frame.
 	add(a, ref_a);
 	matchesClassic("a alone");
 	add(b, ref_b);

@@ -120,19 +120,6 @@ public:
 	/// Number of inputs read in the last evaluation.
 	size_t inputCount() const;
 	uint32_t refCount() const { return refcount_; }
-	/// Calls fn(AdaptiveObject*) for each output (each consumer that read this object in its last evaluation). fn
-	/// must not change the graph.
-	template <typename F>
-	void forEachOutput(F&& fn) const
-	{
-		const detail::OutEdge* out = outs();
-		for (uint32_t i = 0; i < out_count_; ++i)
-			fn(out[i].consumer);
-	}
-	/// A bit for a consumer layer: set on a node it keeps state for that is found only through the node's outputs
-	/// (the heap marks a uniform node whose entries are not in its pool). The graph itself never reads or clears it.
-	bool consumerMark() const { return (flags_ & kConsumerMark) != 0; }
-	void setConsumerMark(bool v) { flags_ = v ? (flags_ | kConsumerMark) : (flags_ & ~uint32_t(kConsumerMark)); }
 
 	void addRef() noexcept { ++refcount_; }
 	void release() noexcept
@@ -155,7 +142,6 @@ protected:
 		kWantsInputChanged = 1u << 4, ///< inputChanged() is called once per marked incoming edge
 		kHasMarkHook = 1u << 5,       ///< onMark() is called when the object is marked
 		kExplicitInputs = 1u << 6,    ///< inputs are kept until removeInput(), not pruned after each evaluation
-		kConsumerMark = 1u << 7,      ///< consumerMark()
 	};
 
 	explicit AdaptiveObject(uint32_t flags = 0);
