@@ -90,49 +90,40 @@ uint32_t maxIndexPortable(const std::byte* data, bool u16, uint32_t count)
 // instructions instead of ~600 with SSE2's biased signed compares. Deliberately not AVX2: on the H200 host (Intel)
 // a 256-bit scan made whole add frames 30–40 % slower — even with vzeroupper — though it ran fewer instructions;
 // 128-bit code in the legacy encoding leaves the core's vector state and clock alone.
-[[gnu::target("sse4.1")]] uint32_t maxIndexSse41(const std::byte* data, bool u16, uint32_t count)
+template <bool kU16>
+[[gnu::target("sse4.1")]] inline __m128i maxLanes(__m128i a, __m128i b)
 {
-	const uint32_t per = u16 ? 8 : 4; // elements per 16-byte vector
-	const size_t size = u16 ? 2 : 4;
+	if constexpr (kU16)
+		return _mm_max_epu16(a, b);
+	else
+		return _mm_max_epu32(a, b);
+}
+
+template <bool kU16>
+[[gnu::target("sse4.1")]] uint32_t maxIndexSse41(const std::byte* data, uint32_t count)
+{
+	constexpr uint32_t per = kU16 ? 8 : 4; // elements per 16-byte vector
 	__m128i a = _mm_setzero_si128(), b = _mm_setzero_si128();
 	uint32_t k = 0;
-	// (A helper lambda would not inherit the target attribute: the loads are spelled out.)
 	const auto* v = reinterpret_cast<const __m128i*>(data); // vector i starts at element i · per
-	if (u16)
+	for (; k + 2 * per <= count; k += 2 * per)
 	{
-		for (; k + 2 * per <= count; k += 2 * per)
-		{
-			a = _mm_max_epu16(a, _mm_loadu_si128(v + k / per));
-			b = _mm_max_epu16(b, _mm_loadu_si128(v + k / per + 1));
-		}
-		if (k + per <= count)
-		{
-			a = _mm_max_epu16(a, _mm_loadu_si128(v + k / per));
-			k += per;
-		}
-		a = _mm_max_epu16(a, b);
+		a = maxLanes<kU16>(a, _mm_loadu_si128(v + k / per));
+		b = maxLanes<kU16>(b, _mm_loadu_si128(v + k / per + 1));
 	}
-	else
+	if (k + per <= count)
 	{
-		for (; k + 2 * per <= count; k += 2 * per)
-		{
-			a = _mm_max_epu32(a, _mm_loadu_si128(v + k / per));
-			b = _mm_max_epu32(b, _mm_loadu_si128(v + k / per + 1));
-		}
-		if (k + per <= count)
-		{
-			a = _mm_max_epu32(a, _mm_loadu_si128(v + k / per));
-			k += per;
-		}
-		a = _mm_max_epu32(a, b);
+		a = maxLanes<kU16>(a, _mm_loadu_si128(v + k / per));
+		k += per;
 	}
+	a = maxLanes<kU16>(a, b);
 	alignas(16) uint32_t lanes[4];
 	_mm_store_si128(reinterpret_cast<__m128i*>(lanes), a);
 	uint32_t m = 0;
 	for (uint32_t lane : lanes)
-		m = std::max(m, u16 ? std::max(lane & 0xffffu, lane >> 16) : lane);
+		m = std::max(m, kU16 ? std::max(lane & 0xffffu, lane >> 16) : lane);
 	// The tail (< one vector) through the portable scan.
-	return std::max(m, maxIndexPortable(data + size * k, u16, count - k));
+	return std::max(m, maxIndexPortable(data + (kU16 ? 2 : 4) * size_t(k), kU16, count - k));
 }
 #endif
 } // namespace
@@ -155,7 +146,7 @@ uint32_t maxIndexWith(IndexScan scan, const std::byte* data, bool u16, uint32_t 
 	if (scan == IndexScan::Sse41)
 	{
 		QUOKKA_ASSERT(indexScanSupported(IndexScan::Sse41), "maxIndexWith: this CPU has no SSE4.1");
-		return maxIndexSse41(data, u16, count);
+		return u16 ? maxIndexSse41<true>(data, count) : maxIndexSse41<false>(data, count);
 	}
 #else
 	QUOKKA_ASSERT(scan == IndexScan::Portable, "maxIndexWith: SSE4.1 scan on a build without it");
