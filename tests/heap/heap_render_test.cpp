@@ -876,6 +876,107 @@ TEST_F(HeapRenderTest, AnObjectsOwnTrafoIsSharedWhenASecondObjectReadsIt)
 	matchesClassic("both again, turned");
 }
 
+/// A removal and an addition in one frame that read the same ModelTrafo: the removed object's own entries die with
+/// it (their pool erasures are batched after the frame's removals), and the added object must not pick one of them
+/// up — it gets entries of its own, the image matches classic, the validators stay clean and an edit re-packs once.
+TEST_F(HeapRenderTest, AnObjectAddedInTheFrameThatRemovesTheOwnerOfItsTrafoGetsLiveEntries)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	cval<math::Trafo3d> trafo(math::Trafo3d::translation(math::V3d(-0.3, 0, 0.2)));
+	const auto model = scene::uniform(trafo);
+	const auto reference_model = scene::uniform(trafo);
+	auto object = [&](float dx, const adaptive::aval<scene::UniformValue>& m)
+	{
+		RenderObject o =
+		    litTriangle(lit, V3f(dx - 0.2f, -0.2f, 0), V3f(dx + 0.2f, -0.2f, 0), V3f(dx, 0.25f, 0), rgba(230, 190, 60));
+		o.uniforms["ModelTrafo"] = m;
+		return scene::makeRenderObject(std::move(o));
+	};
+	for (const Mode& mode : modes())
+	{
+		if (mode.options.path != runtime::RenderPath::Heap)
+			continue;
+		SCOPED_TRACE(mode.name);
+		const RenderObjectPtr a = object(0.0f, model), b = object(0.5f, model);
+		const RenderObjectPtr ref_b = object(0.5f, reference_model);
+		adaptive::cset<RenderObjectPtr> set, reference_set;
+		auto heap = task(RenderTree::ofObjects(set), mode.options);
+		auto classic = task(RenderTree::ofObjects(reference_set), {});
+		set.add(a);
+		ASSERT_EQ(frame(*heap), "");
+		adaptive::transact(
+		    [&]
+		    {
+			    set.remove(a);
+			    set.add(b);
+		    });
+		reference_set.add(ref_b);
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_EQ(heap->stats().heap.removed, 1u);
+		EXPECT_EQ(heap->stats().heap.added, 1u);
+		expectValidHeap(*heap);
+		ASSERT_EQ(frame(*classic), "");
+		const Rgba8Image reference = pixels();
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_EQ(differing(pixels(), reference), 0u);
+		trafo.setValue(trafo.value() * math::Trafo3d::rotation(math::V3d(1, 0, 0), 0.3));
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_EQ(heap->stats().heap.uniform_uploads, 2u) << "ModelTrafo and NormalMatrix, once each";
+		expectValidHeap(*heap);
+		ASSERT_EQ(frame(*classic), "");
+		const Rgba8Image turned = pixels();
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_EQ(differing(pixels(), turned), 0u);
+	}
+}
+
+/// Closing a heap scene drops its objects, entries, blocks and buckets whole instead of removing each object: the
+/// scene's nodes must still lose every edge to it (no adaptive node of the heap survives, the shared trafo has no
+/// reader left and can change), and no allocator reports a leak.
+TEST_F(HeapRenderTest, DestroyingAHeapTaskLeavesNoNodeNoEdgeAndNoLeakReport)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	cval<math::Trafo3d> shared_trafo(math::Trafo3d::translation(math::V3d(0, 0, 0.5)));
+	const auto shared = scene::uniform(shared_trafo);
+	std::vector<RenderObjectPtr> objects;
+	std::vector<adaptive::aval<scene::UniformValue>> own;
+	for (int i = 0; i < 40; ++i)
+	{
+		const float x = -0.9f + 0.045f * float(i);
+		RenderObject o =
+		    litTriangle(lit, V3f(x, -0.1f, 0), V3f(x + 0.04f, -0.1f, 0), V3f(x, 0.1f, 0), rgba(230, 190, 60));
+		if (i % 2 == 0)
+			o.uniforms["ModelTrafo"] = shared;
+		else
+		{
+			own.push_back(scene::uniform(cval<math::Trafo3d>(math::Trafo3d::translation(math::V3d(0, 0, 0.4)))));
+			o.uniforms["ModelTrafo"] = own.back();
+		}
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
+	for (const Mode& mode : modes(64 << 10)) // (small chunks: several chunks, buckets and pools)
+	{
+		if (mode.options.path != runtime::RenderPath::Heap)
+			continue;
+		SCOPED_TRACE(mode.name);
+		const int64_t before = adaptive::liveObjectCount();
+		auto heap = task(tree, mode.options);
+		ASSERT_EQ(frame(*heap), "");
+		ASSERT_EQ(heap->stats().heap.objects, 40u);
+		EXPECT_GT(shared.node()->outputCount(), 0u);
+		testing::internal::CaptureStderr();
+		heap.reset();
+		const std::string said = testing::internal::GetCapturedStderr();
+		EXPECT_EQ(said, "");
+		EXPECT_EQ(shared.node()->outputCount(), 0u);
+		for (const auto& u : own)
+			EXPECT_EQ(u.node()->outputCount(), 0u);
+		EXPECT_LE(adaptive::liveObjectCount(), before) << "adaptive nodes of the heap outlived it";
+		shared_trafo.setValue(math::Trafo3d::translation(math::V3d(0, 0, 0.6))); // (no reader left to tell)
+	}
+}
+
 /// What placing an object costs in adaptive nodes: the heap object itself and one pool entry per uniform it owns
 /// (its ModelTrafo and the NormalMatrix pooled by that ModelTrafo); its vertex buffers' entries are plain records, not
 /// nodes, and a constant colour equal across objects is one shared entry. Counted as the difference between a scene of
