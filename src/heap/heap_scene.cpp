@@ -287,6 +287,103 @@ bool heapEligible(const scene::RenderObject& object)
 namespace
 {
 
+/// Host-visible pages that the frame's arena writes are produced in: update() converts and packs straight into them and
+/// upload() records the copies from them into the chunks, so each byte is written once — not staged in host memory
+/// and copied into the staging ring again (that second copy and the ring's region bookkeeping were most of upload(),
+/// a tenth of an add frame on the H200). A frame's pages go to the command list that copies from them and come back
+/// once it retired; a page is sized for the recent frames (one page per frame in the steady state).
+class HostPages
+{
+public:
+	static constexpr uint64_t kMinPageBytes = 4ull << 20;
+	static constexpr uint64_t kMaxPageBytes = 256ull << 20;
+	static constexpr size_t kKeptFree = 2;
+
+	/// Pages come from `device` (set once, before the first reserve()).
+	void bind(gpu::Device& device) { device_ = &device; }
+	struct Page
+	{
+		gpu::BufferHandle buffer;
+		uint64_t used = 0;
+	};
+	struct Span
+	{
+		uint32_t page; ///< index among this frame's pages
+		uint32_t at;   ///< byte offset in the page
+		std::byte* data;
+	};
+	/// Space for `size` bytes after the previous reservation, or at the start of a new page. Errors: OutOfMemory.
+	Result<Span> reserve(uint64_t size)
+	{
+		if (pages_.empty() || pages_.back().buffer->size() - pages_.back().used < size)
+			QUOKKA_TRY(openPage(size));
+		Page& p = pages_.back();
+		const Span span{uint32_t(pages_.size() - 1), uint32_t(p.used), p.buffer->mapped() + p.used};
+		p.used += size;
+		return span;
+	}
+	const gpu::Buffer& buffer(uint32_t page) const { return *pages_[page].buffer; }
+	/// Hands this frame's pages to `list` (they come back once it retired) and starts the next frame.
+	void retire(gpu::CommandList& list)
+	{
+		if (pages_.empty())
+			return;
+		uint64_t total = 0;
+		std::vector<gpu::BufferHandle> used;
+		for (Page& p : pages_)
+		{
+			total += p.used;
+			p.buffer->flush();
+			used.push_back(std::move(p.buffer));
+		}
+		pages_.clear();
+		// The next frame's page fits this frame's writes (capped), or shrinks back after a large one.
+		page_bytes_ = std::clamp(std::bit_ceil(total), kMinPageBytes, kMaxPageBytes);
+		list.onRetire(
+		    [recycle = recycle_, used = std::move(used)]() mutable
+		    {
+			    for (gpu::BufferHandle& b : used)
+				    recycle->push_back(std::move(b));
+		    });
+	}
+
+private:
+	Result<void> openPage(uint64_t size)
+	{
+		for (gpu::BufferHandle& b : *recycle_)
+			free_.push_back(std::move(b));
+		recycle_->clear();
+		// Pages of another size than the current one are dropped (bounds the host-visible memory kept after a frame of
+		// gigabytes, such as placing a whole scene), and so are free pages beyond kKeptFree.
+		std::erase_if(free_, [&](const gpu::BufferHandle& b) { return b->size() != page_bytes_; });
+		if (free_.size() > kKeptFree)
+			free_.resize(kKeptFree);
+		if (size <= page_bytes_ && !free_.empty())
+		{
+			pages_.push_back({std::move(free_.back()), 0});
+			free_.pop_back();
+			return {};
+		}
+		// Within a frame new pages grow with what the frame wrote so far (capped): a large frame asks the driver for
+		// O(log) pages, not one per page size.
+		uint64_t written = 0;
+		for (const Page& p : pages_)
+			written += p.used;
+		const uint64_t bytes = std::max({size, page_bytes_, std::min(std::bit_ceil(written), kMaxPageBytes)});
+		QUOKKA_TRY_ASSIGN(buffer, device_->createBuffer({bytes, gpu::BufferUsage::TransferSrc,
+		                                                 gpu::MemoryDomain::Upload, "heap staging page"}));
+		pages_.push_back({std::move(buffer), 0});
+		return {};
+	}
+
+	gpu::Device* device_ = nullptr;
+	uint64_t page_bytes_ = kMinPageBytes;
+	std::vector<Page> pages_; ///< this frame's, in order
+	std::vector<gpu::BufferHandle> free_;
+	std::shared_ptr<std::vector<gpu::BufferHandle>> recycle_ =
+	    std::make_shared<std::vector<gpu::BufferHandle>>(); ///< pages of retired lists
+};
+
 /// One arena chunk: its allocator, its GPU buffer (grown by doubling up to the chunk cap, the old content copied on
 /// the GPU) and the writes staged for it this frame.
 struct Chunk
@@ -294,17 +391,9 @@ struct Chunk
 	explicit Chunk(uint64_t max_bytes) : allocator(max_bytes) {}
 	ChunkAllocator allocator;
 	gpu::BufferHandle buffer;
-	/// This frame's writes: host pages (never reallocated, never zero-filled) holding runs of consecutive bytes for
-	/// the chunk; a write that continues the previous one at both ends extends it, so a frame placing many objects by
-	/// the bump cursor stages a few large runs instead of one write per allocation.
-	static constexpr uint32_t kPageBytes = 8u << 20;
-	static constexpr uint32_t kKeptPages = 4;
-	struct Page
-	{
-		std::unique_ptr<std::byte[]> bytes;
-		uint32_t capacity = 0;
-		uint32_t used = 0;
-	};
+	/// This frame's writes, in arrival order: runs of consecutive bytes in a host page (HostPages); a write that
+	/// continues the previous one at both ends extends it, so a frame placing many objects by the bump cursor stages a
+	/// few large runs instead of one write per allocation.
 	struct Write
 	{
 		uint32_t offset; ///< in the chunk
@@ -312,64 +401,133 @@ struct Chunk
 		uint32_t at; ///< in the page
 		uint32_t size;
 	};
-	std::vector<Page> pages;
-	uint32_t page_count = 0; ///< pages in use this frame (the rest are kept for reuse)
 	std::vector<Write> pending;
 	std::vector<ChunkAllocator::Move> moves; ///< compaction copies to record before this frame's writes
 
-	void write(uint32_t offset, const void* data, uint32_t size) { std::memcpy(reserve(offset, size), data, size); }
+	Result<void> write(HostPages& pages, uint32_t offset, const void* data, uint32_t size)
+	{
+		QUOKKA_TRY_ASSIGN(out, reserve(pages, offset, size));
+		std::memcpy(out, data, size);
+		return {};
+	}
 	/// True when this frame's last staged write ends at `offset` (a write starting there extends it).
 	bool pendingEndsAt(uint32_t offset) const
 	{
 		return !pending.empty() && pending.back().offset + pending.back().size == offset;
 	}
-	/// Space for a write of `size` bytes at `offset`, filled by the caller before the next reserve().
-	std::byte* reserve(uint32_t offset, uint32_t size)
+	/// Space for a write of `size` bytes at `offset`, filled by the caller (before upload()).
+	Result<std::byte*> reserve(HostPages& pages, uint32_t offset, uint32_t size)
 	{
-		Page* page = page_count ? &pages[page_count - 1] : nullptr;
-		if (!page || page->capacity - page->used < size)
-		{
-			if (page_count == pages.size() || pages[page_count].capacity < size)
-			{
-				const uint32_t capacity = std::max(size, kPageBytes);
-				Page fresh{std::unique_ptr<std::byte[]>(new std::byte[capacity]), capacity, 0};
-				if (page_count == pages.size())
-					pages.push_back(std::move(fresh));
-				else
-					pages[page_count] = std::move(fresh);
-			}
-			page = &pages[page_count++];
-			page->used = 0;
-		}
-		std::byte* out = page->bytes.get() + page->used;
+		QUOKKA_TRY_ASSIGN(span, pages.reserve(size));
 		Write* last = pending.empty() ? nullptr : &pending.back();
-		if (last && last->page == page_count - 1 && last->at + last->size == page->used &&
-		    last->offset + last->size == offset)
+		if (last && last->page == span.page && last->at + last->size == span.at && last->offset + last->size == offset)
 			last->size += size;
 		else
-			pending.push_back({offset, page_count - 1, page->used, size});
-		page->used += size;
-		return out;
+			pending.push_back({offset, span.page, span.at, size});
+		return span.data;
 	}
-	void clearPending()
-	{
-		// Keep two pages, or all this frame used when that is at most kKeptPages: a steady stream of large frames
-		// (10^4 adds stage ~18 MB) then reuses its pages instead of faulting in fresh zeroed memory every frame,
-		// while a frame bigger than that (placement) gives its memory back at once. (Freeing an unwritten chunk's
-		// pages too cost an add frame that follows a removal frame a fresh mapping: +80 % at 100 adds.)
-		pending.clear();
-		pages.resize(std::min<size_t>(pages.size(), page_count <= kKeptPages ? std::max(2u, page_count) : 2u));
-		page_count = 0;
-	}
+	/// This frame's writes as copy regions grouped by page, each group in chunk-offset order and with overlaps resolved
+	/// (a later write wins where two overlap: a block written, freed and handed out again in one frame; `overlapping`
+	/// counts the writes that overlapped an earlier one). Clears them.
+	std::vector<std::pair<uint32_t, std::vector<VkBufferCopy>>> takeCopies(uint32_t& overlapping);
 };
 
 /// Stages an allocation's header and returns where its `data_bytes` of data go (filled by the caller at once).
-std::byte* stageAllocation(Chunk& chunk, uint32_t ref, uint32_t type_id, uint32_t length, uint32_t data_bytes)
+Result<std::byte*> stageAllocation(HostPages& pages, Chunk& chunk, uint32_t ref, uint32_t type_id, uint32_t length,
+                                   uint32_t data_bytes)
 {
-	std::byte* out = chunk.reserve(ref, 16 + data_bytes);
+	QUOKKA_TRY_ASSIGN(out, chunk.reserve(pages, ref, 16 + data_bytes));
 	const uint32_t header[4] = {type_id, length, length ? data_bytes / length : 0, 0};
 	std::memcpy(out, header, 16);
 	return out + 16;
+}
+
+/// Sorts `w` by chunk offset, stably (arrival order among equal offsets): an LSD radix sort, one pass per byte in
+/// which the offsets differ — a frame of 10^4 adds has ~10^4 writes in allocation (not address) order.
+void sortByOffset(std::vector<Chunk::Write>& w)
+{
+	std::vector<Chunk::Write> tmp(w.size());
+	for (uint32_t shift = 0; shift < 32; shift += 8)
+	{
+		std::array<uint32_t, 257> count{};
+		for (const Chunk::Write& x : w)
+			++count[((x.offset >> shift) & 0xff) + 1];
+		if (std::any_of(count.begin() + 1, count.end(), [&](uint32_t c) { return c == w.size(); }))
+			continue; // every offset has this byte in common
+		for (size_t b = 1; b < count.size(); ++b)
+			count[b] += count[b - 1];
+		for (const Chunk::Write& x : w)
+			tmp[count[(x.offset >> shift) & 0xff]++] = x;
+		w.swap(tmp);
+	}
+}
+
+std::vector<std::pair<uint32_t, std::vector<VkBufferCopy>>> Chunk::takeCopies(uint32_t& overlapping)
+{
+	std::vector<Write> w;
+	w.swap(pending);
+	auto disjointInOrder = [](const std::vector<Write>& v)
+	{
+		for (size_t i = 1; i < v.size(); ++i)
+			if (v[i].offset < v[i - 1].offset + v[i - 1].size)
+				return false;
+		return true;
+	};
+	if (!disjointInOrder(w))
+	{
+		std::vector<Write> arrival = w;
+		sortByOffset(w);
+		if (!disjointInOrder(w))
+		{
+			// Overlaps (rare): applied in arrival order, each write trimming the parts of older ones it covers.
+			std::map<uint32_t, Write> live;
+			for (const Write& x : arrival)
+			{
+				const uint32_t end = x.offset + x.size;
+				auto it = live.upper_bound(x.offset);
+				if (it != live.begin())
+					--it;
+				std::vector<Write> kept;
+				bool overlaps = false;
+				while (it != live.end() && it->first < end)
+				{
+					const Write old = it->second;
+					const uint32_t old_end = old.offset + old.size;
+					if (old_end <= x.offset)
+					{
+						++it;
+						continue;
+					}
+					overlaps = true;
+					if (old.offset < x.offset)
+						kept.push_back({old.offset, old.page, old.at, x.offset - old.offset});
+					if (old_end > end)
+						kept.push_back({end, old.page, old.at + (end - old.offset), old_end - end});
+					it = live.erase(it);
+				}
+				for (const Write& k : kept)
+					live.emplace(k.offset, k);
+				live.emplace(x.offset, x);
+				overlapping += overlaps;
+			}
+			w.clear();
+			for (const auto& [offset, x] : live)
+				w.push_back(x);
+		}
+	}
+	std::vector<std::pair<uint32_t, std::vector<VkBufferCopy>>> groups; // by page (a frame has one or a few)
+	for (const Write& x : w)
+	{
+		auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == x.page; });
+		if (g == groups.end())
+			g = groups.insert(groups.end(), {x.page, {}});
+		std::vector<VkBufferCopy>& r = g->second;
+		if (!r.empty() && r.back().srcOffset + r.back().size == x.at && r.back().dstOffset + r.back().size == x.offset)
+			r.back().size += x.size;
+		else
+			r.push_back({x.at, x.offset, x.size});
+	}
+	return groups;
 }
 
 /// Hints the CPU to fetch the first `lines` cache lines of the object at `p` (loops over scattered objects call it a
@@ -965,6 +1123,8 @@ struct HeapScene::Impl
 	bool closing = false;
 	void freeBatch(FreeBatch& batch);
 	Result<uint32_t> allocate(uint32_t chunk, uint32_t data_bytes);
+	bool chunk_full = false; ///< set by allocate() when a chunk had no room (other OutOfMemory errors are fatal)
+	HostPages pages;         ///< where this frame's arena writes are produced
 	uint32_t openChunk();
 	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`, compiled as `effect`) in `chunk`.
 	Result<Bucket*> bucketFor(const scene::RenderObject& o, const fx::Effect& source,
@@ -1055,10 +1215,11 @@ Result<void> UniformEntry::repack()
 		// The previous re-pack ends where this allocation starts (an object's uniforms sit side by side): staging the
 		// unchanged header too makes both one copy region. Drivers pay per region (on the H200, vkCmdCopyBuffer's
 		// regions were ~15 % of a frame of 10^4 edits), so 16 more bytes are cheaper than a second region.
-		std::memcpy(stageAllocation(c, ref, kTypeUniform, 1, data_bytes), p.f, data_bytes);
+		QUOKKA_TRY_ASSIGN(out, stageAllocation(scene->pages, c, ref, kTypeUniform, 1, data_bytes));
+		std::memcpy(out, p.f, data_bytes);
 	}
 	else
-		c.write(ref + 16, p.f, data_bytes);
+		QUOKKA_TRY(c.write(scene->pages, ref + 16, p.f, data_bytes));
 	++scene->stats->uniform_uploads;
 	return {};
 }
@@ -1518,6 +1679,7 @@ Result<void> HeapObject::place()
 			    // releasing) every uniform — with 8 full chunks before the newest, that was most of an add.
 			    absl::InlinedVector<Entry*, 8> got(uniforms.size() + views_.size(), nullptr);
 			    Entry* idx = nullptr;
+			    scene_->chunk_full = false;
 			    Result<void> acquired = [&]() -> Result<void>
 			    {
 				    if (o.indices)
@@ -1549,8 +1711,8 @@ Result<void> HeapObject::place()
 						    scene_->releaseEntry(e);
 				    if (idx)
 					    scene_->releaseEntry(idx);
-				    if (acquired.error().code != ErrorCode::OutOfMemory)
-					    return acquired;
+				    if (acquired.error().code != ErrorCode::OutOfMemory || !scene_->chunk_full)
+					    return acquired; // (not a full chunk: host memory for the staging pages, say)
 				    continue;
 			    }
 			    entries = std::move(got);
@@ -1746,7 +1908,10 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 {
 	const std::optional<uint32_t> at = chunks[chunk]->allocator.allocate(16ull + data_bytes);
 	if (!at)
+	{
+		chunk_full = true;
 		return makeError(ErrorCode::OutOfMemory, "arena chunk full");
+	}
 	return *at;
 }
 
@@ -1808,10 +1973,16 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	e->elements = 1;
 	e->data_bytes = packed.type.packedBytes();
 	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, e->data_bytes));
+	Result<std::byte*> staged = stageAllocation(pages, *chunks[chunk], ref, kTypeUniform, 1, e->data_bytes);
+	if (!staged.ok())
+	{
+		chunks[chunk]->allocator.free(ref);
+		return staged.error();
+	}
+	std::memcpy(staged.value(), packed.f, e->data_bytes);
 	e->ref = ref;
 	e->refcount = 1;
 	e->key = key;
-	std::memcpy(stageAllocation(*chunks[chunk], ref, kTypeUniform, 1, e->data_bytes), packed.f, e->data_bytes);
 	Entry* raw = e.get();
 	if (constant)
 	{
@@ -1858,8 +2029,14 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 		                                                 " bytes, more than one arena chunk holds");
 	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, uint32_t(data_bytes)));
 	// Convert straight into the staged bytes: tight 32-bit data of the shader's type.
-	auto* out = reinterpret_cast<uint32_t*>(
-	    stageAllocation(*chunks[chunk], ref, index ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes)));
+	Result<std::byte*> staged =
+	    stageAllocation(pages, *chunks[chunk], ref, index ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes));
+	if (!staged.ok())
+	{
+		chunks[chunk]->allocator.free(ref);
+		return staged.error();
+	}
+	auto* out = reinterpret_cast<uint32_t*>(staged.value());
 	const std::byte* src = data.data() + view.offset;
 	// 32-bit components: copied whole when already tight at the shader's size, else widened/truncated per element.
 	const uint32_t words32 = index ? 0 : word32Components(view.format);
@@ -2155,6 +2332,7 @@ HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature sign
 	p.max_chunk_bytes = options.max_chunk_bytes ? options.max_chunk_bytes : std::min<uint64_t>(range, 256ull << 20);
 	p.max_chunk_bytes = std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15);
 	p.reader = objects.getDeltaReader();
+	p.pages.bind(context.device());
 }
 
 HeapScene::~HeapScene()
@@ -2389,10 +2567,10 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 	Impl& p = *impl_;
 	gpu::Device& device = p.context->device();
 	gpu::StagingRing& staging = p.context->staging();
-	// Earlier frames read the arena: their reads complete before the copies recorded here (growth, compaction) —
-	// an execution dependency across the queue's submission order. Recorded once, before the first such copy, so a
-	// frame without one records no barrier here; the frame's staged writes are ordered by the staging ring's own
-	// barrier (StagingRing::flush).
+	// Earlier frames read the arena: their reads complete before the copies recorded here (growth, compaction, this
+	// frame's writes) — an execution dependency across the queue's submission order. Recorded once, before the first
+	// such copy, so a frame without one records no barrier here. (Earlier frames' copies into the arena were made
+	// visible to later transfers by the barrier after them, below.)
 	bool war_recorded = false;
 	auto beforeCopies = [&]
 	{
@@ -2475,17 +2653,37 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 		list.keepAlive(scratch);
 		c->moves.clear();
 	}
+	bool written = false;
 	for (auto& c : p.chunks)
 	{
 		if (c->buffer)
 			stats_.arena_capacity_bytes += c->buffer->size();
-		for (const Chunk::Write& w : c->pending)
+		if (c->pending.empty())
+			continue;
+		if (!c->buffer)
 		{
-			QUOKKA_TRY(staging.write(c->buffer, w.offset, c->pages[w.page].bytes.get() + w.at, w.size));
-			stats_.upload_bytes += w.size;
+			c->pending.clear(); // (everything written this frame was freed again: the chunk holds nothing)
+			continue;
 		}
-		c->clearPending();
+		// The frame's writes, copied from the host pages they were produced in.
+		beforeCopies();
+		for (const auto& [page, regions] : c->takeCopies(stats_.overlapping_writes))
+		{
+			vkCmdCopyBuffer(list.vk(), p.pages.buffer(page).vk(), c->buffer->vk(), uint32_t(regions.size()),
+			                regions.data());
+			for (const VkBufferCopy& r : regions)
+				stats_.upload_bytes += r.size;
+		}
+		written = true;
 	}
+	if (written)
+		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+		                   VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
+		                       VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT |
+		                       VK_PIPELINE_STAGE_2_TRANSFER_BIT,
+		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT |
+		                       VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT);
+	p.pages.retire(list);
 	for (Bucket* b : p.bucket_order)
 	{
 		QUOKKA_TRY_ASSIGN(h, b->headers.upload(device, staging));

@@ -930,6 +930,48 @@ TEST_F(HeapRenderTest, AnObjectAddedInTheFrameThatRemovesTheOwnerOfItsTrafoGetsL
 	}
 }
 
+/// A placement that fails after its inputs were staged (here: a draw reading more vertices than the object has) frees
+/// its blocks again, and the next object of the frame is handed the same bytes: the frame then wrote them twice, and
+/// the later write must win. (The failing frame reports the bad object and uploads nothing; its writes go up with the
+/// next frame's.)
+TEST_F(HeapRenderTest, BytesWrittenTwiceInOneFrameKeepTheLaterWrite)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	auto object = [&](float dx, V4f color, uint32_t count, const adaptive::aval<scene::UniformValue>& model)
+	{
+		RenderObject o = litTriangle(lit, V3f(dx - 0.2f, -0.2f, 0), V3f(dx + 0.2f, -0.2f, 0), V3f(dx, 0.25f, 0), color);
+		o.uniforms["ModelTrafo"] = model;
+		o.draw_call = adaptive::constant(scene::DrawCall{false, count});
+		return scene::makeRenderObject(std::move(o));
+	};
+	auto model = [](double z) { return scene::uniform(math::Trafo3d::translation(math::V3d(0, 0, z))); };
+	for (const Mode& mode : modes())
+	{
+		if (mode.options.path != runtime::RenderPath::Heap)
+			continue;
+		SCOPED_TRACE(mode.name);
+		const RenderObjectPtr a = object(-0.5f, rgba(230, 190, 60), 3, model(0.3));
+		const RenderObjectPtr bad = object(0.0f, rgba(20, 200, 90), 6, model(0.2)); // (3 vertices, the draw reads 6)
+		const RenderObjectPtr b = object(0.5f, rgba(40, 90, 220), 3, model(0.4));
+		adaptive::cset<RenderObjectPtr> set;
+		auto heap = task(RenderTree::ofObjects(set), mode.options);
+		set.add(a);
+		ASSERT_EQ(frame(*heap), "");
+		adaptive::transact(
+		    [&]
+		    {
+			    set.add(bad);
+			    set.add(b);
+		    });
+		EXPECT_NE(frame(*heap).find("holds 3 elements but the draw reads 6"), std::string::npos);
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_GT(heap->stats().heap.overlapping_writes, 0u) << "the bad object's bytes were handed to the next one";
+		expectValidHeap(*heap);
+		const Rgba8Image img = pixels();
+		EXPECT_EQ(differing(img, render(RenderTree::ofObjects(adaptive::asetOf(std::vector{a, b})), {})), 0u);
+	}
+}
+
 /// Closing a heap scene drops its objects, entries, blocks and buckets whole instead of removing each object: the
 /// scene's nodes must still lose every edge to it (no adaptive node of the heap survives, the shared trafo has no
 /// reader left and can change), and no allocator reports a leak.

@@ -79,6 +79,9 @@ struct HeapStats
 	uint32_t compactions = 0;     ///< (update)
 	/// Placement attempts skipped because the chunk certainly had no room for an object's unshared buffers (update)
 	uint32_t chunks_skipped = 0;
+	/// Arena writes of the frame that overlapped an earlier one — a block written, freed and handed out again within
+	/// the frame (a placement rolled back from a full chunk) — resolved so that the later write wins (upload)
+	uint32_t overlapping_writes = 0;
 	// Shape after the update.
 	uint32_t objects = 0;
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
@@ -108,6 +111,7 @@ struct HeapStats
 		pipeline_binds += o.pipeline_binds;
 		compactions += o.compactions;
 		chunks_skipped += o.chunks_skipped;
+		overlapping_writes += o.overlapping_writes;
 		objects += o.objects;
 		buckets += o.buckets;
 		slots += o.slots;
