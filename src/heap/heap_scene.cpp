@@ -337,8 +337,9 @@ public:
 			used.push_back(std::move(p.buffer));
 		}
 		pages_.clear();
-		// The next frame's page fits this frame's writes (capped), or shrinks back after a large one.
-		page_bytes_ = std::clamp(std::bit_ceil(total), kMinPageBytes, kMaxPageBytes);
+		// The next frame's page fits this frame's writes (capped); after smaller frames it halves per frame, so frames
+		// of alternating sizes keep their pages while the memory kept after a frame of gigabytes goes back soon.
+		page_bytes_ = std::clamp(std::max(std::bit_ceil(total), page_bytes_ / 2), kMinPageBytes, kMaxPageBytes);
 		list.onRetire(
 		    [recycle = recycle_, used = std::move(used)]() mutable
 		    {
@@ -353,17 +354,21 @@ private:
 		for (gpu::BufferHandle& b : *recycle_)
 			free_.push_back(std::move(b));
 		recycle_->clear();
-		// Pages of another size than the current one are dropped (bounds the host-visible memory kept after a frame of
-		// gigabytes, such as placing a whole scene), and so are free pages beyond kKeptFree.
-		std::erase_if(free_, [&](const gpu::BufferHandle& b) { return b->size() != page_bytes_; });
+		// Free pages far larger than the current page size are dropped (bounds the host-visible memory kept after a
+		// frame of gigabytes, such as placing a whole scene), and so are free pages beyond kKeptFree (the smallest).
+		std::erase_if(free_, [&](const gpu::BufferHandle& b) { return b->size() > 4 * page_bytes_; });
+		std::sort(free_.begin(), free_.end(),
+		          [](const gpu::BufferHandle& a, const gpu::BufferHandle& b) { return a->size() > b->size(); });
 		if (free_.size() > kKeptFree)
 			free_.resize(kKeptFree);
-		if (size <= page_bytes_ && !free_.empty())
-		{
-			pages_.push_back({std::move(free_.back()), 0});
-			free_.pop_back();
-			return {};
-		}
+		// The smallest free page that holds the request.
+		for (size_t i = free_.size(); i-- > 0;)
+			if (free_[i]->size() >= size)
+			{
+				pages_.push_back({std::move(free_[i]), 0});
+				free_.erase(free_.begin() + std::ptrdiff_t(i));
+				return {};
+			}
 		// Within a frame new pages grow with what the frame wrote so far (capped): a large frame asks the driver for
 		// O(log) pages, not one per page size.
 		uint64_t written = 0;
