@@ -1132,6 +1132,10 @@ struct HeapScene::Impl
 	bool closing = false;
 	void freeBatch(FreeBatch& batch);
 	Result<uint32_t> allocate(uint32_t chunk, uint32_t data_bytes);
+	/// allocate() plus stageAllocation(): the block's ref and where its data go (the block is freed again when staging
+	/// fails).
+	Result<std::pair<uint32_t, std::byte*>> allocateStaged(uint32_t chunk, uint32_t type_id, uint32_t length,
+	                                                       uint32_t data_bytes);
 	bool chunk_full = false; ///< set by allocate() when a chunk had no room (other OutOfMemory errors are fatal)
 	HostPages pages;         ///< where this frame's arena writes are produced
 	uint32_t openChunk();
@@ -1308,10 +1312,9 @@ public:
 		kObject,  ///< this object
 		kArrays,  ///< the entry and input arrays (this object must be in cache)
 		kEntries, ///< the entries and the input nodes (the arrays must be)
-		kPool, ///< the chunk-allocator bits and placement-index slots of entries this removal frees (the entries must
-		       ///< be)
-		kSlot, ///< the record's place in the slot arrays, and the slot's last object (which the swap-pop moves)
-		kLast, ///< that last object's index entry (its record names the index start; the object must be in cache)
+		kPool,    ///< the allocator bits and placement-index slots of entries this removal frees (the entries must be)
+		kSlot,    ///< the record's place in the slot arrays, and the slot's last object (which the swap-pop moves)
+		kLast,    ///< that last object's index entry (its record names the index start; the object must be in cache)
 	};
 	void prefetch(PrefetchStage stage) const;
 	/// Writes this object's command and megacall record into its slot's shadows.
@@ -1924,6 +1927,19 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 	return *at;
 }
 
+Result<std::pair<uint32_t, std::byte*>> HeapScene::Impl::allocateStaged(uint32_t chunk, uint32_t type_id,
+                                                                        uint32_t length, uint32_t data_bytes)
+{
+	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, data_bytes));
+	Result<std::byte*> staged = stageAllocation(pages, *chunks[chunk], ref, type_id, length, data_bytes);
+	if (!staged.ok())
+	{
+		chunks[chunk]->allocator.free(ref);
+		return staged.error();
+	}
+	return std::pair{ref, staged.value()};
+}
+
 Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe,
                                                uint32_t chunk, fx::Type expected, const scene::RenderObject& object,
                                                const std::string& name, bool unheld)
@@ -1981,14 +1997,9 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	e->type = packed.type;
 	e->elements = 1;
 	e->data_bytes = packed.type.packedBytes();
-	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, e->data_bytes));
-	Result<std::byte*> staged = stageAllocation(pages, *chunks[chunk], ref, kTypeUniform, 1, e->data_bytes);
-	if (!staged.ok())
-	{
-		chunks[chunk]->allocator.free(ref);
-		return staged.error();
-	}
-	std::memcpy(staged.value(), packed.f, e->data_bytes);
+	QUOKKA_TRY_ASSIGN(staged, allocateStaged(chunk, kTypeUniform, 1, e->data_bytes));
+	const auto [ref, out] = staged;
+	std::memcpy(out, packed.f, e->data_bytes);
 	e->ref = ref;
 	e->refcount = 1;
 	e->key = key;
@@ -2036,16 +2047,10 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": " + name + " needs " +
 		                                                 std::to_string(data_bytes + 16) +
 		                                                 " bytes, more than one arena chunk holds");
-	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, uint32_t(data_bytes)));
 	// Convert straight into the staged bytes: tight 32-bit data of the shader's type.
-	Result<std::byte*> staged =
-	    stageAllocation(pages, *chunks[chunk], ref, index ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes));
-	if (!staged.ok())
-	{
-		chunks[chunk]->allocator.free(ref);
-		return staged.error();
-	}
-	auto* out = reinterpret_cast<uint32_t*>(staged.value());
+	QUOKKA_TRY_ASSIGN(staged, allocateStaged(chunk, index ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes)));
+	const uint32_t ref = staged.first;
+	auto* out = reinterpret_cast<uint32_t*>(staged.second);
 	const std::byte* src = data.data() + view.offset;
 	// 32-bit components: copied whole when already tight at the shader's size, else widened/truncated per element.
 	const uint32_t words32 = index ? 0 : word32Components(view.format);
