@@ -322,7 +322,7 @@ adaptive::Ref<TextureResource> Context::texture(const adaptive::aval<scene::Text
 
 void Context::queueBuffer(BufferResource* resource)
 {
-	if (resource->queued)
+	if (resource->queued || resource->refCount() == 0) // (not while it is being destroyed: see queueTexture)
 		return;
 	resource->queued = true;
 	dirty_buffers_.emplace_back(resource);
@@ -330,7 +330,9 @@ void Context::queueBuffer(BufferResource* resource)
 
 void Context::queueTexture(TextureResource* resource)
 {
-	if (resource->queued)
+	// Not while it is being destroyed (reference count 0): ~TextureResource releases a renderTo framebuffer, which
+	// marks the texture's outputs — this resource among them — and a queued reference to it would outlive it.
+	if (resource->queued || resource->refCount() == 0)
 		return;
 	resource->queued = true;
 	dirty_textures_.emplace_back(resource);

@@ -165,6 +165,8 @@ public:
 	Result<void> upload(gpu::CommandList& list);
 
 	const ContextStats& stats() const { return stats_; }
+	/// Buffers and textures queued for the next upload(): each holds a reference until then.
+	size_t queuedResources() const { return dirty_buffers_.size() + dirty_textures_.size(); }
 	/// Checks the arenas' invariants.
 	Result<void> validate() const;
 
