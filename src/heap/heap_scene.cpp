@@ -891,12 +891,16 @@ public:
 	/// Files the deferred insertions.
 	void flush() { table_.flush(); }
 	/// Removes and drops `e` (which may destroy it).
-	void erase(Entry* e)
+	void erase(Entry* e) { erase(e, PoolKeyHash{}(e->key)); }
+	/// erase() for a caller that hashed `e`'s key already (hashOf).
+	void erase(Entry* e, uint64_t hash)
 	{
-		if (table_.erase(e, PoolKeyHash{}(e->key)))
+		if (table_.erase(e, hash))
 			dropPooled(e);
 	}
+	static uint64_t hashOf(const PoolKey& key) { return PoolKeyHash{}(key); }
 	void prefetch(const PoolKey& key) const { table_.prefetch(PoolKeyHash{}(key)); }
+	void prefetch(uint64_t hash) const { table_.prefetch(hash); }
 	template <typename F>
 	void forEach(F&& f) const
 	{
@@ -1125,7 +1129,12 @@ struct HeapScene::Impl
 	/// in a tight loop that prefetches ahead, the misses overlap. An entry waiting here has no holder (refcount 0) and
 	/// its block is free, so it must be gone before anything searches the pool: update() erases right after the loop.
 	bool defer_pool_erase = false;
-	std::vector<Entry*> doomed_entries;
+	struct Doomed
+	{
+		Entry* entry;
+		uint64_t hash; ///< of its key, taken while the entry was warm
+	};
+	std::vector<Doomed> doomed_entries;
 	void eraseDoomed();
 	/// Set by ~HeapScene: objects leave without giving anything back one by one (their slots, blocks and pool entries
 	/// all go with the scene), which makes closing a scene of 10^6 objects a fraction of 10^6 removals.
@@ -2138,30 +2147,40 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 	if (u && u->constant)
 		constants.erase(*u->constant);
 	else if (defer_pool_erase)
-		doomed_entries.push_back(e);
+		doomed_entries.push_back({e, Pool::hashOf(e->key)});
 	else
 		pool.erase(e);
 }
 
 void HeapScene::Impl::eraseDoomed()
 {
-	// Each erasure reads the entry's home slot and, for a uniform entry, the node its destruction unsubscribes from:
-	// fetched kAhead erasures ahead (the entries themselves are warm: their removals just read them).
+	// Each erasure reads the entry's home slot, the entry and, for a uniform entry, the node its destruction
+	// unsubscribes from. By the time this loop runs the frame's removals have moved on through megabytes of other
+	// objects, so the entries are cold again: the slot (from the hash kept at removal) and the entry are fetched
+	// 2 × kAhead erasures ahead, the node — found through the entry — kAhead ahead.
 	constexpr size_t kAhead = 8;
 	const size_t n = doomed_entries.size();
-	auto ahead = [&](const Entry* e)
+	auto far = [&](const Doomed& d)
 	{
-		pool.prefetch(e->key);
-		if (const UniformEntry* u = asUniform(e); u && u->uniform.node())
+		pool.prefetch(d.hash);
+		prefetchLines(d.entry, 2);
+	};
+	auto near = [&](const Doomed& d)
+	{
+		if (const UniformEntry* u = asUniform(d.entry); u && u->uniform.node())
 			__builtin_prefetch(u->uniform.node().get());
 	};
+	for (size_t i = 0; i < std::min(n, 2 * kAhead); ++i)
+		far(doomed_entries[i]);
 	for (size_t i = 0; i < std::min(n, kAhead); ++i)
-		ahead(doomed_entries[i]);
+		near(doomed_entries[i]);
 	for (size_t i = 0; i < n; ++i)
 	{
+		if (i + 2 * kAhead < n)
+			far(doomed_entries[i + 2 * kAhead]);
 		if (i + kAhead < n)
-			ahead(doomed_entries[i + kAhead]);
-		pool.erase(doomed_entries[i]);
+			near(doomed_entries[i + kAhead]);
+		pool.erase(doomed_entries[i].entry, doomed_entries[i].hash);
 	}
 	doomed_entries.clear();
 }
