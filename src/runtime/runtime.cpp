@@ -332,40 +332,87 @@ Result<void> RenderTask::run(gpu::CommandList& list, Framebuffer& fb)
 
 // ---- RenderTarget -----------------------------------------------------------------------------------------------
 
+namespace detail
+{
+struct RenderTargetState
+{
+	RenderTargetState(Runtime& runtime, scene::FramebufferSignature signature, adaptive::alist<scene::Command> commands,
+	                  adaptive::aval<math::V2i> size)
+	    : runtime(&runtime), signature(std::move(signature)),
+	      task(runtime.compile(this->signature, std::move(commands))), size(std::move(size))
+	{
+	}
+	~RenderTargetState() { runtime->live_targets_.erase(this); }
+	RenderTargetState(const RenderTargetState&) = delete;
+	RenderTargetState& operator=(const RenderTargetState&) = delete;
+
+	Result<void> render(gpu::CommandList& list)
+	{
+		QUOKKA_TRY_ASSIGN(changed, task->update());
+		if (!changed && !fresh)
+			return {};
+		fresh = false;
+		++renders;
+		QUOKKA_TRY(task->upload(list));
+		QUOKKA_TRY(task->encode(list, *framebuffer));
+		for (const scene::ColorAttachment& c : signature.colors)
+			gpu::transitionImage(list, *framebuffer->output(c.name), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+			                     VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT, VK_ACCESS_2_SHADER_SAMPLED_READ_BIT, true);
+		return {};
+	}
+
+	Runtime* runtime;
+	scene::FramebufferSignature signature;
+	std::unique_ptr<RenderTask> task;
+	adaptive::aval<math::V2i> size;
+	Framebuffer* framebuffer = nullptr;
+	bool fresh = true;
+	uint64_t renders = 0;
+};
+} // namespace detail
+
 RenderTarget::RenderTarget(Runtime& runtime, scene::FramebufferSignature signature,
                            adaptive::alist<scene::Command> commands, adaptive::aval<math::V2i> size)
-    : runtime_(&runtime), signature_(signature), task_(runtime.compile(signature, std::move(commands))),
-      size_(std::move(size))
+    : state_(std::make_shared<detail::RenderTargetState>(runtime, std::move(signature), std::move(commands),
+                                                         std::move(size)))
 {
+	// The callbacks hold the state, not this handle: the textures (which hold the resource) may outlive the handle.
 	resource_ = adaptive::makeResource<std::shared_ptr<Framebuffer>>(
-	    [this](Token t) -> std::shared_ptr<Framebuffer>
+	    [state = state_](Token t) -> std::shared_ptr<Framebuffer>
 	    {
-		    const math::V2i s = size_.getValue(t);
-		    auto fb = createFramebuffer(runtime_->device(), signature_, uint32_t(std::max(s.x, 0)),
+		    const math::V2i s = state->size.getValue(t);
+		    auto fb = createFramebuffer(state->runtime->device(), state->signature, uint32_t(std::max(s.x, 0)),
 		                                uint32_t(std::max(s.y, 0)));
 		    if (!fb)
 			    throw std::runtime_error("renderTo: " + fb.error().message);
 		    auto p = std::make_shared<Framebuffer>(std::move(fb).value());
-		    framebuffer_ = p.get();
-		    fresh_ = true;
-		    runtime_->live_targets_.insert(this);
+		    state->framebuffer = p.get();
+		    state->fresh = true;
+		    state->runtime->live_targets_.insert(state.get());
 		    return p;
 	    },
 	    nullptr,
-	    [this](std::shared_ptr<Framebuffer>& fb)
+	    [state = state_](std::shared_ptr<Framebuffer>& fb)
 	    {
-		    if (framebuffer_ == fb.get())
+		    if (state->framebuffer == fb.get())
 		    {
-			    framebuffer_ = nullptr;
-			    runtime_->live_targets_.erase(this);
+			    state->framebuffer = nullptr;
+			    state->runtime->live_targets_.erase(state.get());
 		    }
 		    fb.reset();
 	    });
 }
 
-RenderTarget::~RenderTarget()
+RenderTarget::~RenderTarget() = default;
+
+bool RenderTarget::allocated() const
 {
-	runtime_->live_targets_.erase(this);
+	return state_->framebuffer != nullptr;
+}
+
+uint64_t RenderTarget::renders() const
+{
+	return state_->renders;
 }
 
 adaptive::aval<scene::TextureData> RenderTarget::texture(const std::string& name)
@@ -400,21 +447,6 @@ adaptive::aval<scene::TextureData> RenderTarget::texture(const std::string& name
 	return texture;
 }
 
-Result<void> RenderTarget::render(gpu::CommandList& list)
-{
-	QUOKKA_TRY_ASSIGN(changed, task_->update());
-	if (!changed && !fresh_)
-		return {};
-	fresh_ = false;
-	++renders_;
-	QUOKKA_TRY(task_->upload(list));
-	QUOKKA_TRY(task_->encode(list, *framebuffer_));
-	for (const scene::ColorAttachment& c : signature_.colors)
-		gpu::transitionImage(list, *framebuffer_->output(c.name), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
-		                     VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT, VK_ACCESS_2_SHADER_SAMPLED_READ_BIT, true);
-	return {};
-}
-
 // ---- Runtime ----------------------------------------------------------------------------------------------------
 
 Result<std::unique_ptr<Runtime>> Runtime::create(gpu::Device& device)
@@ -444,12 +476,12 @@ Result<uint32_t> Runtime::renderTargets(gpu::CommandList& list)
 	// allocated by evaluating the textures, which Context::upload() does — do that first so targets exist.
 	QUOKKA_TRY(context_->upload(list));
 	uint32_t rendered = 0;
-	std::vector<RenderTarget*> targets(live_targets_.begin(), live_targets_.end());
-	for (RenderTarget* t : targets)
+	std::vector<detail::RenderTargetState*> targets(live_targets_.begin(), live_targets_.end());
+	for (detail::RenderTargetState* t : targets)
 	{
-		const uint64_t before = t->renders();
+		const uint64_t before = t->renders;
 		QUOKKA_TRY(t->render(list));
-		rendered += uint32_t(t->renders() - before);
+		rendered += uint32_t(t->renders - before);
 	}
 	return rendered;
 }

@@ -364,6 +364,31 @@ TEST_F(ClassicTest, RenderToFeedsATextureIntoASecondPass)
 	EXPECT_FALSE(target->allocated());
 }
 
+TEST_F(ClassicTest, ATextureOfADroppedRenderTargetStillRendersItsScene)
+{
+	// `renderTo(…)->texture()` drops the target at once: the texture alone keeps its scene rendering.
+	scene::FramebufferSignature inner_sig;
+	adaptive::clist<scene::Command> inner;
+	inner.append(scene::clearCommand(rgba(0, 255, 0)));
+	auto texture = runtime_->renderTo(inner_sig, inner, adaptive::constant(math::V2i(8, 8)))->texture();
+
+	RenderObject o = baseObject(effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::diffuseTexture()}),
+	                            squarePositions(-1, -1, 1, 1, 0.5f), 6);
+	std::vector<math::V2f> uv = {{0, 0}, {1, 1}, {1, 0}, {0, 0}, {0, 1}, {1, 1}};
+	o.attributes["DiffuseColorCoordinates"] =
+	    scene::BufferView{adaptive::constant(ArrayBuffer::of(uv)), VK_FORMAT_R32G32_SFLOAT};
+	o.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f));
+	o.textures["DiffuseColorTexture"] = texture;
+	setUpTask(RenderTree::leafOf(scene::makeRenderObject(std::move(o))));
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(0, 255, 0));
+	inner.append(scene::clearCommand(rgba(0, 0, 255))); // the inner scene changes: rendered again
+	ASSERT_EQ(frame(), "");
+	EXPECT_EQ(pixels().at(16, 16), px(0, 0, 255));
+	task_.reset();
+	ASSERT_TRUE(device().waitIdle().ok());
+}
+
 TEST_F(ClassicTest, StaticReRunPreparesNothingAndOneAddedObjectPreparesOne)
 {
 	adaptive::cset<RenderObjectPtr> objects;

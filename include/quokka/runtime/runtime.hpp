@@ -83,6 +83,10 @@ struct TaskStats
 
 class Runtime;
 class RenderTarget;
+namespace detail
+{
+struct RenderTargetState;
+}
 
 class RenderTask
 {
@@ -104,7 +108,7 @@ public:
 
 private:
 	friend class Runtime;
-	friend class RenderTarget;
+	friend struct detail::RenderTargetState;
 	RenderTask(Runtime& runtime, scene::FramebufferSignature signature, adaptive::alist<scene::Command> commands,
 	           RenderOptions options);
 	/// Pulls the command list and updates every pass; true when anything changed (renderTo skips unchanged frames).
@@ -127,7 +131,9 @@ private:
 	TaskStats stats_;
 };
 
-/// An offscreen scene: its framebuffer is an AdaptiveResource and texture(name) an adaptive texture over it.
+/// An offscreen scene: its framebuffer is an AdaptiveResource and texture(name) an adaptive texture over it. The
+/// textures keep the scene alive on their own: a target may be dropped while its textures are in use
+/// (`runtime.renderTo(…)->texture()` is fine). The Runtime must outlive both.
 class RenderTarget
 {
 public:
@@ -136,25 +142,20 @@ public:
 	/// that sample it; the framebuffer exists only while one does.
 	adaptive::aval<scene::TextureData> texture(const std::string& name = "Colors");
 	/// True while the framebuffer is allocated.
-	bool allocated() const { return framebuffer_ != nullptr; }
+	bool allocated() const;
 	/// Times the inner scene was rendered.
-	uint64_t renders() const { return renders_; }
+	uint64_t renders() const;
 
 private:
 	friend class Runtime;
 	RenderTarget(Runtime& runtime, scene::FramebufferSignature signature, adaptive::alist<scene::Command> commands,
 	             adaptive::aval<math::V2i> size);
-	Result<void> render(gpu::CommandList& list);
 
-	Runtime* runtime_;
-	scene::FramebufferSignature signature_;
-	std::unique_ptr<RenderTask> task_;
-	adaptive::aval<math::V2i> size_;
+	/// The inner task, its framebuffer and counters: shared with the framebuffer resource's callbacks, which the
+	/// textures hold.
+	std::shared_ptr<detail::RenderTargetState> state_;
 	adaptive::AdaptiveResource<std::shared_ptr<Framebuffer>> resource_;
 	std::map<std::string, adaptive::aval<scene::TextureData>> textures_;
-	Framebuffer* framebuffer_ = nullptr;
-	bool fresh_ = true;
-	uint64_t renders_ = 0;
 };
 
 class Runtime
@@ -178,12 +179,13 @@ public:
 private:
 	friend class RenderTask;
 	friend class RenderTarget;
+	friend struct detail::RenderTargetState;
 	explicit Runtime(std::unique_ptr<classic::Context> context) : context_(std::move(context)) {}
 	/// Renders every allocated target whose scene changed, before the frame's own passes.
 	Result<uint32_t> renderTargets(gpu::CommandList& list);
 
 	std::unique_ptr<classic::Context> context_;
-	std::set<RenderTarget*> live_targets_;
+	std::set<detail::RenderTargetState*> live_targets_; ///< targets whose framebuffer is allocated
 };
 
 } // namespace quokka::runtime
