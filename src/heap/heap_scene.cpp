@@ -539,6 +539,14 @@ std::vector<std::pair<uint32_t, std::vector<VkBufferCopy>>> Chunk::takeCopies(ui
 	return groups;
 }
 
+/// The value a view's buffer node holds already, or nullptr (none yet, or a view without a buffer node: a single
+/// value). For prefetch hints only.
+const scene::ArrayBuffer* cachedBuffer(const scene::BufferView& v)
+{
+	const auto* node = v.buffer.node().get();
+	return node ? node->cachedValue() : nullptr;
+}
+
 /// Hints the CPU to fetch the first `lines` cache lines of the object at `p` (loops over scattered objects call it a
 /// few visits ahead).
 void prefetchLines(const void* p, int lines)
@@ -2510,7 +2518,7 @@ Result<void> HeapScene::update()
 			views(**added[i + 1].second,
 			      [](const scene::BufferView& v)
 			      {
-				      if (const scene::ArrayBuffer* b = v.buffer.node()->cachedValue())
+				      if (const scene::ArrayBuffer* b = cachedBuffer(v))
 				      {
 					      // (make_shared puts the counts 16 bytes before the vector, maybe in the line before)
 					      __builtin_prefetch(reinterpret_cast<const char*>(b->bytes.get()) - 16);
@@ -2520,7 +2528,7 @@ Result<void> HeapScene::update()
 		views(**added[i].second,
 		      [](const scene::BufferView& v)
 		      {
-			      if (const scene::ArrayBuffer* b = v.buffer.node()->cachedValue(); b && v.offset < b->size())
+			      if (const scene::ArrayBuffer* b = cachedBuffer(v); b && v.offset < b->size())
 				      prefetchLines(b->data() + v.offset, int(std::min<uint64_t>(b->size() - v.offset, 256) + 63) / 64);
 		      });
 		const RenderObjectPtr& object = *added[i].second;

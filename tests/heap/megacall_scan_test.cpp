@@ -144,7 +144,7 @@ protected:
 		auto data = device().readBuffer(src, 0, bytes);
 		EXPECT_TRUE(data.ok()) << data.error().message;
 		std::vector<uint32_t> words(bytes / 4);
-		if (data.ok())
+		if (data.ok() && !words.empty()) // (memcpy from or to null is undefined even for 0 bytes)
 			std::memcpy(words.data(), data.value().data(), words.size() * 4);
 		return words;
 	}
