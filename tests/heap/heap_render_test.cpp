@@ -1098,6 +1098,10 @@ TEST_F(HeapRenderTest, ObjectsAddedInOneFrameAreDrawnInIdOrderWhateverTheirAddre
 					later = made[j];
 				}
 	}
+#if defined(__SANITIZE_ADDRESS__)
+	if (!later)
+		GTEST_SKIP() << "ASan's allocator quarantines freed memory: addresses only grew among " << made.size();
+#endif
 	ASSERT_TRUE(later) << "no later object at a lower address among " << made.size();
 	ASSERT_LT(first->id, later->id);
 	for (const Mode& m : modes())
