@@ -76,6 +76,20 @@ RenderObjectPtr coloredSquare(float x0, float y0, float x1, float y1, float z, V
 	return scene::makeRenderObject(std::move(o));
 }
 
+/// A full-screen white square sampling `texture` at `uv` (per vertex; the default maps the square's corners to the
+/// texture's corners, matching the CCW swap of squarePositions).
+RenderObject texturedSquare(adaptive::aval<scene::TextureData> texture,
+                            std::vector<math::V2f> uv = {{0, 0}, {1, 1}, {1, 0}, {0, 0}, {0, 1}, {1, 1}})
+{
+	RenderObject o = baseObject(effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::diffuseTexture()}),
+	                            squarePositions(-1, -1, 1, 1, 0.5f), 6);
+	o.attributes["DiffuseColorCoordinates"] =
+	    scene::BufferView{adaptive::constant(ArrayBuffer::of(uv)), VK_FORMAT_R32G32_SFLOAT};
+	o.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f));
+	o.textures["DiffuseColorTexture"] = std::move(texture);
+	return o;
+}
+
 V4f rgba(int r, int g, int b, int a = 255)
 {
 	return V4f(float(r) / 255.0f, float(g) / 255.0f, float(b) / 255.0f, float(a) / 255.0f);
@@ -264,13 +278,7 @@ TEST_F(ClassicTest, DiffuseTextureIsSampledThroughTheObjectsSampler)
 	// 2×2 texture: red, green / blue, white; nearest filtering maps each screen quadrant to one texel.
 	auto texels = std::make_shared<std::vector<uint8_t>>(
 	    std::vector<uint8_t>{255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 255});
-	RenderObject o = baseObject(effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::diffuseTexture()}),
-	                            squarePositions(-1, -1, 1, 1, 0.5f), 6);
-	std::vector<math::V2f> uv = {{0, 0}, {1, 1}, {1, 0}, {0, 0}, {0, 1}, {1, 1}}; // matches the CCW swap
-	o.attributes["DiffuseColorCoordinates"] =
-	    scene::BufferView{adaptive::constant(ArrayBuffer::of(uv)), VK_FORMAT_R32G32_SFLOAT};
-	o.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f));
-	o.textures["DiffuseColorTexture"] = adaptive::constant(scene::TextureData{2, 2, texels, false, nullptr});
+	RenderObject o = texturedSquare(adaptive::constant(scene::TextureData{2, 2, texels, false, nullptr}));
 	o.samplers["DiffuseColorTexture"] =
 	    scene::SamplerState{scene::Filter::Nearest, scene::AddressMode::ClampToEdge, false};
 	setUpTask(RenderTree::leafOf(scene::makeRenderObject(std::move(o))));
@@ -331,13 +339,7 @@ TEST_F(ClassicTest, RenderToFeedsATextureIntoASecondPass)
 	auto target = runtime_->renderTo(inner_sig, inner, adaptive::constant(math::V2i(16, 16)));
 	EXPECT_FALSE(target->allocated());
 
-	RenderObject o = baseObject(effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::diffuseTexture()}),
-	                            squarePositions(-1, -1, 1, 1, 0.5f), 6);
-	std::vector<math::V2f> uv = {{0, 0}, {1, 1}, {1, 0}, {0, 0}, {0, 1}, {1, 1}};
-	o.attributes["DiffuseColorCoordinates"] =
-	    scene::BufferView{adaptive::constant(ArrayBuffer::of(uv)), VK_FORMAT_R32G32_SFLOAT};
-	o.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f));
-	o.textures["DiffuseColorTexture"] = target->texture();
+	RenderObject o = texturedSquare(target->texture());
 	o.samplers["DiffuseColorTexture"] =
 	    scene::SamplerState{scene::Filter::Nearest, scene::AddressMode::ClampToEdge, false};
 	setUpTask(RenderTree::leafOf(scene::makeRenderObject(std::move(o))));
@@ -372,13 +374,7 @@ TEST_F(ClassicTest, ATextureOfADroppedRenderTargetStillRendersItsScene)
 	inner.append(scene::clearCommand(rgba(0, 255, 0)));
 	auto texture = runtime_->renderTo(inner_sig, inner, adaptive::constant(math::V2i(8, 8)))->texture();
 
-	RenderObject o = baseObject(effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::diffuseTexture()}),
-	                            squarePositions(-1, -1, 1, 1, 0.5f), 6);
-	std::vector<math::V2f> uv = {{0, 0}, {1, 1}, {1, 0}, {0, 0}, {0, 1}, {1, 1}};
-	o.attributes["DiffuseColorCoordinates"] =
-	    scene::BufferView{adaptive::constant(ArrayBuffer::of(uv)), VK_FORMAT_R32G32_SFLOAT};
-	o.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f));
-	o.textures["DiffuseColorTexture"] = texture;
+	RenderObject o = texturedSquare(texture);
 	setUpTask(RenderTree::leafOf(scene::makeRenderObject(std::move(o))));
 	ASSERT_EQ(frame(), "");
 	EXPECT_EQ(pixels().at(16, 16), px(0, 255, 0));
@@ -514,13 +510,7 @@ TEST_F(ClassicTest, ChangedTextureOfTheSameSizeIsUploadedIntoTheSameImage)
 		return scene::TextureData{4, 4, std::make_shared<std::vector<uint8_t>>(t), false, nullptr};
 	};
 	cval<scene::TextureData> texture(texels(200, 10, 10));
-	RenderObject o = baseObject(effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::diffuseTexture()}),
-	                            squarePositions(-1, -1, 1, 1, 0.5f), 6);
-	std::vector<math::V2f> uv(6, math::V2f(0.5f, 0.5f));
-	o.attributes["DiffuseColorCoordinates"] =
-	    scene::BufferView{adaptive::constant(ArrayBuffer::of(uv)), VK_FORMAT_R32G32_SFLOAT};
-	o.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f));
-	o.textures["DiffuseColorTexture"] = texture;
+	RenderObject o = texturedSquare(texture, std::vector<math::V2f>(6, math::V2f(0.5f, 0.5f)));
 	setUpTask(RenderTree::leafOf(scene::makeRenderObject(std::move(o))));
 	ASSERT_EQ(frame(), "");
 	EXPECT_EQ(pixels().at(16, 16), px(200, 10, 10));
