@@ -336,10 +336,10 @@ namespace detail
 {
 struct RenderTargetState
 {
-	RenderTargetState(Runtime& runtime, scene::FramebufferSignature signature, adaptive::alist<scene::Command> commands,
-	                  adaptive::aval<math::V2i> size)
-	    : runtime(&runtime), signature(std::move(signature)),
-	      task(runtime.compile(this->signature, std::move(commands))), size(std::move(size))
+	RenderTargetState(Runtime& owner, scene::FramebufferSignature sig, adaptive::alist<scene::Command> commands,
+	                  adaptive::aval<math::V2i> extent)
+	    : runtime(&owner), signature(std::move(sig)), task(owner.compile(signature, std::move(commands))),
+	      size(std::move(extent))
 	{
 	}
 	~RenderTargetState() { runtime->live_targets_.erase(this); }
