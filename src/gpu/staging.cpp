@@ -1,4 +1,5 @@
 // Staging ring: scattered writes → one vkCmdCopyBuffer per destination per flush.
+#include <quokka/base/range_overlay.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
 #include <quokka/gpu/grow_buffer.hpp>
@@ -89,7 +90,6 @@ Result<StagingRing::Chunk*> StagingRing::chunkFor(uint64_t size)
 
 void StagingRing::insertRegion(Destination& dst, uint64_t offset, Region region)
 {
-	const uint64_t end = offset + region.size;
 	if (dst.ordered)
 	{
 		auto& v = dst.ascending;
@@ -109,31 +109,12 @@ void StagingRing::insertRegion(Destination& dst, uint64_t offset, Region region)
 		v.clear();
 		dst.ordered = false;
 	}
-	auto& map = dst.regions;
-	// First region that may overlap: the one starting at or before `offset`.
-	auto it = map.upper_bound(offset);
-	if (it != map.begin())
-		--it;
-	std::vector<std::pair<uint64_t, Region>> keep; // trimmed pieces of older regions
-	while (it != map.end() && it->first < end)
-	{
-		const uint64_t r_begin = it->first;
-		const uint64_t r_end = r_begin + it->second.size;
-		if (r_end <= offset)
-		{
-			++it;
-			continue;
-		}
-		// Overlap: the newer write wins. Keep the parts of the old region outside [offset, end).
-		if (r_begin < offset)
-			keep.push_back({r_begin, Region{offset - r_begin, it->second.src, it->second.src_offset}});
-		if (r_end > end)
-			keep.push_back({end, Region{r_end - end, it->second.src, it->second.src_offset + (end - r_begin)}});
-		it = map.erase(it);
-	}
-	for (auto& [o, r] : keep)
-		map.emplace(o, r);
-	map.emplace(offset, region);
+	// Overlap: the newer write wins; the parts of older regions outside it are kept.
+	overlayRange(
+	    dst.regions, offset, region, [](const Region& r) { return r.size; },
+	    [](const Region& r, uint64_t skip, uint64_t size) {
+		    return Region{size, r.src, r.src_offset + skip};
+	    });
 }
 
 Result<void> StagingRing::write(const BufferHandle& dst, uint64_t dst_offset, const void* data, uint64_t size)

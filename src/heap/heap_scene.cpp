@@ -24,6 +24,7 @@
 #include <quokka/base/assert.hpp>
 #include <quokka/base/block_cache.hpp>
 #include <quokka/base/clock.hpp>
+#include <quokka/base/range_overlay.hpp>
 #include <quokka/classic/object_inputs.hpp>
 #include <quokka/fx/megacall_glsl.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
@@ -491,34 +492,11 @@ std::vector<std::pair<uint32_t, std::vector<VkBufferCopy>>> Chunk::takeCopies(ui
 			// Overlaps (rare): applied in arrival order, each write trimming the parts of older ones it covers.
 			std::map<uint32_t, Write> live;
 			for (const Write& x : arrival)
-			{
-				const uint32_t end = x.offset + x.size;
-				auto it = live.upper_bound(x.offset);
-				if (it != live.begin())
-					--it;
-				std::vector<Write> kept;
-				bool overlaps = false;
-				while (it != live.end() && it->first < end)
-				{
-					const Write old = it->second;
-					const uint32_t old_end = old.offset + old.size;
-					if (old_end <= x.offset)
-					{
-						++it;
-						continue;
-					}
-					overlaps = true;
-					if (old.offset < x.offset)
-						kept.push_back({old.offset, old.page, old.at, x.offset - old.offset});
-					if (old_end > end)
-						kept.push_back({end, old.page, old.at + (end - old.offset), old_end - end});
-					it = live.erase(it);
-				}
-				for (const Write& k : kept)
-					live.emplace(k.offset, k);
-				live.emplace(x.offset, x);
-				overlapping += overlaps;
-			}
+				overlapping += overlayRange(
+				    live, x.offset, x, [](const Write& r) { return r.size; },
+				    [](const Write& r, uint32_t skip, uint32_t size) {
+					    return Write{r.offset + skip, r.page, r.at + skip, size};
+				    });
 			w.clear();
 			for (const auto& [offset, x] : live)
 				w.push_back(x);
