@@ -28,7 +28,7 @@ namespace
 /// The classic path records one draw per object: 10^6 objects take seconds per frame of CPU encode, and the point of
 /// the larger sizes is the heap against its floor.
 constexpr uint32_t kClassicMaxObjects = 100'000;
-constexpr uint32_t kWidth = 1280, kHeight = 720;
+constexpr uint32_t kWidth = kBenchWidth, kHeight = kBenchHeight;
 constexpr uint32_t kCrossoverTriangles[] = {4, 12, 32, 100};
 
 struct Variant
@@ -218,12 +218,7 @@ int runBenchDraw(const BenchOptions& b)
 		return fail("bench draw: unknown --path '" + b.path + "' (available: classic, heap)");
 	if (!b.draw.empty() && b.draw != "all" && !heap::parseStrategy(b.draw).ok())
 		return fail("bench draw: unknown --draw '" + b.draw + "' (available: all, auto, indirect, megacall)");
-	RenderOptions o;
-	o.device = b.device;
-	o.width = kWidth;
-	o.height = kHeight;
-	o.samples = 1;
-	auto device = createRenderDevice(o);
+	auto device = createBenchDevice(b);
 	if (!device.ok())
 		return fail(device.error());
 	gpu::Device& dev = *device.value();

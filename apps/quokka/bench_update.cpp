@@ -28,7 +28,7 @@ namespace quokka::app
 
 namespace
 {
-constexpr uint32_t kWidth = 1280, kHeight = 720;
+constexpr uint32_t kWidth = kBenchWidth, kHeight = kBenchHeight;
 constexpr uint32_t kChanges[] = {1, 100, 10000};
 
 struct Sample
@@ -87,12 +87,7 @@ int runBenchUpdate(const BenchOptions& b)
 		return fail("bench update: " + strategy.error().message);
 	if (b.objects.size() > 1)
 		return fail("bench update: takes one --objects count, got " + std::to_string(b.objects.size()));
-	RenderOptions o;
-	o.device = b.device;
-	o.width = kWidth;
-	o.height = kHeight;
-	o.samples = 1;
-	auto device = createRenderDevice(o);
+	auto device = createBenchDevice(b);
 	if (!device.ok())
 		return fail(device.error());
 	gpu::Device& dev = *device.value();

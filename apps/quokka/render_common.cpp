@@ -30,6 +30,16 @@ Result<std::unique_ptr<gpu::Device>> createRenderDevice(const RenderOptions& o)
 	return std::move(created.value());
 }
 
+Result<std::unique_ptr<gpu::Device>> createBenchDevice(const BenchOptions& b)
+{
+	RenderOptions o;
+	o.device = b.device;
+	o.width = kBenchWidth;
+	o.height = kBenchHeight;
+	o.samples = 1;
+	return createRenderDevice(o);
+}
+
 gpu::RenderingDesc RenderTargets::pass() const
 {
 	gpu::RenderingDesc pass;

@@ -26,6 +26,11 @@ inline constexpr float kBackground[4] = {0.08f, 0.09f, 0.11f, 1.0f};
 /// A device chosen by `o.device` whose limits admit the requested framebuffer size.
 Result<std::unique_ptr<gpu::Device>> createRenderDevice(const RenderOptions& o);
 
+/// The framebuffer the GPU benchmarks draw into (`bench draw`, `bench update`).
+inline constexpr uint32_t kBenchWidth = 1280, kBenchHeight = 720;
+/// The device `b.device` chooses, admitting a single-sample kBenchWidth × kBenchHeight framebuffer.
+Result<std::unique_ptr<gpu::Device>> createBenchDevice(const BenchOptions& b);
+
 /// The targets of a render: single-sample RGBA8 colour (read back at the end), a multisampled colour target when
 /// o.samples > 1 (resolved into `color`), and optionally a D32 depth target at o.samples.
 struct RenderTargets
