@@ -2,6 +2,8 @@
 // compaction plans applied to simulated buffer contents, and a 10^5-operation randomized differential test against a
 // unit-map model that re-derives every decision from scratch (STYLE R12: prints its seed, dumps the history on
 // failure).
+#include "../test_seed.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,11 +33,7 @@ using Move = ChunkAllocator::Move;
 
 constexpr uint64_t kGiB = uint64_t(1) << 30;
 
-uint32_t testSeed(uint32_t fallback)
-{
-	const char* env = std::getenv("QUOKKA_TEST_SEED");
-	return env ? uint32_t(std::strtoul(env, nullptr, 10)) : fallback;
-}
+using quokka::test::testSeed;
 
 std::string validText(const ChunkAllocator& allocator)
 {

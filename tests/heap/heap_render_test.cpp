@@ -4,8 +4,12 @@
 // a classic render of the same set every frame; pooling (one allocation and one upload for 10^4 objects on one cval,
 // an empty arena after removing everything); bad objects failing with one line.
 #include "../gpu/gpu_fixture.hpp"
+#include "../test_seed.hpp"
 
+#include <cstdio>
+#include <optional>
 #include <random>
+#include <vector>
 
 #include <quokka/adaptive/aset.hpp>
 #include <quokka/fx/stock.hpp>
@@ -289,7 +293,8 @@ protected:
 TEST_F(HeapRenderTest, RandomScenesMatchClassicInEveryStrategy)
 {
 	const Effects fx;
-	for (uint32_t seed : {1u, 2u, 3u})
+	const std::optional<uint32_t> env_seed = quokka::test::envTestSeed();
+	for (uint32_t seed : env_seed ? std::vector<uint32_t>{*env_seed} : std::vector<uint32_t>{1, 2, 3})
 	{
 		RandomScene s = randomScene(seed, 80, fx);
 		const auto tree = RenderTree::ofObjects(adaptive::asetOf(s.objects));
@@ -327,8 +332,10 @@ TEST_F(HeapRenderTest, ScenesForcedAcrossSeveralChunksMatchClassic)
 TEST_F(HeapRenderTest, IncrementalEditsMatchAClassicRenderOfTheSameSet)
 {
 	const Effects fx;
-	RandomScene s = randomScene(11, 60, fx);
-	std::mt19937 rng(5);
+	const uint32_t seed = quokka::test::testSeed(11);
+	std::printf("random scene and edits seed %u (QUOKKA_TEST_SEED to replay)\n", seed);
+	RandomScene s = randomScene(seed, 60, fx);
+	std::mt19937 rng(seed == 11 ? 5 : seed + 1);
 	adaptive::cset<RenderObjectPtr> set(std::vector<RenderObjectPtr>(s.objects.begin(), s.objects.begin() + 40));
 	const auto tree = RenderTree::ofObjects(set);
 	for (const Mode& m : modes(4096))
@@ -1289,8 +1296,10 @@ TEST_F(HeapRenderTest, BadPerInstanceUniformsFailWithOneLineNamingThem)
 TEST_F(HeapRenderTest, ValidatorsStayCleanThroughTenThousandRandomOperations)
 {
 	const Effects fx;
-	RandomScene s = randomScene(21, 300, fx);
-	std::mt19937 rng(9);
+	const uint32_t seed = quokka::test::testSeed(21);
+	std::printf("random scene and operations seed %u (QUOKKA_TEST_SEED to replay)\n", seed);
+	RandomScene s = randomScene(seed, 300, fx);
+	std::mt19937 rng(seed == 21 ? 9 : seed + 1);
 	for (DrawStrategy d : {DrawStrategy::Megacall, DrawStrategy::Indirect})
 	{
 		adaptive::cset<RenderObjectPtr> set;

@@ -1,6 +1,7 @@
 // MeshletManager on a real device (lavapipe + validation in CI): every check reads both buffers back and compares
 // each live batch's payload and patched records with a CPU model. Randomized sequences print their seed and dump the
 // operation history on failure (STYLE R12).
+#include "../test_seed.hpp"
 #include "gpu_fixture.hpp"
 
 #include <cstring>
@@ -487,8 +488,7 @@ TEST_F(MeshletManagerRandomTest, SequencesMatchTheCpuModelAfterEveryUpdateWithCo
 
 void MeshletManagerRandomTest::run(CopyPath path, uint32_t default_seed)
 {
-	const char* env = std::getenv("QUOKKA_TEST_SEED");
-	const uint32_t base_seed = env ? uint32_t(std::strtoul(env, nullptr, 10)) : default_seed;
+	const uint32_t base_seed = quokka::test::testSeed(default_seed);
 	for (uint32_t round = 0; round < 4; ++round)
 	{
 		const uint32_t seed = base_seed + round;

@@ -1,5 +1,7 @@
 // OffsetAllocator: size classes, the reference's known defects as regressions, and a 10^6-operation randomized model
 // test against a CPU interval model (STYLE R12: prints its seed, dumps the history on failure).
+#include "../test_seed.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,11 +22,7 @@ namespace quokka::meshlet
 namespace
 {
 
-uint32_t testSeed(uint32_t fallback)
-{
-	const char* env = std::getenv("QUOKKA_TEST_SEED");
-	return env ? uint32_t(std::strtoul(env, nullptr, 10)) : fallback;
-}
+using quokka::test::testSeed;
 
 TEST(SizeClass, SmallSizesAreExactAndClassSizesRoundTrip)
 {
