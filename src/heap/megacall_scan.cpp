@@ -121,7 +121,7 @@ Binding recordsBinding(const gpu::Buffer& records, uint32_t record_count)
 	return {&records, 0, std::min(records.size(), std::max<uint64_t>(record_count, 1) * kRecordBytes)};
 }
 
-void checkJob(const ScanJob& job)
+void checkJob([[maybe_unused]] const ScanJob& job)
 {
 	QUOKKA_ASSERT(job.buffers && job.buffers->buffer() && job.records && job.args && job.tiles,
 	              "ScanJob: scratch, records, args and tiles are required");
