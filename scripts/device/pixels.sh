@@ -6,7 +6,7 @@
 # Prints one line per render (exit status and last output line) and one per comparison; exits non-zero when a
 # render failed or a heap image differs from the classic one.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 export MALLOC_CHECK_=3 MALLOC_PERTURB_=165
 out=$(mktemp -d)
 status=0

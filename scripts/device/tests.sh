@@ -9,7 +9,7 @@
 # Prints one line per binary (exit status, gtest's summary, failed tests) and exits non-zero when any binary failed.
 # Logs go to $OUT/tests/ when OUT is set.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 root=$PWD
 
 if [ "${1:-}" = "--pack" ]; then
