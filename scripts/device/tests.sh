@@ -29,10 +29,10 @@ if [ "${1:-}" = "--pack" ]; then
     sed 's|"library_path": *"[^"]*"|"library_path": "./libVkLayer_khronos_validation.so"|' "$layer" > "$tmp/layers/$(basename "$layer")"
     strip --strip-debug -o "$tmp/layers/libVkLayer_khronos_validation.so" /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so
   fi
-  tar -C "$tmp" -cf - . | xz -T0 -6 > "$tmp.tar.xz"
-  ../shared/tools/device/pack.sh "$tmp/quokka" "$tmp.tar.xz" "$@"
-  mv ".devcarry/files/$(basename "$tmp").tar.xz" .devcarry/files/tests.tar.xz
-  rm -rf "$tmp" "$tmp.tar.xz"
+  packed=$(mktemp -d)
+  tar -C "$tmp" -cf - . | xz -T0 -6 > "$packed/tests.tar.xz"
+  ../shared/tools/device/pack.sh "$tmp/quokka" "$packed/tests.tar.xz" "$@"
+  rm -rf "$tmp" "$packed"
   exit 0
 fi
 
