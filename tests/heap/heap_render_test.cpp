@@ -1015,6 +1015,72 @@ TEST_F(HeapRenderTest, BytesWrittenTwiceInOneFrameKeepTheLaterWrite)
 	}
 }
 
+/// A frame's additions are placed phase by phase over batches of objects (read, acquire, attach): the arena, the
+/// chunks, the buckets and the pixels must come out exactly as when the same objects arrive one per frame — across
+/// several chunks, over more than one batch, and with objects whose draw fails in the middle of a batch (their blocks
+/// are given back before the batch's later objects acquire theirs, as one at a time).
+TEST_F(HeapRenderTest, AdditionsPlacedInOneFrameMatchAdditionsOneFrameAtATime)
+{
+	const Effects fx;
+	std::mt19937 rng(quokka::test::testSeed(5));
+	RandomScene s;
+	for (int i = 0; i < 3; ++i)
+		s.shared_colors.emplace_back(rgba(int(rng() % 256), int(rng() % 256), int(rng() % 256)));
+	std::vector<size_t> bad;
+	for (uint32_t i = 0; i < 90; ++i)
+	{
+		s.objects.push_back(randomObject(rng, fx, s, i));
+		if (i == 20 || i == 45 || i == 77)
+		{
+			// The draw reads more than the object holds: it fails when placed.
+			scene::DrawCall d = s.draws.back().value();
+			d.count = 3000;
+			s.draws.back().setValue(d);
+			bad.push_back(i);
+		}
+	}
+	for (const Mode& m : modes(4096))
+	{
+		if (m.options.path != runtime::RenderPath::Heap)
+			continue;
+		SCOPED_TRACE(m.name);
+		adaptive::cset<RenderObjectPtr> together, apart;
+		auto a = task(RenderTree::ofObjects(together), m.options);
+		auto b = task(RenderTree::ofObjects(apart), m.options);
+		adaptive::transact(
+		    [&]
+		    {
+			    for (const RenderObjectPtr& o : s.objects)
+				    together.add(o);
+		    });
+		EXPECT_NE(frame(*a).find("but the draw reads 3000"), std::string::npos);
+		ASSERT_EQ(frame(*a), "");
+		const Rgba8Image once = pixels();
+		size_t failed = 0;
+		for (const RenderObjectPtr& o : s.objects) // (in creation order, which is id order)
+		{
+			apart.add(o);
+			failed += !frame(*b).empty();
+		}
+		EXPECT_EQ(failed, bad.size());
+		ASSERT_EQ(frame(*b), "");
+		EXPECT_EQ(differing(once, pixels()), 0u);
+		EXPECT_GT(covered(once), 0u);
+		const HeapStats& x = a->stats().heap;
+		const HeapStats& y = b->stats().heap;
+		EXPECT_GT(x.chunks, 2u);
+		EXPECT_EQ(x.objects, y.objects);
+		EXPECT_EQ(x.chunks, y.chunks);
+		EXPECT_EQ(x.arena_bytes, y.arena_bytes);
+		EXPECT_EQ(x.live_bytes, y.live_bytes);
+		EXPECT_EQ(x.buckets, y.buckets);
+		EXPECT_EQ(x.slots, y.slots);
+		expectValidHeap(*a);
+		expectValidHeap(*b);
+	}
+}
+
+/// reader left and can change), and no allocator reports a leak.
 /// Closing a heap scene drops its objects, entries, blocks and buckets whole instead of removing each object: the
 /// scene's nodes must still lose every edge to it (no adaptive node of the heap survives, the shared trafo has no
 /// reader left and can change), and no allocator reports a leak.
