@@ -1692,11 +1692,14 @@ Result<void> HeapObject::acquire(Plan& plan)
 			    fresh_max = std::max(fresh_max, bytes);
 			    return true;
 		    };
-		    if (o.indices)
-			    first_fresh = fresh(Entry::kIndex, *o.indices, fx::U32);
+		    // (Which buffers are unheld also spares their pool slots' prefetches below: acquireBuffer never probes for
+		    // them, and each is a DRAM miss in a table of millions that only took a line fill buffer.)
+		    const bool index_fresh = o.indices && fresh(Entry::kIndex, *o.indices, fx::U32);
+		    uint64_t views_fresh = 0; // bit i: views_[i] unheld (views past 64 count as held: prefetched)
 		    for (size_t i = 0; i < views_.size(); ++i)
-			    if (fresh(Entry::kAttribute, *views_[i], iface.attributes[i].type) && i == 0 && !o.indices)
-				    first_fresh = true;
+			    if (fresh(Entry::kAttribute, *views_[i], iface.attributes[i].type) && i < 64)
+				    views_fresh |= uint64_t(1) << i;
+		    first_fresh = o.indices ? index_fresh : (views_fresh & 1) != 0;
 		    auto certainlyFull = [&](uint32_t c)
 		    {
 			    const ChunkAllocator& a = scene_->chunks[c]->allocator;
@@ -1733,11 +1736,12 @@ Result<void> HeapObject::acquire(Plan& plan)
 				                std::to_string(scene_->max_chunk_bytes) + " bytes");
 			    // Each acquisition below probes the pool (a random slot of a table of millions, so a miss each) after
 			    // the previous one's copying: fetched together here, the misses overlap instead of queueing.
-			    if (o.indices)
+			    if (o.indices && !index_fresh)
 				    scene_->pool.prefetch(HeapScene::Impl::bufferKey(Entry::kIndex, *o.indices, fx::U32, chunk));
 			    for (size_t i = 0; i < views_.size(); ++i)
-				    scene_->pool.prefetch(
-				        HeapScene::Impl::bufferKey(Entry::kAttribute, *views_[i], iface.attributes[i].type, chunk));
+				    if (i >= 64 || !(views_fresh >> i & 1))
+					    scene_->pool.prefetch(
+					        HeapScene::Impl::bufferKey(Entry::kAttribute, *views_[i], iface.attributes[i].type, chunk));
 			    for (size_t i = 0; i < uniforms.size(); ++i)
 				    if (!uniforms[i].node()->isConstant() && !unheld[i])
 					    scene_->pool.prefetch(HeapScene::Impl::uniformKey(uniforms[i].node().get(), recipes[i], chunk));
