@@ -1669,7 +1669,6 @@ Result<void> HeapObject::acquire(Plan& plan)
 		    // no pool lookups (cache misses in a table of millions of entries) and no allocation attempts. Exactly
 		    // the attempts that would fail are skipped, so placement is unchanged.
 		    uint64_t fresh_sum = 0, fresh_max = 0;
-		    bool first_fresh = false;
 		    std::array<PoolKey, 8> fresh_keys; // (two views reading the same bytes the same way share one entry)
 		    size_t fresh_count = 0;
 		    auto fresh = [&](Entry::Kind kind, const scene::BufferView& v, fx::Type type)
@@ -1699,7 +1698,7 @@ Result<void> HeapObject::acquire(Plan& plan)
 		    for (size_t i = 0; i < views_.size(); ++i)
 			    if (fresh(Entry::kAttribute, *views_[i], iface.attributes[i].type) && i < 64)
 				    views_fresh |= uint64_t(1) << i;
-		    first_fresh = o.indices ? index_fresh : (views_fresh & 1) != 0;
+		    const bool first_fresh = o.indices ? index_fresh : (views_fresh & 1) != 0;
 		    auto certainlyFull = [&](uint32_t c)
 		    {
 			    const ChunkAllocator& a = scene_->chunks[c]->allocator;
@@ -2522,13 +2521,17 @@ Result<void> HeapScene::update()
 		p.removed_since_collect = 0;
 	}
 	Result<void> result;
-	auto note = [&](const Result<void>& r)
+	// Placement phase by phase over batches (HeapObject::Plan says why). An object that fails a phase is left out
+	// (until an input changes: its edges are kept) and dropped from the batch's later phases; the first error is kept.
+	auto settle = [&](Ref<HeapObject>& h, Result<void> r)
 	{
-		if (!r.ok() && result.ok())
-			result = r;
+		if (r.ok())
+			return;
+		h->unplace();
+		if (result.ok())
+			result = std::move(r);
+		h = Ref<HeapObject>();
 	};
-	// Placement phase by phase over batches (HeapObject::Plan says why); an object that fails a phase is left out
-	// of the later ones.
 	constexpr size_t kBatch = 32;
 	std::vector<Ref<HeapObject>> batch;
 	batch.reserve(kBatch);
@@ -2572,13 +2575,7 @@ Result<void> HeapScene::update()
 			const RenderObjectPtr& object = *added[i].second;
 			Ref<HeapObject> h = adaptive::makeRef<HeapObject>(p, object);
 			p.objects.insert(object.get(), h);
-			Result<void> r = h->read(plans[i - first]);
-			if (!r.ok())
-			{
-				h->unplace(); // left out until an input changes (its edges are kept)
-				note(r);
-				h = Ref<HeapObject>();
-			}
+			settle(h, h->read(plans[i - first]));
 			batch.push_back(std::move(h));
 		}
 		// Acquiring copies the buffers: their storage is read first through its reference count (the control block
@@ -2613,25 +2610,13 @@ Result<void> HeapScene::update()
 					      prefetchLines(b->data() + v.offset,
 					                    int(std::min<uint64_t>(b->size() - v.offset, 256) + 63) / 64);
 			      });
-			Result<void> r = batch[j]->acquire(plans[j]);
-			if (!r.ok())
-			{
-				batch[j]->unplace();
-				note(r);
-				batch[j] = Ref<HeapObject>();
-			}
+			settle(batch[j], batch[j]->acquire(plans[j]));
 		}
 		for (size_t j = 0; j < batch.size(); ++j)
 		{
 			plans[j] = HeapObject::Plan{}; // (drops the uniform values it holds)
-			if (!batch[j])
-				continue;
-			Result<void> r = batch[j]->attach();
-			if (!r.ok())
-			{
-				batch[j]->unplace();
-				note(r);
-			}
+			if (batch[j])
+				settle(batch[j], batch[j]->attach());
 		}
 	}
 	p.objects.flush();
