@@ -1160,6 +1160,22 @@ struct HeapScene::Impl
 	/// Drops empty slots and buckets (after the update, so nothing refers to them).
 	void sweep();
 	bool sweep_pending = false; ///< a slot or bucket became empty since the last sweep
+	/// A block was freed since compact() last looked: only frees make a chunk worth compacting, so a frame without
+	/// one (an edit, an add into free space) skips the walk of the chunks.
+	bool compaction_check = false;
+	/// The chunks' blocks or the slots (their number or strategies) changed since the shape figures were summed:
+	/// update() re-sums them only then, so a frame's fixed cost does not walk every chunk and slot.
+	bool shape_changed = true;
+	/// The shape part of HeapStats (slots, strategies, chunks, bytes), as last summed.
+	HeapStats shape;
+	/// Sums the shape figures over the chunks and slots (O(chunks + slots)).
+	HeapStats sumShape() const;
+	/// Frees the block at `ref` of `chunk` (and notes that the chunk may now be worth compacting).
+	void freeBlock(uint32_t chunk, uint32_t ref)
+	{
+		chunks[chunk]->allocator.free(ref);
+		shape_changed = compaction_check = true;
+	}
 	/// Compacts chunks whose waste passed the floor: plans the moves, re-seats every reference (pool entries, draw
 	/// headers, index starts in commands and records); upload() records the copies.
 	void compact();
@@ -1978,6 +1994,7 @@ Result<void> HeapObject::refresh()
 uint32_t HeapScene::Impl::openChunk()
 {
 	chunks.push_back(std::make_unique<Chunk>(max_chunk_bytes));
+	shape_changed = true;
 	return uint32_t(chunks.size() - 1);
 }
 
@@ -1989,6 +2006,7 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 		chunk_full = true;
 		return makeError(ErrorCode::OutOfMemory, "arena chunk full");
 	}
+	shape_changed = true;
 	return *at;
 }
 
@@ -1999,7 +2017,7 @@ Result<std::pair<uint32_t, std::byte*>> HeapScene::Impl::allocateStaged(uint32_t
 	Result<std::byte*> staged = stageAllocation(pages, *chunks[chunk], ref, type_id, length, data_bytes);
 	if (!staged.ok())
 	{
-		chunks[chunk]->allocator.free(ref);
+		freeBlock(chunk, ref);
 		return staged.error();
 	}
 	return std::pair{ref, staged.value()};
@@ -2135,7 +2153,7 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 		for (uint32_t i = 0; i < n; ++i)
 			if (!convertElement(src + uint64_t(i) * stride, view.format, type, out + size_t(i) * comps))
 			{
-				chunks[chunk]->allocator.free(ref); // (the staged bytes land in a free block: harmless)
+				freeBlock(chunk, ref); // (the staged bytes land in a free block: harmless)
 				return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": attribute '" + name +
 				                                                 "' has a format the heap cannot convert to " +
 				                                                 fx::typeName(type));
@@ -2159,7 +2177,10 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 void HeapScene::Impl::freeBatch(FreeBatch& batch)
 {
 	if (!batch.refs.empty())
+	{
 		chunks[batch.chunk]->allocator.freeMany(batch.refs);
+		shape_changed = compaction_check = true;
+	}
 	batch.refs.clear();
 }
 
@@ -2193,7 +2214,7 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 		batch->refs.push_back(e->ref);
 	}
 	else
-		chunks[e->chunk]->allocator.free(e->ref);
+		freeBlock(e->chunk, e->ref);
 	const UniformEntry* u = asUniform(e);
 	if (u && u->indexed)
 		if (auto it = uniform_chunks.find(e->key.node);
@@ -2332,6 +2353,7 @@ Result<Slot*> HeapScene::Impl::createSlot(Bucket& b, const scene::PipelineStateV
 	s->count.words = {0};
 	s->active = options.draw == DrawStrategy::Megacall ? DrawStrategy::Megacall : DrawStrategy::Indirect;
 	b.slots.push_back(std::move(s));
+	shape_changed = true;
 	return b.slots.back().get();
 }
 
@@ -2351,6 +2373,7 @@ void HeapScene::Impl::chooseStrategy(Slot& s)
 	if (want == s.active)
 		return;
 	s.active = want;
+	shape_changed = true;
 	(want == DrawStrategy::Megacall ? s.mrecords : s.commands).touchAll();
 	s.count.touchAll();
 	s.scan_dirty = true;
@@ -2358,14 +2381,22 @@ void HeapScene::Impl::chooseStrategy(Slot& s)
 
 void HeapScene::Impl::compact()
 {
+	if (!std::exchange(compaction_check, false))
+		return;
 	for (uint32_t c = 0; c < chunks.size(); ++c)
 	{
 		Chunk& chunk = *chunks[c];
-		if (!chunk.buffer || !chunk.moves.empty() || !chunk.allocator.shouldCompact(options.compaction_floor))
+		if (!chunk.allocator.shouldCompact(options.compaction_floor))
 			continue;
+		if (!chunk.buffer || !chunk.moves.empty())
+		{
+			compaction_check = true; // (not yet: looked at again next frame)
+			continue;
+		}
 		std::vector<ChunkAllocator::Move> moves = chunk.allocator.planCompaction();
 		if (moves.empty())
 			continue;
+		shape_changed = true;
 		forEachEntry(
 		    [&](Entry& e)
 		    {
@@ -2388,11 +2419,30 @@ void HeapScene::Impl::compact()
 	}
 }
 
+HeapStats HeapScene::Impl::sumShape() const
+{
+	HeapStats s;
+	for (const Bucket* b : bucket_order)
+		for (const auto& slot : b->slots)
+		{
+			++s.slots;
+			++(slot->active == DrawStrategy::Megacall ? s.megacall_slots : s.indirect_slots);
+		}
+	s.chunks = uint32_t(chunks.size());
+	for (const auto& c : chunks)
+	{
+		s.arena_bytes += c->allocator.cursor();
+		s.live_bytes += c->allocator.liveBytes();
+	}
+	return s;
+}
+
 void HeapScene::Impl::sweep()
 {
 	// Only a frame that emptied a slot or a bucket has anything to drop: other frames skip the O(buckets) walk.
 	if (!std::exchange(sweep_pending, false))
 		return;
+	shape_changed = true;
 	std::erase_if(dirty_slots, [](const Slot* s) { return s->records.empty(); });
 	for (Bucket* b : bucket_order)
 	{
@@ -2534,8 +2584,8 @@ Result<void> HeapScene::update()
 	};
 	constexpr size_t kBatch = 32;
 	std::vector<Ref<HeapObject>> batch;
-	batch.reserve(kBatch);
-	std::vector<HeapObject::Plan> plans(kBatch);
+	batch.reserve(std::min(kBatch, added.size()));
+	std::vector<HeapObject::Plan> plans(std::min(kBatch, added.size())); // (none in a frame without additions)
 	for (size_t first = 0; first < added.size(); first += kBatch)
 	{
 		const size_t last = std::min(added.size(), first + kBatch);
@@ -2666,18 +2716,23 @@ Result<void> HeapScene::update()
 	stats_.objects = uint32_t(p.objects.size());
 	stats_.derived_uniforms = uint32_t(p.derived.size());
 	stats_.buckets = uint32_t(p.bucket_order.size());
-	for (const Bucket* b : p.bucket_order)
-		for (const auto& s : b->slots)
-		{
-			++stats_.slots;
-			++(s->active == DrawStrategy::Megacall ? stats_.megacall_slots : stats_.indirect_slots);
-		}
-	stats_.chunks = uint32_t(p.chunks.size());
-	for (const auto& c : p.chunks)
+	if (std::exchange(p.shape_changed, false))
+		p.shape = p.sumShape();
+#if defined(QUOKKA_ENABLE_ASSERTS) && QUOKKA_ENABLE_ASSERTS
 	{
-		stats_.arena_bytes += c->allocator.cursor();
-		stats_.live_bytes += c->allocator.liveBytes();
+		const HeapStats fresh = p.sumShape();
+		QUOKKA_ASSERT(fresh.slots == p.shape.slots && fresh.megacall_slots == p.shape.megacall_slots &&
+		                  fresh.indirect_slots == p.shape.indirect_slots && fresh.chunks == p.shape.chunks &&
+		                  fresh.arena_bytes == p.shape.arena_bytes && fresh.live_bytes == p.shape.live_bytes,
+		              "heap shape figures changed without shape_changed");
 	}
+#endif
+	stats_.slots = p.shape.slots;
+	stats_.megacall_slots = p.shape.megacall_slots;
+	stats_.indirect_slots = p.shape.indirect_slots;
+	stats_.chunks = p.shape.chunks;
+	stats_.arena_bytes = p.shape.arena_bytes;
+	stats_.live_bytes = p.shape.live_bytes;
 	stats_.update_ms = msSince(t0);
 	return result;
 }
