@@ -958,6 +958,7 @@ struct Bucket
 	GpuArray headers{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap draw headers"};
 	std::vector<uint32_t> free_headers;
 	uint32_t header_count = 0;
+	bool headers_queued = false; ///< listed in HeapScene::Impl::dirty_headers
 	std::vector<Ref<classic::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
 	std::vector<uint32_t> texture_bindings;
@@ -1148,6 +1149,14 @@ struct HeapScene::Impl
 	};
 	Result<const HeapEffect*> heapEffect(const fx::Effect& effect);
 	std::map<fx::Hash128, HeapEffect> heap_effects;
+	/// Buckets whose draw headers changed this frame: upload() stages only theirs, so a frame's fixed cost does not
+	/// visit every bucket's header array.
+	std::vector<Bucket*> dirty_headers;
+	void markHeaders(Bucket* b)
+	{
+		if (!std::exchange(b->headers_queued, true))
+			dirty_headers.push_back(b);
+	}
 	void markSlot(Slot* s)
 	{
 		s->scan_dirty = true;
@@ -1488,6 +1497,7 @@ void HeapObject::writeHeader()
 	words[entries.size()] = uint32_t(vertex_base);
 	words[entries.size() + 1] = draw.first_instance;
 	h.set(base, words.data(), words.size());
+	scene_->markHeaders(bucket);
 }
 
 void HeapObject::writeRecord()
@@ -1823,6 +1833,7 @@ Result<void> HeapObject::attach()
 		    {
 			    header = bucket->header_count++;
 			    bucket->headers.resize(size_t(bucket->header_count) * bucket->header_words);
+			    scene_->markHeaders(bucket);
 		    }
 		    else
 		    {
@@ -2449,6 +2460,7 @@ void HeapScene::Impl::sweep()
 		std::erase_if(b->known, [](const Bucket::Known& k) { return k.slot->records.empty(); });
 		std::erase_if(b->slots, [](const std::unique_ptr<Slot>& s) { return s->records.empty(); });
 	}
+	std::erase_if(dirty_headers, [](const Bucket* b) { return b->objects == 0; });
 	std::erase_if(bucket_order, [](const Bucket* b) { return b->objects == 0; });
 	std::erase_if(buckets, [](const auto& kv) { return kv.second->objects == 0; });
 }
@@ -2861,10 +2873,19 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT |
 		                       VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT);
 	p.pages.retire(list);
-	for (Bucket* b : p.bucket_order)
+	std::vector<Bucket*> headers;
+	headers.swap(p.dirty_headers);
+	for (size_t i = 0; i < headers.size(); ++i)
 	{
-		QUOKKA_TRY_ASSIGN(h, b->headers.upload(device, staging));
-		stats_.upload_bytes += h;
+		headers[i]->headers_queued = false;
+		Result<uint64_t> h = headers[i]->headers.upload(device, staging);
+		if (!h.ok())
+		{
+			for (size_t j = i; j < headers.size(); ++j) // (still to upload: listed again)
+				p.markHeaders(headers[j]);
+			return h.error();
+		}
+		stats_.upload_bytes += h.value();
 	}
 	for (Slot* s : p.dirty_slots)
 	{
