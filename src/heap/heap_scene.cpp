@@ -328,6 +328,8 @@ public:
 		return span;
 	}
 	const gpu::Buffer& buffer(uint32_t page) const { return *pages_[page].buffer; }
+	/// True when this frame reserved nothing yet.
+	bool empty() const { return pages_.empty(); }
 	/// Hands this frame's pages to `list` (they come back once it retired) and starts the next frame.
 	void retire(gpu::CommandList& list)
 	{
@@ -1175,6 +1177,10 @@ struct HeapScene::Impl
 	/// The chunks' blocks or the slots (their number or strategies) changed since the shape figures were summed:
 	/// update() re-sums them only then, so a frame's fixed cost does not walk every chunk and slot.
 	bool shape_changed = true;
+	/// A chunk's blocks changed since upload() last sized the chunks' buffers (grown, given back, compacted): only
+	/// then does it walk the chunks for that.
+	bool upload_chunks = true;
+	uint64_t capacity_bytes = 0; ///< the chunks' buffer sizes, as upload() last summed them
 	/// The shape part of HeapStats (slots, strategies, chunks, bytes), as last summed.
 	HeapStats shape;
 	/// Sums the shape figures over the chunks and slots (O(chunks + slots)).
@@ -1183,7 +1189,7 @@ struct HeapScene::Impl
 	void freeBlock(uint32_t chunk, uint32_t ref)
 	{
 		chunks[chunk]->allocator.free(ref);
-		shape_changed = compaction_check = true;
+		shape_changed = upload_chunks = compaction_check = true;
 	}
 	/// Compacts chunks whose waste passed the floor: plans the moves, re-seats every reference (pool entries, draw
 	/// headers, index starts in commands and records); upload() records the copies.
@@ -2005,7 +2011,7 @@ Result<void> HeapObject::refresh()
 uint32_t HeapScene::Impl::openChunk()
 {
 	chunks.push_back(std::make_unique<Chunk>(max_chunk_bytes));
-	shape_changed = true;
+	shape_changed = upload_chunks = true;
 	return uint32_t(chunks.size() - 1);
 }
 
@@ -2017,7 +2023,7 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 		chunk_full = true;
 		return makeError(ErrorCode::OutOfMemory, "arena chunk full");
 	}
-	shape_changed = true;
+	shape_changed = upload_chunks = true;
 	return *at;
 }
 
@@ -2190,7 +2196,7 @@ void HeapScene::Impl::freeBatch(FreeBatch& batch)
 	if (!batch.refs.empty())
 	{
 		chunks[batch.chunk]->allocator.freeMany(batch.refs);
-		shape_changed = compaction_check = true;
+		shape_changed = upload_chunks = compaction_check = true;
 	}
 	batch.refs.clear();
 }
@@ -2407,7 +2413,7 @@ void HeapScene::Impl::compact()
 		std::vector<ChunkAllocator::Move> moves = chunk.allocator.planCompaction();
 		if (moves.empty())
 			continue;
-		shape_changed = true;
+		shape_changed = upload_chunks = true;
 		forEachEntry(
 		    [&](Entry& e)
 		    {
@@ -2773,7 +2779,10 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
 	};
 	bool copied = false;
-	for (size_t i = 0; i < p.chunks.size(); ++i)
+	// Sizing the chunks' buffers and recording compactions: only after their blocks changed (a frame without that —
+	// nothing changed, or only uniform values — does not walk the chunks).
+	const bool resize_chunks = p.upload_chunks;
+	for (size_t i = 0; resize_chunks && i < p.chunks.size(); ++i)
 	{
 		Chunk& c = *p.chunks[i];
 		if (c.allocator.cursor() == 0)
@@ -2816,8 +2825,9 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
 	// Compaction: live runs move to the front. A run may overlap its own destination, so everything bounces through
 	// one scratch buffer (chunk → scratch, then scratch → chunk), before this frame's writes land at the new places.
-	for (auto& c : p.chunks)
+	for (size_t i = 0; resize_chunks && i < p.chunks.size(); ++i)
 	{
+		const std::unique_ptr<Chunk>& c = p.chunks[i];
 		if (c->moves.empty())
 			continue;
 		uint64_t total = 0;
@@ -2842,11 +2852,19 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 		list.keepAlive(scratch);
 		c->moves.clear();
 	}
-	bool written = false;
-	for (auto& c : p.chunks)
+	if (resize_chunks)
 	{
-		if (c->buffer)
-			stats_.arena_capacity_bytes += c->buffer->size();
+		p.upload_chunks = false;
+		p.capacity_bytes = 0;
+		for (const auto& c : p.chunks)
+			if (c->buffer)
+				p.capacity_bytes += c->buffer->size();
+	}
+	stats_.arena_capacity_bytes = p.capacity_bytes;
+	bool written = false;
+	for (size_t i = 0; !p.pages.empty() && i < p.chunks.size(); ++i)
+	{
+		const std::unique_ptr<Chunk>& c = p.chunks[i];
 		if (c->pending.empty())
 			continue;
 		if (!c->buffer)
