@@ -1181,10 +1181,16 @@ struct HeapScene::Impl
 	/// then does it walk the chunks for that.
 	bool upload_chunks = true;
 	uint64_t capacity_bytes = 0; ///< the chunks' buffer sizes, as upload() last summed them
-	/// The shape part of HeapStats (slots, strategies, chunks, bytes), as last summed.
-	HeapStats shape;
+	/// The shape part of HeapStats: slots, their strategies, chunks and their bytes.
+	struct Shape
+	{
+		uint32_t slots = 0, indirect_slots = 0, megacall_slots = 0, chunks = 0;
+		uint64_t arena_bytes = 0, live_bytes = 0;
+		bool operator==(const Shape&) const = default;
+	};
+	Shape shape; ///< as last summed
 	/// Sums the shape figures over the chunks and slots (O(chunks + slots)).
-	HeapStats sumShape() const;
+	Shape sumShape() const;
 	/// Frees the block at `ref` of `chunk` (and notes that the chunk may now be worth compacting).
 	void freeBlock(uint32_t chunk, uint32_t ref)
 	{
@@ -2436,9 +2442,9 @@ void HeapScene::Impl::compact()
 	}
 }
 
-HeapStats HeapScene::Impl::sumShape() const
+HeapScene::Impl::Shape HeapScene::Impl::sumShape() const
 {
-	HeapStats s;
+	Shape s;
 	for (const Bucket* b : bucket_order)
 		for (const auto& slot : b->slots)
 		{
@@ -2736,15 +2742,7 @@ Result<void> HeapScene::update()
 	stats_.buckets = uint32_t(p.bucket_order.size());
 	if (std::exchange(p.shape_changed, false))
 		p.shape = p.sumShape();
-#if defined(QUOKKA_ENABLE_ASSERTS) && QUOKKA_ENABLE_ASSERTS
-	{
-		const HeapStats fresh = p.sumShape();
-		QUOKKA_ASSERT(fresh.slots == p.shape.slots && fresh.megacall_slots == p.shape.megacall_slots &&
-		                  fresh.indirect_slots == p.shape.indirect_slots && fresh.chunks == p.shape.chunks &&
-		                  fresh.arena_bytes == p.shape.arena_bytes && fresh.live_bytes == p.shape.live_bytes,
-		              "heap shape figures changed without shape_changed");
-	}
-#endif
+	QUOKKA_ASSERT(p.sumShape() == p.shape, "heap shape figures changed without shape_changed");
 	stats_.slots = p.shape.slots;
 	stats_.megacall_slots = p.shape.megacall_slots;
 	stats_.indirect_slots = p.shape.indirect_slots;
