@@ -754,6 +754,9 @@ struct Entry
 		kIndex,
 	};
 	Kind kind;
+	/// A part of an object's PrivateSet (owned by that object: never pooled, never shared, no reference count to
+	/// drop); false for the pool's entries.
+	bool priv = false;
 	uint32_t chunk;
 	uint32_t ref = 0;      ///< byte offset of the allocation header in the chunk
 	uint32_t elements = 0; ///< attribute elements / indices / 1
@@ -783,6 +786,31 @@ struct BufferEntry final : Entry
 	/// storageUnheld().
 	Ref<AdaptiveObject> node;
 	scene::ArrayBuffer buffer;
+};
+
+/// An object's unshared buffers — storage that no other view can reach (storageUnheld, and a node that only the view
+/// holds), such as a mesh made for this one object — converted side by side into one arena block that the object owns:
+/// one allocation and one free per object instead of one per buffer, and no pool entry to file, find or erase (each a
+/// miss in a table of millions at 10^6 objects; an object's buffers were three of its five pool entries). Each part
+/// keeps its own 16-byte allocation header, so headers, shaders and validators read a part as they read a pooled
+/// allocation. Storage that a second object reaches only later (a view copied into a new object) gets a pooled copy
+/// then, which that object and every later one share; the first object keeps its private copy until it is re-placed —
+/// at most one extra copy per storage and chunk.
+struct PrivateSet final
+{
+	static constexpr size_t kParts = 4; ///< more unshared buffers than this are pooled as before
+	struct Part final : Entry
+	{
+		Part() : Entry(kAttribute, 0) { priv = true; }
+	};
+	uint32_t chunk = 0;
+	uint32_t block = 0; ///< the block's offset: its first part's allocation header
+	uint32_t bytes = 0; ///< the block's size: its parts' (16-byte header + data, rounded up to 16) in order
+	uint32_t count = 0;
+	std::array<Part, kParts> parts;
+
+	static void* operator new(size_t bytes);
+	static void operator delete(void* p) noexcept;
 };
 
 /// True when no pool entry can hold `data`, the value of `view`: an entry holds the storage itself or the constant
@@ -1102,6 +1130,18 @@ struct HeapScene::Impl
 	}
 	Result<Entry*> acquireBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk,
 	                             const scene::RenderObject& object, const std::string& name);
+	/// Converts `data` read through `view` (laid out as `layout`) into `out`: tight 32-bit data of the shader's type.
+	/// Errors: a format the heap cannot convert to `type`.
+	static Result<void> convertBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
+	                                  const BufferLayout& layout, const scene::ArrayBuffer& data, uint32_t* out,
+	                                  const scene::RenderObject& object, const std::string& name);
+	/// The error of a buffer larger than a chunk.
+	Error bufferTooLarge(const scene::RenderObject& object, const std::string& name, uint64_t bytes) const
+	{
+		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": " + name + " needs " +
+		                                                 std::to_string(bytes) +
+		                                                 " bytes, more than one arena chunk holds");
+	}
 	/// The blocks one object's removal gives back, freed together when it is done (ChunkAllocator::freeMany: an
 	/// object's inputs were allocated side by side, so their blocks merge among themselves before they reach the free
 	/// indices). Group fit puts every input of a draw in one chunk, so a batch serves one chunk.
@@ -1112,6 +1152,17 @@ struct HeapScene::Impl
 	};
 	/// Drops one reference to `e`; the last one frees its block — at once, or into `batch` when given.
 	void releaseEntry(Entry* e, FreeBatch* batch = nullptr);
+	/// Frees the block at `ref` of `chunk` into `batch` when it serves that chunk (or none yet), else at once.
+	void freeLater(FreeBatch* batch, uint32_t chunk, uint32_t ref)
+	{
+		if (batch && (batch->refs.empty() || batch->chunk == chunk))
+		{
+			batch->chunk = chunk;
+			batch->refs.push_back(ref);
+		}
+		else
+			freeBlock(chunk, ref);
+	}
 	/// While set (the removal loop of update()), releaseEntry() leaves the pool erasures to eraseDoomed(): each one
 	/// probes a random slot of a table of millions, and inside a removal that miss stalled the loop although its slot
 	/// was prefetched removals ahead (perf on the H200: half of releaseEntry's time on that one load). Done together
@@ -1212,6 +1263,17 @@ void* BufferEntry::operator new([[maybe_unused]] size_t bytes)
 void BufferEntry::operator delete(void* p) noexcept
 {
 	BlockCache<sizeof(BufferEntry)>::release(p);
+}
+
+void* PrivateSet::operator new([[maybe_unused]] size_t bytes)
+{
+	QUOKKA_ASSERT(bytes == sizeof(PrivateSet), "PrivateSet is final");
+	return BlockCache<sizeof(PrivateSet)>::allocate();
+}
+
+void PrivateSet::operator delete(void* p) noexcept
+{
+	BlockCache<sizeof(PrivateSet)>::release(p);
 }
 
 void* UniformEntry::operator new([[maybe_unused]] size_t bytes)
@@ -1340,6 +1402,7 @@ public:
 	absl::InlinedVector<Entry*, 8>
 	    entries; ///< uniforms then attributes (header order); inline: no allocation per object
 	Entry* indices = nullptr;
+	std::unique_ptr<PrivateSet> owned; ///< its unshared buffers (parts listed in `entries` / `indices`), or null
 	scene::DrawCall draw;
 	bool active = true;
 	bool queued = false;
@@ -1702,41 +1765,73 @@ Result<void> HeapObject::acquire(Plan& plan)
 		    if (!scene_->chunks.empty())
 			    consider(uint32_t(scene_->chunks.size() - 1));
 		    // Buffers that no pool entry holds — their storage is referenced by its aval alone, and every entry keeps
-		    // a reference — need an allocation in whichever chunk, so a chunk where that certainly fails (its largest
-		    // allocation does not fit, or their sum exceeds the chunk's free and unused bytes) is skipped in O(1):
-		    // no pool lookups (cache misses in a table of millions of entries) and no allocation attempts. Exactly
-		    // the attempts that would fail are skipped, so placement is unchanged.
-		    uint64_t fresh_sum = 0, fresh_max = 0;
-		    std::array<PoolKey, 8> fresh_keys; // (two views reading the same bytes the same way share one entry)
-		    size_t fresh_count = 0;
-		    auto fresh = [&](Entry::Kind kind, const scene::BufferView& v, fx::Type type)
+		    // a reference — are looked up nowhere; those whose node only this view holds are this object's own: the
+		    // first PrivateSet::kParts of them go side by side into one block (no pool entries), others are pooled. A
+		    // chunk where that certainly fails (the private block or the largest pooled one does not fit, or their sum
+		    // exceeds the chunk's free and unused bytes) is skipped in O(1): no pool lookups (cache misses in a table
+		    // of millions of entries) and no allocation attempts. Exactly the attempts that would fail are skipped, so
+		    // placement is unchanged.
+		    struct Part
+		    {
+			    Entry::Kind kind;
+			    const scene::BufferView* view;
+			    fx::Type type;
+			    const std::string* name;
+			    HeapScene::Impl::BufferLayout layout;
+			    const scene::ArrayBuffer* data;
+		    };
+		    absl::InlinedVector<Part, PrivateSet::kParts> parts;
+		    uint64_t private_bytes = 0, fresh_sum = 0, fresh_max = 0;
+		    enum Held : uint8_t
+		    {
+			    kHeld,    ///< some entry may hold it: looked up in the pool
+			    kFresh,   ///< unheld, pooled (past the private parts): no lookup
+			    kPrivate, ///< unheld, a part of the private block
+		    };
+		    auto classify = [&](Entry::Kind kind, const scene::BufferView& v, fx::Type type,
+		                        const std::string& name) -> Result<Held>
 		    {
 			    const scene::ArrayBuffer& data = v.buffer.getValue(Token{});
 			    if (!storageUnheld(v, data))
-				    return false;
-			    const PoolKey key = HeapScene::Impl::bufferKey(kind, v, type, 0);
-			    if (std::find(fresh_keys.begin(), fresh_keys.begin() + fresh_count, key) !=
-			        fresh_keys.begin() + fresh_count)
-				    return true;
-			    if (fresh_count < fresh_keys.size())
-				    fresh_keys[fresh_count++] = key;
-			    else
-				    return true; // (not counted: the skip test only ever underestimates)
-			    const uint64_t bytes =
-			        (16 + HeapScene::Impl::bufferLayout(kind, v, type, data).data_bytes + ChunkAllocator::kAlign - 1) &
-			        ~uint64_t(ChunkAllocator::kAlign - 1);
+				    return kHeld;
+			    const HeapScene::Impl::BufferLayout layout = HeapScene::Impl::bufferLayout(kind, v, type, data);
+			    if (16 + layout.data_bytes > scene_->max_chunk_bytes)
+				    return scene_->bufferTooLarge(o, name, 16 + layout.data_bytes);
+			    const uint64_t bytes = align16(16 + layout.data_bytes);
+			    // Private only when this view is the one way to the storage: its node held by this view alone (a
+			    // changeable buffer's node is held by its cval too, and is often read by many objects).
+			    if (parts.size() < PrivateSet::kParts && v.buffer.node()->refCount() == 1)
+			    {
+				    parts.push_back({kind, &v, type, &name, layout, &data});
+				    private_bytes += bytes;
+				    return kPrivate;
+			    }
 			    fresh_sum += bytes;
 			    fresh_max = std::max(fresh_max, bytes);
-			    return true;
+			    return kFresh;
 		    };
 		    // (Which buffers are unheld also spares their pool slots' prefetches below: acquireBuffer never probes for
 		    // them, and each is a DRAM miss in a table of millions that only took a line fill buffer.)
-		    const bool index_fresh = o.indices && fresh(Entry::kIndex, *o.indices, fx::U32);
-		    uint64_t views_fresh = 0; // bit i: views_[i] unheld (views past 64 count as held: prefetched)
+		    static const std::string kIndicesName = "indices";
+		    Held index_held = kHeld;
+		    if (o.indices)
+		    {
+			    QUOKKA_TRY_ASSIGN(h, classify(Entry::kIndex, *o.indices, fx::U32, kIndicesName));
+			    index_held = h;
+		    }
+		    absl::InlinedVector<Held, 8> view_held(views_.size(), kHeld);
 		    for (size_t i = 0; i < views_.size(); ++i)
-			    if (fresh(Entry::kAttribute, *views_[i], iface.attributes[i].type) && i < 64)
-				    views_fresh |= uint64_t(1) << i;
-		    const bool first_fresh = o.indices ? index_fresh : (views_fresh & 1) != 0;
+		    {
+			    QUOKKA_TRY_ASSIGN(
+			        h, classify(Entry::kAttribute, *views_[i], iface.attributes[i].type, iface.attributes[i].name));
+			    view_held[i] = h;
+		    }
+		    if (private_bytes > scene_->max_chunk_bytes)
+			    return fail("its inputs do not fit in one arena chunk of " + std::to_string(scene_->max_chunk_bytes) +
+			                " bytes");
+		    fresh_sum += private_bytes;
+		    fresh_max = std::max(fresh_max, private_bytes);
+		    const bool first_fresh = o.indices ? index_held != kHeld : !views_.empty() && view_held[0] != kHeld;
 		    auto certainlyFull = [&](uint32_t c)
 		    {
 			    const ChunkAllocator& a = scene_->chunks[c]->allocator;
@@ -1773,31 +1868,74 @@ Result<void> HeapObject::acquire(Plan& plan)
 				                std::to_string(scene_->max_chunk_bytes) + " bytes");
 			    // Each acquisition below probes the pool (a random slot of a table of millions, so a miss each) after
 			    // the previous one's copying: fetched together here, the misses overlap instead of queueing.
-			    if (o.indices && !index_fresh)
+			    if (o.indices && index_held == kHeld)
 				    scene_->pool.prefetch(HeapScene::Impl::bufferKey(Entry::kIndex, *o.indices, fx::U32, chunk));
 			    for (size_t i = 0; i < views_.size(); ++i)
-				    if (i >= 64 || !(views_fresh >> i & 1))
+				    if (view_held[i] == kHeld)
 					    scene_->pool.prefetch(
 					        HeapScene::Impl::bufferKey(Entry::kAttribute, *views_[i], iface.attributes[i].type, chunk));
 			    for (size_t i = 0; i < uniforms.size(); ++i)
 				    if (!uniforms[i].node()->isConstant() && !unheld[i])
 					    scene_->pool.prefetch(HeapScene::Impl::uniformKey(uniforms[i].node().get(), recipes[i], chunk));
-			    // Entries in header order (uniforms, then attributes), acquired buffers first: they are the large
-			    // allocations, so a chunk without room fails at its first one instead of after acquiring (and then
-			    // releasing) every uniform — with 8 full chunks before the newest, that was most of an add.
+			    // Entries in header order (uniforms, then attributes), buffers first: they are the large allocations,
+			    // so a chunk without room fails at its first one instead of after acquiring (and then releasing) every
+			    // uniform — with 8 full chunks before the newest, that was most of an add. The private block first of
+			    // all: one allocation for the object's own buffers.
 			    absl::InlinedVector<Entry*, 8> got(uniforms.size() + views_.size(), nullptr);
 			    Entry* idx = nullptr;
+			    std::unique_ptr<PrivateSet> own;
 			    scene_->chunk_full = false;
 			    Result<void> acquired = [&]() -> Result<void>
 			    {
+				    if (!parts.empty())
+				    {
+					    QUOKKA_TRY_ASSIGN(block, scene_->allocate(chunk, uint32_t(private_bytes - 16)));
+					    own = std::make_unique<PrivateSet>();
+					    own->chunk = chunk;
+					    own->block = block;
+					    own->bytes = uint32_t(private_bytes);
+					    Chunk& c = *scene_->chunks[chunk];
+					    uint32_t at = block;
+					    for (const Part& part : parts)
+					    {
+						    const uint32_t n = part.layout.elements, bytes = uint32_t(part.layout.data_bytes);
+						    QUOKKA_TRY_ASSIGN(out,
+						                      stageAllocation(scene_->pages, c, at,
+						                                      part.kind == Entry::kIndex ? kTypeIndex : kTypeAttribute,
+						                                      n, bytes));
+						    QUOKKA_TRY(HeapScene::Impl::convertBuffer(part.kind, *part.view, part.type, part.layout,
+						                                              *part.data, reinterpret_cast<uint32_t*>(out), o,
+						                                              *part.name));
+						    PrivateSet::Part& e = own->parts[own->count++];
+						    e.kind = part.kind;
+						    e.chunk = chunk;
+						    e.ref = at;
+						    e.type = part.type;
+						    e.elements = n;
+						    e.data_bytes = bytes;
+						    e.refcount = 1;
+						    at += uint32_t(align16(16ull + bytes));
+					    }
+				    }
+				    size_t next_part = 0;
 				    if (o.indices)
 				    {
-					    QUOKKA_TRY_ASSIGN(
-					        e, scene_->acquireBuffer(Entry::kIndex, *o.indices, fx::U32, chunk, o, "indices"));
-					    idx = e;
+					    if (index_held == kPrivate)
+						    idx = &own->parts[next_part++];
+					    else
+					    {
+						    QUOKKA_TRY_ASSIGN(
+						        e, scene_->acquireBuffer(Entry::kIndex, *o.indices, fx::U32, chunk, o, kIndicesName));
+						    idx = e;
+					    }
 				    }
 				    for (size_t i = 0; i < views_.size(); ++i)
 				    {
+					    if (view_held[i] == kPrivate)
+					    {
+						    got[uniforms.size() + i] = &own->parts[next_part++];
+						    continue;
+					    }
 					    QUOKKA_TRY_ASSIGN(e,
 					                      scene_->acquireBuffer(Entry::kAttribute, *views_[i], iface.attributes[i].type,
 					                                            chunk, o, iface.attributes[i].name));
@@ -1815,16 +1953,19 @@ Result<void> HeapObject::acquire(Plan& plan)
 			    if (!acquired.ok())
 			    {
 				    for (Entry* e : got)
-					    if (e)
+					    if (e && !e->priv)
 						    scene_->releaseEntry(e);
-				    if (idx)
+				    if (idx && !idx->priv)
 					    scene_->releaseEntry(idx);
+				    if (own) // (its staged bytes land in a free block: harmless)
+					    scene_->freeBlock(chunk, own->block);
 				    if (acquired.error().code != ErrorCode::OutOfMemory || !scene_->chunk_full)
 					    return acquired; // (not a full chunk: host memory for the staging pages, say)
 				    continue;
 			    }
 			    entries = std::move(got);
 			    indices = idx;
+			    owned = std::move(own);
 			    QUOKKA_TRY_ASSIGN(b, scene_->bucketFor(o, *plan.source, effect, chunk));
 			    bucket = b;
 			    ++bucket->objects;
@@ -1875,9 +2016,12 @@ void HeapObject::prefetch(PrefetchStage stage) const
 		break;
 	case PrefetchStage::kEntries:
 		for (const Entry* e : entries)
-			prefetchLines(e, 3);
-		if (indices)
+			if (!e->priv)
+				prefetchLines(e, 3);
+		if (indices && !indices->priv)
 			prefetchLines(indices, 3);
+		if (owned)
+			prefetchLines(owned.get(), 1); // (the block's place; its parts are not read by a removal)
 		for (const Input& in : inputs_)
 			__builtin_prefetch(in.node);
 		break;
@@ -1885,7 +2029,7 @@ void HeapObject::prefetch(PrefetchStage stage) const
 	{
 		auto pool = [&](const Entry* e)
 		{
-			if (e->refcount != 1)
+			if (e->priv || e->refcount != 1)
 				return;
 			// (Its pool slot is erased after the removals: HeapScene::Impl::eraseDoomed fetches it then.)
 			if (const UniformEntry* u = asUniform(e); u && u->indexed)
@@ -1896,6 +2040,8 @@ void HeapObject::prefetch(PrefetchStage stage) const
 			pool(e);
 		if (indices)
 			pool(indices);
+		if (owned)
+			scene_->chunks[owned->chunk]->allocator.prefetchFree(owned->block, owned->bytes);
 		break;
 	}
 	case PrefetchStage::kSlot:
@@ -1923,6 +2069,7 @@ void HeapObject::unplace()
 		slot = nullptr;
 		entries.clear();
 		indices = nullptr;
+		owned.reset();
 		bucket = nullptr;
 		placed = false;
 		return;
@@ -1930,11 +2077,17 @@ void HeapObject::unplace()
 	detachFromSlot();
 	HeapScene::Impl::FreeBatch freed;
 	for (Entry* e : entries)
-		scene_->releaseEntry(e, &freed);
+		if (!e->priv)
+			scene_->releaseEntry(e, &freed);
 	entries.clear();
-	if (indices)
+	if (indices && !indices->priv)
 		scene_->releaseEntry(indices, &freed);
 	indices = nullptr;
+	if (owned)
+	{
+		scene_->freeLater(&freed, owned->chunk, owned->block);
+		owned.reset();
+	}
 	scene_->freeBatch(freed);
 	if (bucket)
 	{
@@ -2144,43 +2297,22 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 			++e->refcount;
 			return e;
 		}
-	const bool index = kind == Entry::kIndex;
-	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
 	const BufferLayout layout = bufferLayout(kind, view, type, data);
-	const uint32_t element = layout.element, stride = layout.stride, comps = layout.components, n = layout.elements;
+	const uint32_t n = layout.elements;
 	const uint64_t data_bytes = layout.data_bytes;
 	if (data_bytes + 16 > max_chunk_bytes)
-		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": " + name + " needs " +
-		                                                 std::to_string(data_bytes + 16) +
-		                                                 " bytes, more than one arena chunk holds");
-	// Convert straight into the staged bytes: tight 32-bit data of the shader's type.
-	QUOKKA_TRY_ASSIGN(staged, allocateStaged(chunk, index ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes)));
+		return bufferTooLarge(object, name, data_bytes + 16);
+	// Convert straight into the staged bytes.
+	QUOKKA_TRY_ASSIGN(
+	    staged, allocateStaged(chunk, kind == Entry::kIndex ? kTypeIndex : kTypeAttribute, n, uint32_t(data_bytes)));
 	const uint32_t ref = staged.first;
-	auto* out = reinterpret_cast<uint32_t*>(staged.second);
-	const std::byte* src = data.data() + view.offset;
-	// 32-bit components: copied whole when already tight at the shader's size, else widened/truncated per element.
-	const uint32_t words32 = index ? 0 : word32Components(view.format);
-	const bool tight_copy = (index && isize == 4) || (words32 != 0 && stride == element && element == comps * 4);
-	if (tight_copy)
-		std::memcpy(out, src, data_bytes);
-	else if (type.cols == 1 && words32 != 0)
-		widenWords(src, stride, n, words32, type.rows, isFloatFormat(view.format), out);
-	else if (index)
-		for (uint32_t i = 0; i < n; ++i)
-		{
-			uint16_t x;
-			std::memcpy(&x, src + 2ull * i, 2);
-			out[i] = x;
-		}
-	else
-		for (uint32_t i = 0; i < n; ++i)
-			if (!convertElement(src + uint64_t(i) * stride, view.format, type, out + size_t(i) * comps))
-			{
-				freeBlock(chunk, ref); // (the staged bytes land in a free block: harmless)
-				return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": attribute '" + name +
-				                                                 "' has a format the heap cannot convert to " +
-				                                                 fx::typeName(type));
-			}
+	if (Result<void> r =
+	        convertBuffer(kind, view, type, layout, data, reinterpret_cast<uint32_t*>(staged.second), object, name);
+	    !r.ok())
+	{
+		freeBlock(chunk, ref); // (the staged bytes land in a free block: harmless)
+		return r.error();
+	}
 	auto e = std::make_unique<BufferEntry>(kind, chunk);
 	if (view.buffer.node()->isConstant())
 		e->node = Ref<AdaptiveObject>(view.buffer.node().get());
@@ -2195,6 +2327,37 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	Entry* raw = e.get();
 	pool.insert(std::move(e));
 	return raw;
+}
+
+Result<void> HeapScene::Impl::convertBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
+                                            const BufferLayout& layout, const scene::ArrayBuffer& data, uint32_t* out,
+                                            const scene::RenderObject& object, const std::string& name)
+{
+	const bool index = kind == Entry::kIndex;
+	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
+	const uint32_t element = layout.element, stride = layout.stride, comps = layout.components, n = layout.elements;
+	const std::byte* src = data.data() + view.offset;
+	// 32-bit components: copied whole when already tight at the shader's size, else widened/truncated per element.
+	const uint32_t words32 = index ? 0 : word32Components(view.format);
+	const bool tight_copy = (index && isize == 4) || (words32 != 0 && stride == element && element == comps * 4);
+	if (tight_copy)
+		std::memcpy(out, src, layout.data_bytes);
+	else if (type.cols == 1 && words32 != 0)
+		widenWords(src, stride, n, words32, type.rows, isFloatFormat(view.format), out);
+	else if (index)
+		for (uint32_t i = 0; i < n; ++i)
+		{
+			uint16_t x;
+			std::memcpy(&x, src + 2ull * i, 2);
+			out[i] = x;
+		}
+	else
+		for (uint32_t i = 0; i < n; ++i)
+			if (!convertElement(src + uint64_t(i) * stride, view.format, type, out + size_t(i) * comps))
+				return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": attribute '" + name +
+				                                                 "' has a format the heap cannot convert to " +
+				                                                 fx::typeName(type));
+	return {};
 }
 
 void HeapScene::Impl::freeBatch(FreeBatch& batch)
@@ -2231,13 +2394,8 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 	QUOKKA_ASSERT(e->refcount > 0, "pool entry released more often than acquired");
 	if (--e->refcount > 0)
 		return;
-	if (batch && (batch->refs.empty() || batch->chunk == e->chunk))
-	{
-		batch->chunk = e->chunk;
-		batch->refs.push_back(e->ref);
-	}
-	else
-		freeBlock(e->chunk, e->ref);
+	QUOKKA_ASSERT(!e->priv, "a private part released as a pool entry");
+	freeLater(batch, e->chunk, e->ref);
 	const UniformEntry* u = asUniform(e);
 	if (u && u->indexed)
 		if (auto it = uniform_chunks.find(e->key.node);
@@ -2433,7 +2591,16 @@ void HeapScene::Impl::compact()
 			for (const auto& s : b->slots)
 			{
 				for (HeapObject* h : s->records)
+				{
+					if (h->owned)
+					{
+						// (A placed object's private block is in its bucket's chunk, and only placed objects own one.)
+						h->owned->block = ChunkAllocator::remap(moves, h->owned->block);
+						for (uint32_t i = 0; i < h->owned->count; ++i)
+							h->owned->parts[i].ref = ChunkAllocator::remap(moves, h->owned->parts[i].ref);
+					}
 					h->rewrite();
+				}
 				markSlot(s.get());
 			}
 		}
@@ -3152,6 +3319,8 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 	    {
 		    if (h->placed)
 			    placed_objects.push_back(h);
+		    else if (h->owned)
+			    f.add("object", classic::objectName(h->object()) + " is not placed but owns a private block");
 	    });
 	for (const HeapObject* h : placed_objects)
 	{
@@ -3166,6 +3335,38 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 			continue;
 		}
 		const Bucket& b = *h->bucket;
+		if (h->owned)
+		{
+			// The private block: its parts tile it in order, each used once by this object, in its bucket's chunk.
+			const PrivateSet& own = *h->owned;
+			if (own.chunk != b.chunk)
+				f.add("object", name + ": its private block lives in chunk " + std::to_string(own.chunk) +
+				                    ", its bucket in " + std::to_string(b.chunk));
+			else if (p.chunks[own.chunk]->allocator.blockBytes(own.block) != own.bytes)
+				f.add("pool", name + ": its private block at offset " + std::to_string(own.block) + " is " +
+				                  std::to_string(p.chunks[own.chunk]->allocator.blockBytes(own.block)) +
+				                  " bytes, its parts need " + std::to_string(own.bytes));
+			uint64_t at = own.block;
+			for (uint32_t i = 0; i < own.count; ++i)
+			{
+				const PrivateSet::Part& part = own.parts[i];
+				if (part.ref != at || part.chunk != own.chunk || !part.priv || part.refcount != 1)
+					f.add("pool", name + ": private part " + std::to_string(i) + " at offset " +
+					                  std::to_string(part.ref) + " does not follow the block's layout (expected " +
+					                  std::to_string(at) + ")");
+				at += align16(16ull + part.data_bytes);
+				const size_t n = std::count(h->entries.begin(), h->entries.end(), &part) + (h->indices == &part);
+				if (n != 1)
+					f.add("pool",
+					      name + ": private part " + std::to_string(i) + " is used " + std::to_string(n) + " times");
+			}
+			if (at != uint64_t(own.block) + own.bytes)
+				f.add("pool", name + ": its private parts cover " + std::to_string(at - own.block) + " of " +
+				                  std::to_string(own.bytes) + " block bytes");
+		}
+		for (const Entry* e : h->entries)
+			if (e->priv && (!h->owned || e < &h->owned->parts[0] || e >= &h->owned->parts[0] + h->owned->count))
+				f.add("object", name + ": a private input that is not one of its own parts");
 		for (const Entry* e : h->entries)
 			if (e->chunk != b.chunk)
 				f.add("object", name + ": an input lives in chunk " + std::to_string(e->chunk) + ", its bucket in " +
@@ -3235,35 +3436,38 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 		QUOKKA_TRY_ASSIGN(words, readWords(device, *chunk.buffer, chunk.allocator.cursor() / 4));
 		arenas[c] = std::move(words);
 		const std::vector<uint32_t>& arena = arenas[c];
-		p.forEachEntry(
-		    [&](const Entry& entry)
-		    {
-			    const Entry* e = &entry;
-			    if (e->chunk != c)
-				    return;
-			    const uint32_t w = e->ref / 4;
-			    const uint32_t want_type = e->kind == Entry::kUniform ? kTypeUniform
-			                               : e->kind == Entry::kIndex ? kTypeIndex
-			                                                          : kTypeAttribute;
-			    if (arena[w] != want_type || arena[w + 1] != e->elements ||
-			        arena[w + 2] != (e->elements ? e->data_bytes / e->elements : 0))
-				    f.add("arena", "chunk " + std::to_string(c) + " offset " + std::to_string(e->ref) +
-				                       ": allocation header {" + std::to_string(arena[w]) + ", " +
-				                       std::to_string(arena[w + 1]) + ", " + std::to_string(arena[w + 2]) +
-				                       "} differs");
-			    if (e->kind != Entry::kIndex && e->type.scalar == fx::Scalar::F32)
-				    for (uint32_t k = 0; k < e->data_bytes / 4; ++k)
-				    {
-					    float v;
-					    std::memcpy(&v, &arena[w + 4 + k], 4);
-					    if (!std::isfinite(v))
-					    {
-						    f.add("arena", "chunk " + std::to_string(c) + " offset " + std::to_string(e->ref) +
-						                       ": a non-finite float at element word " + std::to_string(k));
-						    break;
-					    }
-				    }
-		    });
+		auto checkAllocation = [&](const Entry& entry)
+		{
+			const Entry* e = &entry;
+			if (e->chunk != c)
+				return;
+			const uint32_t w = e->ref / 4;
+			const uint32_t want_type = e->kind == Entry::kUniform ? kTypeUniform
+			                           : e->kind == Entry::kIndex ? kTypeIndex
+			                                                      : kTypeAttribute;
+			if (arena[w] != want_type || arena[w + 1] != e->elements ||
+			    arena[w + 2] != (e->elements ? e->data_bytes / e->elements : 0))
+				f.add("arena", "chunk " + std::to_string(c) + " offset " + std::to_string(e->ref) +
+				                   ": allocation header {" + std::to_string(arena[w]) + ", " +
+				                   std::to_string(arena[w + 1]) + ", " + std::to_string(arena[w + 2]) + "} differs");
+			if (e->kind != Entry::kIndex && e->type.scalar == fx::Scalar::F32)
+				for (uint32_t k = 0; k < e->data_bytes / 4; ++k)
+				{
+					float v;
+					std::memcpy(&v, &arena[w + 4 + k], 4);
+					if (!std::isfinite(v))
+					{
+						f.add("arena", "chunk " + std::to_string(c) + " offset " + std::to_string(e->ref) +
+						                   ": a non-finite float at element word " + std::to_string(k));
+						break;
+					}
+				}
+		};
+		p.forEachEntry(checkAllocation);
+		for (const HeapObject* h : placed_objects)
+			if (h->owned)
+				for (uint32_t i = 0; i < h->owned->count; ++i)
+					checkAllocation(h->owned->parts[i]);
 		// simulateDraws: replay every draw's vertex fetches from the uploaded indices — each index range inside its
 		// allocation, every attribute element a vertex or instance reads inside the attribute's allocation.
 		for (const Bucket* b : p.bucket_order)

@@ -585,6 +585,65 @@ TEST_F(HeapRenderTest, BufferStorageIsStoredOnceWhateverViewsReachIt)
 	EXPECT_EQ(liveBytes(sole, sole), same_view);
 }
 
+TEST_F(HeapRenderTest, StorageThatOnlyLaterGainsASecondObjectIsCopiedOnceForAllLaterUsers)
+{
+	// An object whose buffers nothing else holds places them in its private block (no pool entry). A view of that
+	// storage copied into an object of a later frame finds no pooled copy: it makes one, which every later user shares,
+	// while the first object keeps its own — at most one extra copy. Each object leaves with exactly its own bytes.
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	auto object = [&](std::optional<scene::BufferView> positions, double dx, V4f color)
+	{
+		RenderObject o = litTriangle(lit, V3f(-0.25f, -0.25f, 0), V3f(0.25f, -0.25f, 0), V3f(0, 0.3f, 0), color);
+		if (positions)
+			o.attributes["Positions"] = *positions; // (else the triangle's own storage)
+		o.uniforms["ModelTrafo"] = scene::uniform(math::Trafo3d::translation(math::V3d(dx, 0.1 * dx, 0.3)));
+		return scene::makeRenderObject(std::move(o));
+	};
+	const RenderObjectPtr a = object(std::nullopt, -0.6, rgba(230, 60, 40));
+	ASSERT_EQ(a->attributes.at("Positions").buffer.force().bytes.use_count(), 1);
+	adaptive::cset<RenderObjectPtr> set, reference_set;
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	auto heap = task(RenderTree::ofObjects(set), options);
+	auto classic = task(RenderTree::ofObjects(reference_set), {});
+	auto step = [&](const char* name)
+	{
+		if (::testing::Test::HasFatalFailure())
+			return uint64_t(0);
+		EXPECT_EQ(frame(*classic), "") << name;
+		const Rgba8Image reference = pixels();
+		EXPECT_EQ(frame(*heap), "") << name;
+		EXPECT_EQ(differing(pixels(), reference), 0u) << name;
+		expectValidHeap(*heap);
+		return heap->stats().heap.live_bytes;
+	};
+	// The classic reference draws objects of their own storage (its caches must not count as holders).
+	const RenderObjectPtr ref_a = object(std::nullopt, -0.6, rgba(230, 60, 40));
+	set.add(a);
+	reference_set.add(ref_a);
+	const uint64_t only_a = step("a alone");
+	const RenderObjectPtr b = object(a->attributes.at("Positions"), 0.0, rgba(40, 200, 90));
+	set.add(b);
+	reference_set.add(object(std::nullopt, 0.0, rgba(40, 200, 90)));
+	const uint64_t with_b = step("b reads a's positions");
+	const RenderObjectPtr c = object(a->attributes.at("Positions"), 0.6, rgba(60, 90, 230));
+	set.add(c);
+	reference_set.add(object(std::nullopt, 0.6, rgba(60, 90, 230)));
+	const uint64_t with_c = step("c reads them too");
+	// b copied the positions (three vec4 and the 16-byte header); c shares b's copy, so it adds that much less.
+	const uint64_t positions = (with_b - only_a) - (with_c - with_b);
+	EXPECT_EQ(positions, 16u + 3u * 16u);
+	set.remove(a);
+	reference_set.remove(ref_a);
+	const uint64_t without_a = step("a left");
+	EXPECT_EQ(with_c - without_a, with_b - only_a) << "a leaves with its own bytes, as many as b brought";
+	set.remove(b);
+	set.remove(c);
+	ASSERT_EQ(frame(*heap), "");
+	EXPECT_EQ(heap->stats().heap.live_bytes, 0u);
+	expectValidHeap(*heap);
+}
+
 TEST_F(HeapRenderTest, ASharedVertexBufferThatChangesIsReadAgainByEveryUser)
 {
 	// Three objects share one position buffer (a cval); it changes twice — to other triangles of the same size, then
