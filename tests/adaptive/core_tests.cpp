@@ -522,6 +522,35 @@ TEST(Lifetime, OutputLinksOfManyConsumersAreExactAndUnlinkedOnDestruction) // G1
 	}
 }
 
+TEST(Lifetime, ForEachOutputVisitsExactlyTheCurrentConsumers) // [ours: introspection]
+{
+	for (int n : {0, 1, 2, 3, 9})
+	{
+		cval<int> c(1);
+		std::vector<aval<int>> consumers;
+		for (int i = 0; i < n; ++i)
+		{
+			consumers.push_back(map(c, [i](int x) { return x + i; }));
+			consumers.back().force();
+		}
+		std::vector<const AdaptiveObject*> seen;
+		c.node()->forEachOutput([&](AdaptiveObject* o) { seen.push_back(o); });
+		std::vector<const AdaptiveObject*> want;
+		for (const aval<int>& a : consumers)
+			want.push_back(a.node().get());
+		std::sort(seen.begin(), seen.end());
+		std::sort(want.begin(), want.end());
+		EXPECT_EQ(seen, want) << n << " consumers";
+		if (n > 0)
+		{
+			consumers.erase(consumers.begin()); // (its node dies and unlinks)
+			int count = 0;
+			c.node()->forEachOutput([&](AdaptiveObject*) { ++count; });
+			EXPECT_EQ(count, n - 1);
+		}
+	}
+}
+
 TEST(Lifetime, UnobservedNodesDieImmediately) // G2
 {
 	int64_t before = liveObjectCount();

@@ -120,6 +120,15 @@ public:
 	/// Number of inputs read in the last evaluation.
 	size_t inputCount() const;
 	uint32_t refCount() const { return refcount_; }
+	/// Calls `f(AdaptiveObject*)` for each consumer that read this object (introspection: a renderer finding which of
+	/// its own objects read a value). `f` must not add or remove edges.
+	template <typename F>
+	void forEachOutput(F&& f) const
+	{
+		const detail::OutEdge* e = outs();
+		for (uint32_t i = 0; i < out_count_; ++i)
+			f(e[i].consumer);
+	}
 
 	void addRef() noexcept { ++refcount_; }
 	void release() noexcept
