@@ -1520,8 +1520,8 @@ private:
 	}
 	Result<void> validateDraw();
 	Result<void> readState();
-	/// Re-packs and stages the private uniform parts whose node is in `dirty` (sorted). Errors: a value changed type.
-	Result<void> repackPrivate(const std::vector<AdaptiveObject*>& dirty);
+	/// Re-packs and stages the private uniform parts whose node is in `dirty`. Errors: a value changed its type.
+	Result<void> repackPrivate(const absl::InlinedVector<AdaptiveObject*, 2>& dirty);
 	void writeHeader();
 	void attachToSlot(Slot* s);
 	void detachFromSlot();
@@ -1529,7 +1529,9 @@ private:
 	HeapScene::Impl* scene_;
 	RenderObjectPtr object_;
 	std::vector<Input> inputs_;
-	std::vector<AdaptiveObject*> dirty_inputs_;
+	/// Inputs changed since the last refresh (inline: an edit marks one or two, so an edited object allocates nothing).
+	using DirtyInputs = absl::InlinedVector<AdaptiveObject*, 2>;
+	DirtyInputs dirty_inputs_;
 	scene::PipelineStateValues state_;
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
 };
@@ -2202,14 +2204,14 @@ void HeapObject::unplace()
 	placed = false;
 }
 
-Result<void> HeapObject::repackPrivate(const std::vector<AdaptiveObject*>& dirty)
+Result<void> HeapObject::repackPrivate(const DirtyInputs& dirty)
 {
 	if (!owned)
 		return {};
 	for (uint32_t i = owned->first_uniform; i < owned->count; ++i)
 	{
 		const aval<UniformValue>& u = owned->uniforms[i - owned->first_uniform];
-		if (!std::binary_search(dirty.begin(), dirty.end(), u.node().get()))
+		if (std::find(dirty.begin(), dirty.end(), u.node().get()) == dirty.end())
 			continue;
 		PrivateSet::Part& part = owned->parts[i];
 		const classic::PackedValue p =
@@ -2228,13 +2230,17 @@ Result<void> HeapObject::refresh()
 	queued = false;
 	if (dead)
 		return {};
-	std::vector<AdaptiveObject*> dirty;
+	DirtyInputs dirty;
 	dirty.swap(dirty_inputs_);
 	if (!placed || !slot || std::exchange(replace, false))
 	{
 		unplace();
 		return place();
 	}
+	// The common edit — only the values of private uniform parts changed (the object's own ModelTrafo): re-packed,
+	// nothing else looked at.
+	if (owned && std::all_of(dirty.begin(), dirty.end(), [&](const AdaptiveObject* n) { return holdsPrivate(n); }))
+		return evaluate(*object_, [&]() -> Result<void> { return repackPrivate(dirty); });
 	std::sort(dirty.begin(), dirty.end());
 	dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
 	bool state = false, draw_changed = false, rebuild = false, uniform = false;
@@ -3048,13 +3054,24 @@ Result<void> HeapScene::update()
 			result = r;
 	}
 	// (Re-placements may queue more: objects whose private uniform part a new pooled entry now holds.)
+	// In object-id order (re-placements, and so the draw order, never depend on addresses): each id read once, a few
+	// objects ahead, then the pairs sorted — comparing through the scattered objects cost misses per comparison.
 	for (std::vector<Ref<HeapObject>> dirty; !p.dirty_objects.empty();)
 	{
 		dirty.clear();
 		dirty.swap(p.dirty_objects);
-		std::sort(dirty.begin(), dirty.end(),
-		          [](const Ref<HeapObject>& a, const Ref<HeapObject>& b) { return a->object().id < b->object().id; });
-		for (const Ref<HeapObject>& h : dirty)
+		std::vector<std::pair<uint64_t, HeapObject*>> order(dirty.size());
+		for (size_t i = 0; i < dirty.size(); ++i)
+		{
+			constexpr size_t kAhead = 8;
+			if (i + 2 * kAhead < dirty.size())
+				__builtin_prefetch(dirty[i + 2 * kAhead].get());
+			if (i + kAhead < dirty.size())
+				__builtin_prefetch(&dirty[i + kAhead]->object());
+			order[i] = {dirty[i]->object().id, dirty[i].get()};
+		}
+		std::sort(order.begin(), order.end());
+		for (const auto& [id, h] : order)
 		{
 			Result<void> r = h->refresh();
 			if (!r.ok() && result.ok())
