@@ -3063,11 +3063,11 @@ Result<void> HeapScene::update()
 		std::vector<std::pair<uint64_t, HeapObject*>> order(dirty.size());
 		for (size_t i = 0; i < dirty.size(); ++i)
 		{
-			constexpr size_t kAhead = 8;
-			if (i + 2 * kAhead < dirty.size())
-				__builtin_prefetch(dirty[i + 2 * kAhead].get());
-			if (i + kAhead < dirty.size())
-				__builtin_prefetch(&dirty[i + kAhead]->object());
+			constexpr size_t kIdAhead = 8;
+			if (i + 2 * kIdAhead < dirty.size())
+				__builtin_prefetch(dirty[i + 2 * kIdAhead].get());
+			if (i + kIdAhead < dirty.size())
+				__builtin_prefetch(&dirty[i + kIdAhead]->object());
 			order[i] = {dirty[i]->object().id, dirty[i].get()};
 		}
 		std::sort(order.begin(), order.end());
