@@ -796,19 +796,20 @@ struct BufferEntry final : Entry
 	scene::ArrayBuffer buffer;
 };
 
-/// An object's unshared buffers — storage that no other view can reach (storageUnheld, and a node that only the view
-/// holds), such as a mesh made for this one object — converted side by side into one arena block that the object owns:
-/// one allocation and one free per object instead of one per buffer, and no pool entry to file, find or erase (each a
-/// miss in a table of millions at 10^6 objects; an object's buffers were three of its five pool entries). Each part
+/// What only one object reads, side by side in one arena block that the object owns: its unshared buffers — storage
+/// that no other view can reach (storageUnheld, and a node that only the view holds), such as a mesh made for this one
+/// object — and its own uniforms (a node nothing else reads: its fresh ModelTrafo and what derives from it). One
+/// allocation and one free per object instead of one per input, and no pool entry to file, find or erase (each a miss
+/// in a table of millions at 10^6 objects). Each part
 /// keeps its own 16-byte allocation header, so headers, shaders and validators read a part as they read a pooled
 /// allocation. Storage that a second object reaches only later (a view copied into a new object) gets a pooled copy
 /// then, which that object and every later one share; the first object keeps its private copy until it is re-placed —
 /// at most one extra copy per storage and chunk.
 struct PrivateSet final
 {
-	static constexpr size_t kBufferParts = 4; ///< more unshared buffers than this are pooled as before
-	static constexpr size_t kUniformParts =
-	    2; ///< likewise uniforms (an object's own ModelTrafo and what derives from it)
+	/// At most this many buffers and uniforms per object; more unshared ones are pooled as before.
+	static constexpr size_t kBufferParts = 4;
+	static constexpr size_t kUniformParts = 2;
 	static constexpr size_t kParts = kBufferParts + kUniformParts;
 	struct Part final : Entry
 	{
@@ -821,6 +822,20 @@ struct PrivateSet final
 	uint32_t first_uniform = 0; ///< parts [first_uniform, count) are uniforms (key: node and recipe), buffers before
 	std::array<Part, kParts> parts;
 	std::array<aval<UniformValue>, kUniformParts> uniforms; ///< the uniform parts' values, in part order
+
+	/// Appends a part of `data_bytes` at `ref` (its allocation header) and returns it.
+	Part& append(Entry::Kind kind, uint32_t ref, fx::Type type, uint32_t elements, uint32_t data_bytes)
+	{
+		Part& e = parts[count++];
+		e.kind = kind;
+		e.chunk = chunk;
+		e.ref = ref;
+		e.type = type;
+		e.elements = elements;
+		e.data_bytes = data_bytes;
+		e.refcount = 1;
+		return e;
+	}
 
 	static void* operator new(size_t bytes);
 	static void operator delete(void* p) noexcept;
@@ -1419,7 +1434,7 @@ public:
 	absl::InlinedVector<Entry*, 8>
 	    entries; ///< uniforms then attributes (header order); inline: no allocation per object
 	Entry* indices = nullptr;
-	std::unique_ptr<PrivateSet> owned; ///< its unshared buffers (parts listed in `entries` / `indices`), or null
+	std::unique_ptr<PrivateSet> owned; ///< what only it reads (parts listed in `entries` / `indices`), or null
 	scene::DrawCall draw;
 	bool active = true;
 	bool queued = false;
@@ -1520,8 +1535,10 @@ private:
 	}
 	Result<void> validateDraw();
 	Result<void> readState();
+	/// Inputs changed since the last refresh (inline: an edit marks one or two, so an edited object allocates nothing).
+	using DirtyInputs = absl::InlinedVector<AdaptiveObject*, 2>;
 	/// Re-packs and stages the private uniform parts whose node is in `dirty`. Errors: a value changed its type.
-	Result<void> repackPrivate(const absl::InlinedVector<AdaptiveObject*, 2>& dirty);
+	Result<void> repackPrivate(const DirtyInputs& dirty);
 	void writeHeader();
 	void attachToSlot(Slot* s);
 	void detachFromSlot();
@@ -1529,8 +1546,6 @@ private:
 	HeapScene::Impl* scene_;
 	RenderObjectPtr object_;
 	std::vector<Input> inputs_;
-	/// Inputs changed since the last refresh (inline: an edit marks one or two, so an edited object allocates nothing).
-	using DirtyInputs = absl::InlinedVector<AdaptiveObject*, 2>;
 	DirtyInputs dirty_inputs_;
 	scene::PipelineStateValues state_;
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
@@ -1810,11 +1825,11 @@ Result<void> HeapObject::acquire(Plan& plan)
 			    consider(uint32_t(scene_->chunks.size() - 1));
 		    // Buffers that no pool entry holds — their storage is referenced by its aval alone, and every entry keeps
 		    // a reference — are looked up nowhere; those whose node only this view holds are this object's own: the
-		    // first PrivateSet::kParts of them go side by side into one block (no pool entries), others are pooled. A
-		    // chunk where that certainly fails (the private block or the largest pooled one does not fit, or their sum
-		    // exceeds the chunk's free and unused bytes) is skipped in O(1): no pool lookups (cache misses in a table
-		    // of millions of entries) and no allocation attempts. Exactly the attempts that would fail are skipped, so
-		    // placement is unchanged.
+		    // first PrivateSet::kBufferParts of them go side by side into one block (no pool entries), others are
+		    // pooled. A chunk where that certainly fails (the private block or the largest pooled one does not fit, or
+		    // their sum exceeds the chunk's free and unused bytes) is skipped in O(1): no pool lookups (cache misses in
+		    // a table of millions of entries) and no allocation attempts. Exactly the attempts that would fail are
+		    // skipped, so placement is unchanged.
 		    struct Part
 		    {
 			    Entry::Kind kind;
@@ -1897,9 +1912,12 @@ Result<void> HeapObject::acquire(Plan& plan)
 			    packed_private.push_back(packed);
 			    private_bytes += align16(16ull + packed.type.packedBytes());
 		    }
-		    if (private_bytes > scene_->max_chunk_bytes)
+		    auto tooLarge = [&] {
 			    return fail("its inputs do not fit in one arena chunk of " + std::to_string(scene_->max_chunk_bytes) +
 			                " bytes");
+		    };
+		    if (private_bytes > scene_->max_chunk_bytes)
+			    return tooLarge();
 		    fresh_sum += private_bytes;
 		    fresh_max = std::max(fresh_max, private_bytes);
 		    const bool first_fresh = o.indices ? index_held != kHeld : !views_.empty() && view_held[0] != kHeld;
@@ -1935,8 +1953,7 @@ Result<void> HeapObject::acquire(Plan& plan)
 			    else if (attempt == candidates.size())
 				    chunk = scene_->openChunk();
 			    else
-				    return fail("its inputs do not fit in one arena chunk of " +
-				                std::to_string(scene_->max_chunk_bytes) + " bytes");
+				    return tooLarge();
 			    // Each acquisition below probes the pool (a random slot of a table of millions, so a miss each) after
 			    // the previous one's copying: fetched together here, the misses overlap instead of queueing.
 			    if (o.indices && index_held == kHeld)
@@ -1977,14 +1994,7 @@ Result<void> HeapObject::acquire(Plan& plan)
 						    QUOKKA_TRY(HeapScene::Impl::convertBuffer(part.kind, *part.view, part.type, part.layout,
 						                                              *part.data, reinterpret_cast<uint32_t*>(out), o,
 						                                              *part.name));
-						    PrivateSet::Part& e = own->parts[own->count++];
-						    e.kind = part.kind;
-						    e.chunk = chunk;
-						    e.ref = at;
-						    e.type = part.type;
-						    e.elements = n;
-						    e.data_bytes = bytes;
-						    e.refcount = 1;
+						    own->append(part.kind, at, part.type, n, bytes);
 						    at += uint32_t(align16(16ull + bytes));
 					    }
 					    own->first_uniform = own->count;
@@ -1997,14 +2007,7 @@ Result<void> HeapObject::acquire(Plan& plan)
 						    const uint32_t bytes = packed.type.packedBytes();
 						    QUOKKA_TRY_ASSIGN(out, stageAllocation(scene_->pages, c, at, kTypeUniform, 1, bytes));
 						    std::memcpy(out, packed.f, bytes);
-						    PrivateSet::Part& e = own->parts[own->count++];
-						    e.kind = Entry::kUniform;
-						    e.chunk = chunk;
-						    e.ref = at;
-						    e.type = packed.type;
-						    e.elements = 1;
-						    e.data_bytes = bytes;
-						    e.refcount = 1;
+						    PrivateSet::Part& e = own->append(Entry::kUniform, at, packed.type, 1, bytes);
 						    e.key = HeapScene::Impl::uniformKey(uniforms[i].node().get(), recipes[i], chunk);
 						    own->uniforms[next_uniform++] = uniforms[i];
 						    got[i] = &e;
@@ -2257,13 +2260,6 @@ Result<void> HeapObject::refresh()
 		++scene_->stats->rebuilt;
 		unplace();
 		return place();
-	}
-	if (!state && !draw_changed)
-	{
-		// Only private uniform parts changed (the common edit: a ModelTrafo): re-packed, nothing else touched.
-		if (!uniform)
-			return {};
-		return evaluate(*object_, [&]() -> Result<void> { return repackPrivate(dirty); });
 	}
 	++scene_->stats->refreshed;
 	return evaluate(*object_,
