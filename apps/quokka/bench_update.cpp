@@ -1,9 +1,10 @@
 // `quokka bench update` (issue #5): what a change costs the heap renderer. The unique-mesh scene (scene_unique.cpp,
 // ModelTrafo as a cval per object) is placed on the heap path; then, per k ∈ {1, 100, 10000} (capped at n/10) and per
-// operation, R frames each change k objects — add k objects generated up front, remove k present ones, or edit k
-// ModelTrafos (the pooled uniform re-pack: ModelTrafo and the NormalMatrix derived from it) — and the frame's CPU
-// update time and staged upload bytes are recorded. Every add and remove is undone by an untimed frame (added objects
-// leave again, removed ones return as the newest records), so each figure is measured on a scene of n objects. The
+// operation, R frames each change k objects — add k objects generated up front, remove k present ones, re-add k that
+// an untimed frame just removed (hiding and showing again), or edit k ModelTrafos (the pooled uniform re-pack:
+// ModelTrafo and the NormalMatrix derived from it) — and the frame's CPU update time and staged upload bytes are
+// recorded. Every add and remove is undone by an untimed frame (added objects leave again, removed ones return as the
+// newest records; a re-add is preceded by its untimed removal), so each figure is measured on a scene of n objects. The
 // target (issue #5) is ≤ 2 µs per changed object on the H200 host, with bytes proportional to k, not to n.
 #include "commands.hpp"
 #include "render_common.hpp"
@@ -101,7 +102,7 @@ int runBenchUpdate(const BenchOptions& b)
 			ks.push_back(std::min(k, n / 10));
 	std::vector<std::string> ops = b.update_ops;
 	if (ops.empty())
-		ops = {"add", "remove", "edit"};
+		ops = {"add", "remove", "readd", "edit"};
 	uint64_t pool = 0; // every timed add adds objects never placed before
 	for (uint32_t k : ks)
 		pool += uint64_t(k) * b.reps;
@@ -211,16 +212,30 @@ int runBenchUpdate(const BenchOptions& b)
 							          objects.add(x);
 					          });
 				}
-				else if (what == "remove")
+				else if (what == "remove" || what == "readd")
 				{
 					for (uint32_t i : pick(k))
 						changed.push_back(all[i]);
-					s = frame(dev, *task, fb.value(),
-					          [&]
-					          {
-						          for (const auto& x : changed)
-							          objects.remove(x);
-					          });
+					auto removeAll = [&]
+					{
+						for (const auto& x : changed)
+							objects.remove(x);
+					};
+					if (what == "remove")
+						s = frame(dev, *task, fb.value(), removeAll);
+					else
+					{
+						// Untimed: the k objects leave, then the timed frame brings the same objects back.
+						auto hide = frame(dev, *task, fb.value(), removeAll);
+						if (!hide.ok())
+							return fail(hide.error());
+						s = frame(dev, *task, fb.value(),
+						          [&]
+						          {
+							          for (const auto& x : changed)
+								          objects.add(x);
+						          });
+					}
 				}
 				else
 				{
@@ -237,7 +252,7 @@ int runBenchUpdate(const BenchOptions& b)
 				if (!s.ok())
 					return fail(s.error());
 				samples.push_back(s.value());
-				if (what != "edit")
+				if (what == "add" || what == "remove")
 				{
 					// Undo, untimed: added objects leave (the scene stays at n; every add places objects never placed
 					// before) and removed ones return (removes always pick among the first n).

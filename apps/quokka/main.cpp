@@ -69,8 +69,9 @@ int main(int argc, char** argv)
 	    ->check(CLI::IsMember({"auto", "indirect", "megacall", "all"}));
 	bench_cmd->add_option("--max-chunk-bytes", bench.max_chunk_bytes, "heap arena chunk size in bytes")
 	    ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));
-	bench_cmd->add_option("--op", bench.update_ops, "update: only these operations (add, remove, edit; default all)")
-	    ->check(CLI::IsMember({"add", "remove", "edit"}));
+	bench_cmd
+	    ->add_option("--op", bench.update_ops, "update: only these operations (add, remove, readd, edit; default all)")
+	    ->check(CLI::IsMember({"add", "remove", "readd", "edit"}));
 	bench_cmd->add_option("--k", bench.update_k, "update: objects changed per frame (default 1 100 10000)")
 	    ->check(CLI::Range(1u, 1000000u));
 
