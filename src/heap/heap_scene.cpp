@@ -1078,6 +1078,7 @@ struct HeapScene::Impl
 	HeapStats* stats;
 	uint64_t max_chunk_bytes = 0;
 	adaptive::SetReader<RenderObjectPtr> reader;
+	adaptive::cset<RenderObjectPtr> skipped; ///< HeapOptions::skip_ineligible: the objects left to another pass
 	classic::DerivedUniforms derived;
 	std::optional<MegacallScan> scanner;
 
@@ -2842,6 +2843,11 @@ size_t HeapScene::objectCount() const
 	return impl_->objects.size();
 }
 
+adaptive::aset<RenderObjectPtr> HeapScene::skipped() const
+{
+	return impl_->skipped;
+}
+
 Result<void> HeapScene::update()
 {
 	const auto t0 = std::chrono::steady_clock::now();
@@ -2854,11 +2860,17 @@ Result<void> HeapScene::update()
 	// Removals first, so their blocks are reused by this frame's additions.
 	std::vector<const RenderObjectPtr*> adding;
 	std::vector<const scene::RenderObject*> removed;
+	std::vector<const RenderObjectPtr*> removed_refs; // (skip_ineligible: the skipped ones among them leave skipped)
 	for (const auto& [object, count] : changes)
 		if (count < 0)
+		{
 			removed.push_back(object.get()); // (one never placed is not found below)
+			if (p.options.skip_ineligible)
+				removed_refs.push_back(&object);
+		}
 		else
 			adding.push_back(&object);
+	std::vector<const RenderObjectPtr*> skip_added, skip_removed;
 	// Additions in object-id order: placement, and therefore the draw order, never depends on addresses. The objects
 	// are cold, so each is read once — its id beside the pointer, a few objects ahead — and the sort compares ids.
 	std::vector<std::pair<uint64_t, const RenderObjectPtr*>> added;
@@ -2871,8 +2883,23 @@ Result<void> HeapScene::update()
 		const scene::RenderObject& object = **adding[i];
 		if (!p.options.skip_ineligible || heapEligible(object))
 			added.emplace_back(object.id, adding[i]);
+		else
+			skip_added.push_back(adding[i]);
 	}
 	std::sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+	auto updateSkipped = [&]
+	{
+		if (skip_added.empty() && skip_removed.empty())
+			return;
+		adaptive::transact(
+		    [&]
+		    {
+			    for (const RenderObjectPtr* o : skip_removed)
+				    p.skipped.remove(*o);
+			    for (const RenderObjectPtr* o : skip_added)
+				    p.skipped.add(*o);
+		    });
+	};
 	{
 		// Scattered objects: the lookups, then the detaches, prefetch ahead (HeapObject::prefetch).
 		constexpr size_t kAhead = 4;
@@ -2884,7 +2911,11 @@ Result<void> HeapScene::update()
 				p.objects.prefetch(removed[i + 2 * kAhead]);
 			Ref<HeapObject> h = p.objects.take(removed[i]);
 			if (!h)
+			{
+				if (p.options.skip_ineligible)
+					skip_removed.push_back(removed_refs[i]);
 				continue;
+			}
 			doomed.push_back(std::move(h));
 		}
 		using Stage = HeapObject::PrefetchStage;
@@ -2912,6 +2943,7 @@ Result<void> HeapScene::update()
 		p.eraseDoomed();
 		stats_.removed += uint32_t(doomed.size());
 	}
+	updateSkipped();
 	// Derived uniforms of removed objects: collected in O(size) once the removals since the last collection reach half
 	// the live objects (amortised O(1) per removal; ScenePass::update explains the threshold).
 	p.removed_since_collect += stats_.removed;

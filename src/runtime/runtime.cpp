@@ -198,15 +198,14 @@ Result<bool> RenderTask::update()
 		{
 			if (options_.path == RenderPath::Heap)
 			{
-				// The heap reads the leaves itself and skips what it cannot draw; the classic pass gets the rest.
-				const auto leaves = scene::leafSet(render->tree);
+				// The heap reads the leaves itself, alone, and lists what it cannot draw: the classic pass draws those
+				// (after the heap's update, which lists them).
 				heap::HeapOptions heap_options = options_.heap;
 				heap_options.skip_ineligible = true;
-				e.heap = std::make_unique<heap::HeapScene>(runtime_->context(), signature_, leaves, heap_options);
-				e.pass = std::make_unique<classic::ScenePass>(
-				    runtime_->context(), signature_,
-				    scene::RenderTree::ofObjects(adaptive::filter(leaves, [](const scene::RenderObjectPtr& o)
-				                                                  { return !heap::heapEligible(*o); })));
+				e.heap = std::make_unique<heap::HeapScene>(runtime_->context(), signature_,
+				                                           scene::leafSet(render->tree), heap_options);
+				e.pass = std::make_unique<classic::ScenePass>(runtime_->context(), signature_,
+				                                              scene::RenderTree::ofObjects(e.heap->skipped()));
 			}
 			else
 				e.pass = std::make_unique<classic::ScenePass>(runtime_->context(), signature_, render->tree);

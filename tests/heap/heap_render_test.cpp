@@ -1350,6 +1350,24 @@ TEST_F(HeapRenderTest, ObjectsTheHeapCannotDrawGoToTheClassicPassThroughAddsAndR
 	HeapScene skipping(runtime_->context(), signature_, mixed, skip);
 	ASSERT_TRUE(skipping.update().ok());
 	EXPECT_EQ(skipping.objectCount(), 1u);
+	// What it skipped is listed for another pass, and leaves the list when it leaves the set.
+	EXPECT_EQ(skipping.skipped().force().size(), 1u);
+	EXPECT_TRUE(skipping.skipped().force().contains(strips[3]));
+	{
+		adaptive::Transaction tx;
+		mixed.remove(strips[3]);
+		mixed.remove(s.objects[6]);
+		mixed.add(strips[2]);
+	}
+	ASSERT_TRUE(skipping.update().ok());
+	EXPECT_EQ(skipping.objectCount(), 0u);
+	EXPECT_EQ(skipping.skipped().force().size(), 1u);
+	EXPECT_TRUE(skipping.skipped().force().contains(strips[2]));
+	{
+		adaptive::Transaction tx;
+		mixed.remove(strips[2]);
+		mixed.add(strips[3]);
+	}
 	HeapScene strict(runtime_->context(), signature_, mixed, HeapOptions{});
 	const auto r = strict.update();
 	ASSERT_FALSE(r.ok());

@@ -58,9 +58,10 @@ struct HeapOptions
 	/// the megacall, larger ones by indirect commands. Measured on the H200 (docs/benchmarks.md): the megacall is
 	/// faster at 12 emitted vertices per record (0.55×), slower from 36 on (1.3×), so the crossover is about 24.
 	uint32_t megacall_below = 24;
-	/// Objects heapEligible() rejects are ignored instead of failing update(): for a caller that draws them another
-	/// way (the runtime hands the classic pass the complement). The heap then reads the scene's set itself, not a
-	/// filtered copy — which would cost every added or removed object one more persistent-set update.
+	/// Objects heapEligible() rejects are ignored instead of failing update(), and listed in HeapScene::skipped(): for
+	/// a caller that draws them another way (the runtime hands skipped() to a classic pass). The heap then is the only
+	/// reader of the scene's set — no filtered copy (one more persistent-set update per added or removed object) and no
+	/// second reader (whose pending changes make the set copy every change for the first reader).
 	bool skip_ineligible = false;
 };
 
@@ -155,6 +156,9 @@ public:
 	const HeapStats& stats() const { return stats_; }
 	const HeapOptions& options() const { return options_; }
 	size_t objectCount() const;
+	/// With HeapOptions::skip_ineligible: the set's objects that heapEligible() rejects, as of the last update()
+	/// (each update() adds and removes what it skipped; empty without the option).
+	adaptive::aset<scene::RenderObjectPtr> skipped() const;
 
 	/// Diagnostics (seed 002), over every chunk and every slot; each returns its findings (empty = clean).
 	/// validateHeap: allocator invariants, pool refcounts, every header ref inside its chunk and on a live allocation
