@@ -632,6 +632,38 @@ TEST(History, CoalescesAddAndRemoveBeforeAPull) // H4
 	EXPECT_TRUE(r->pull().empty());
 }
 
+TEST(History, ReadersPullingAtDifferentPacesEachSeeTheirOwnChanges) // H2 with several readers
+{
+	// a pulls after every change, b every other one, c once at the end: the last reader of a version takes its delta
+	// instead of a copy, and must neither lose nor repeat a change for the others.
+	cset<int> s{1};
+	auto a = aset<int>(s).getReader(), b = aset<int>(s).getDeltaReader(), c = aset<int>(s).getReader();
+	EXPECT_EQ(a->pull(), sd({{1, 1}}));
+	EXPECT_EQ(b->pull(), sd({{1, 1}}));
+	EXPECT_EQ(c->pull(), sd({{1, 1}}));
+	transact([&] { s.add(2); });
+	EXPECT_EQ(a->pull(), sd({{2, 1}}));
+	transact([&] { s.add(3); });
+	EXPECT_EQ(b->pull(), sd({{2, 1}, {3, 1}})); // b is the last at the version before 2: it takes that delta
+	EXPECT_EQ(a->pull(), sd({{3, 1}}));
+	transact([&] { s.remove(2); });
+	EXPECT_EQ(a->pull(), sd({{2, -1}}));
+	transact([&] { s.remove(1); });
+	EXPECT_EQ(b->pull(), sd({{1, -1}, {2, -1}}));
+	EXPECT_EQ(a->pull(), sd({{1, -1}}));
+	EXPECT_EQ(c->pull(), sd({{1, -1}, {3, 1}})); // since c's first pull: 2 came and went, 3 came, 1 went
+	EXPECT_EQ(elements(c->state()), v({3}));
+	EXPECT_EQ(elements(a->state()), v({3}));
+	transact([&] { s.add(4); });
+	EXPECT_EQ(c->pull(), sd({{4, 1}}));
+	EXPECT_EQ(b->pull(), sd({{4, 1}}));
+	EXPECT_EQ(a->pull(), sd({{4, 1}}));
+	EXPECT_TRUE(a->pull().empty());
+	EXPECT_TRUE(b->pull().empty());
+	EXPECT_TRUE(c->pull().empty());
+	EXPECT_LE(s.history()->versionCount(), 3u);
+}
+
 TEST(History, DeadReadersReleaseTheirVersions) // H5
 {
 	cset<int> s;

@@ -136,7 +136,16 @@ public:
 		}
 		else
 		{
-			for (Version* x = v; x; x = x->next)
+			// The last reader of a version that no older one absorbs on release takes its delta instead of a copy
+			// (with two readers the second one to pull, for instance: no second copy of every changed element).
+			Version* x = v;
+			if (v->refs == 1 && !v->prev)
+			{
+				result = std::move(v->delta);
+				v->delta = Delta();
+				x = v->next;
+			}
+			for (; x; x = x->next)
 				Trace::combine(result, x->delta);
 			releaseVersion(v);
 		}
