@@ -2859,15 +2859,10 @@ Result<void> HeapScene::update()
 	auto changes = p.reader->getChanges(Token{});
 	// Removals first, so their blocks are reused by this frame's additions.
 	std::vector<const RenderObjectPtr*> adding;
-	std::vector<const scene::RenderObject*> removed;
-	std::vector<const RenderObjectPtr*> removed_refs; // (skip_ineligible: the skipped ones among them leave skipped)
+	std::vector<const RenderObjectPtr*> removed;
 	for (const auto& [object, count] : changes)
 		if (count < 0)
-		{
-			removed.push_back(object.get()); // (one never placed is not found below)
-			if (p.options.skip_ineligible)
-				removed_refs.push_back(&object);
-		}
+			removed.push_back(&object); // (one never placed is not found below)
 		else
 			adding.push_back(&object);
 	std::vector<const RenderObjectPtr*> skip_added, skip_removed;
@@ -2908,12 +2903,12 @@ Result<void> HeapScene::update()
 		for (size_t i = 0; i < removed.size(); ++i)
 		{
 			if (i + 2 * kAhead < removed.size())
-				p.objects.prefetch(removed[i + 2 * kAhead]);
-			Ref<HeapObject> h = p.objects.take(removed[i]);
+				p.objects.prefetch(removed[i + 2 * kAhead]->get());
+			Ref<HeapObject> h = p.objects.take(removed[i]->get());
 			if (!h)
 			{
 				if (p.options.skip_ineligible)
-					skip_removed.push_back(removed_refs[i]);
+					skip_removed.push_back(removed[i]); // (skipped when it came)
 				continue;
 			}
 			doomed.push_back(std::move(h));
