@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 
@@ -27,6 +28,7 @@
 #include <quokka/base/range_overlay.hpp>
 #include <quokka/classic/object_inputs.hpp>
 #include <quokka/fx/megacall_glsl.hpp>
+#include <quokka/heap/arena_scatter.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/megacall_scan.hpp>
 #include <quokka/heap/pointer_table.hpp>
@@ -390,8 +392,9 @@ private:
 		for (const Page& p : pages_)
 			written += p.used;
 		const uint64_t bytes = std::max({size, page_bytes_, std::min(std::bit_ceil(written), kMaxPageBytes)});
-		QUOKKA_TRY_ASSIGN(buffer, device_->createBuffer({bytes, gpu::BufferUsage::TransferSrc,
-		                                                 gpu::MemoryDomain::Upload, "heap staging page"}));
+		QUOKKA_TRY_ASSIGN(buffer,
+		                  device_->createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::Storage,
+		                                         gpu::MemoryDomain::Upload, "heap staging page"}));
 		pages_.push_back({std::move(buffer), 0});
 		return {};
 	}
@@ -452,13 +455,18 @@ struct Chunk
 	std::vector<std::pair<uint32_t, std::vector<VkBufferCopy>>> takeCopies(uint32_t& overlapping);
 };
 
-/// Stages an allocation's header and returns where its `data_bytes` of data go (filled by the caller at once).
+/// Stages an allocation's header and returns where its `data_bytes` of data go (filled by the caller at once). The
+/// whole block is staged, its padding to 16 bytes zeroed: blocks placed side by side (an object's private parts, the
+/// objects of a frame placed by the bump cursor) then continue one write, so the frame records one copy region per
+/// run of them instead of one per allocation.
 Result<std::byte*> stageAllocation(HostPages& pages, Chunk& chunk, uint32_t ref, uint32_t type_id, uint32_t length,
                                    uint32_t data_bytes)
 {
-	QUOKKA_TRY_ASSIGN(out, chunk.reserve(pages, ref, 16 + data_bytes));
+	const uint64_t block = align16(16ull + data_bytes);
+	QUOKKA_TRY_ASSIGN(out, chunk.reserve(pages, ref, uint32_t(block)));
 	const uint32_t header[4] = {type_id, length, length ? data_bytes / length : 0, 0};
 	std::memcpy(out, header, 16);
+	std::memset(out + 16 + data_bytes, 0, size_t(block - 16 - data_bytes));
 	return out + 16;
 }
 
@@ -1081,6 +1089,8 @@ struct HeapScene::Impl
 	adaptive::cset<RenderObjectPtr> skipped; ///< HeapOptions::skip_ineligible: the objects left to another pass
 	classic::DerivedUniforms derived;
 	std::optional<MegacallScan> scanner;
+	std::optional<ArenaScatter>
+	    scatter; ///< made by the first upload() with enough regions (HeapOptions::scatter_above)
 
 	std::vector<std::unique_ptr<Chunk>> chunks;
 	// Flat (open-addressing) maps for the per-object tables: a node-based map costs ~3 cache misses per lookup at 10^6
@@ -1178,6 +1188,10 @@ struct HeapScene::Impl
 	/// Stages a re-packed uniform at `ref` of `chunk`: with its allocation header when the frame's previous write ends
 	/// where the allocation starts (one copy region instead of two: an object's uniforms sit side by side).
 	Result<void> stageUniform(uint32_t chunk, uint32_t ref, const classic::PackedValue& p, uint32_t bytes);
+	/// Records the copies of one page's `regions` into `target`: the short ones through the arena scatter when there
+	/// are more than HeapOptions::scatter_above of them, everything else with vkCmdCopyBuffer (upload()).
+	Result<void> copyWrites(gpu::CommandList& list, uint32_t page, std::span<const VkBufferCopy> regions,
+	                        const gpu::Buffer& target);
 	/// The error of a buffer larger than a chunk.
 	Error bufferTooLarge(const scene::RenderObject& object, const std::string& name, uint64_t bytes) const
 	{
@@ -2510,6 +2524,57 @@ Result<void> HeapScene::Impl::stageUniform(uint32_t chunk, uint32_t ref, const c
 	return c.write(pages, ref + 16, p.f, bytes);
 }
 
+Result<void> HeapScene::Impl::copyWrites(gpu::CommandList& list, uint32_t page, std::span<const VkBufferCopy> regions,
+                                         const gpu::Buffer& target)
+{
+	// A region is one workgroup's loop in the scatter: long ones (merged runs of objects placed side by side) stay
+	// with the copy engine, which streams them.
+	constexpr uint64_t kScatterMaxBytes = 64ull << 10;
+	const gpu::Buffer& source = pages.buffer(page);
+	auto scatterable = [](const VkBufferCopy& r)
+	{ return r.size <= kScatterMaxBytes && (r.srcOffset | r.dstOffset | r.size) % 4 == 0; };
+	const size_t small = size_t(std::count_if(regions.begin(), regions.end(), scatterable));
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (const VkBufferCopy& r : regions)
+		if (scatterable(r))
+		{
+			lo = std::min<uint64_t>(lo, r.srcOffset);
+			hi = std::max<uint64_t>(hi, r.srcOffset + r.size);
+		}
+	if (small != 0 && small > options.scatter_above && !scatter)
+	{
+		QUOKKA_TRY_ASSIGN(made, ArenaScatter::create(context->device()));
+		scatter.emplace(std::move(made));
+	}
+	const uint64_t align = scatter ? scatter->offsetAlignment() : 4;
+	const uint64_t base = small != 0 ? lo - lo % align : 0;
+	if (small == 0 || small <= options.scatter_above || hi - base > scatter->maxRange() ||
+	    target.size() > scatter->maxRange())
+	{
+		vkCmdCopyBuffer(list.vk(), source.vk(), target.vk(), uint32_t(regions.size()), regions.data());
+		return {};
+	}
+	// The table goes into the frame's pages too (uploaded with them), at a binding-aligned offset.
+	const uint64_t table_bytes = small * sizeof(ScatterRegion);
+	QUOKKA_TRY_ASSIGN(span, pages.reserve(table_bytes + align));
+	const uint64_t table_at = (uint64_t(span.at) + align - 1) / align * align;
+	auto* table = reinterpret_cast<ScatterRegion*>(span.data + (table_at - span.at));
+	std::vector<VkBufferCopy> direct;
+	size_t n = 0;
+	for (const VkBufferCopy& r : regions)
+		if (scatterable(r))
+			table[n++] = {uint32_t((r.srcOffset - base) / 4), uint32_t(r.dstOffset / 4), uint32_t(r.size / 4), 0};
+		else
+			direct.push_back(r);
+	scatter->record(list, {&source, base, (hi - base + 3) / 4 * 4}, {&target, 0, target.size()},
+	                {&pages.buffer(span.page), table_at, table_bytes}, uint32_t(small));
+	if (!direct.empty())
+		vkCmdCopyBuffer(list.vk(), source.vk(), target.vk(), uint32_t(direct.size()), direct.data());
+	stats->upload_bytes += table_bytes;
+	++stats->scatters;
+	return {};
+}
+
 void HeapScene::Impl::promotePrivate(AdaptiveObject* node)
 {
 	node->forEachOutput(
@@ -3142,7 +3207,8 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 		        VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT |
 		        VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 		    VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT,
-		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+		    VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		    VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
 	};
 	bool copied = false;
 	// Sizing the chunks' buffers and recording compactions: only after their blocks changed (a frame without that —
@@ -3185,10 +3251,16 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 			c.buffer = std::move(buffer);
 		}
 	}
-	if (copied)
+	// (Later copies and scatter writes into the same chunks wait for the copies recorded so far.)
+	auto afterTransfers = [&]
+	{
 		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT,
-		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT |
+		                       VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+	};
+	if (copied)
+		afterTransfers();
 	// Compaction: live runs move to the front. A run may overlap its own destination, so everything bounces through
 	// one scratch buffer (chunk → scratch, then scratch → chunk), before this frame's writes land at the new places.
 	for (size_t i = 0; resize_chunks && i < p.chunks.size(); ++i)
@@ -3213,8 +3285,7 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT,
 		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
 		vkCmdCopyBuffer(list.vk(), scratch->vk(), c->buffer->vk(), uint32_t(back.size()), back.data());
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
+		afterTransfers();
 		list.keepAlive(scratch);
 		c->moves.clear();
 	}
@@ -3238,24 +3309,27 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 			c->pending.clear(); // (everything written this frame was freed again: the chunk holds nothing)
 			continue;
 		}
-		// The frame's writes, copied from the host pages they were produced in.
+		// The frame's writes, copied from the host pages they were produced in (regions of one chunk never overlap:
+		// takeCopies resolved that).
 		beforeCopies();
 		for (const auto& [page, regions] : c->takeCopies(stats_.overlapping_writes))
 		{
-			vkCmdCopyBuffer(list.vk(), p.pages.buffer(page).vk(), c->buffer->vk(), uint32_t(regions.size()),
-			                regions.data());
+			QUOKKA_TRY(p.copyWrites(list, page, regions, *c->buffer));
 			for (const VkBufferCopy& r : regions)
 				stats_.upload_bytes += r.size;
+			stats_.copy_regions += uint32_t(regions.size());
 		}
 		written = true;
 	}
 	if (written)
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
 		                   VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
 		                       VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT |
 		                       VK_PIPELINE_STAGE_2_TRANSFER_BIT,
 		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT |
-		                       VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT);
+		                       VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT |
+		                       VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
 	p.pages.retire(list);
 	std::vector<Bucket*> headers;
 	headers.swap(p.dirty_headers);

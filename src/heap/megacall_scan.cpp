@@ -8,6 +8,7 @@
 #include <quokka/heap/megacall_scan.hpp>
 
 #include "heap_shaders.hpp"
+#include "storage_bindings.hpp"
 
 #include <algorithm>
 #include <array>
@@ -73,34 +74,8 @@ Levels scanLevels(uint32_t record_count)
 	return levels;
 }
 
-// One storage-buffer binding of set 0, in binding order.
-struct Binding
-{
-	const gpu::Buffer* buffer;
-	uint64_t offset = 0;
-	uint64_t range = VK_WHOLE_SIZE;
-};
-
-// Writes all bindings with one vkCmdPushDescriptorSetKHR (Pipeline::pushBuffer would record one per binding).
-void pushStorageBuffers(gpu::CommandList& list, const gpu::Pipeline& pipeline, std::initializer_list<Binding> bindings)
-{
-	std::array<VkDescriptorBufferInfo, 8> infos{};
-	std::array<VkWriteDescriptorSet, 8> writes{};
-	QUOKKA_ASSERT(bindings.size() <= infos.size(), "pushStorageBuffers: too many bindings");
-	uint32_t count = 0;
-	for (const Binding& binding : bindings)
-	{
-		infos[count] = {binding.buffer->vk(), binding.offset, binding.range};
-		VkWriteDescriptorSet& write = writes[count];
-		write.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-		write.dstBinding = count;
-		write.descriptorCount = 1;
-		write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-		write.pBufferInfo = &infos[count];
-		++count;
-	}
-	pipeline.pushDescriptors(list, {writes.data(), count});
-}
+using detail::Binding;
+using detail::pushStorageBuffers;
 
 // Compute writes of one level → the next level's reads and writes. Synchronization validation (layers 1.3.239) cannot
 // check these: it records a read-write storage binding as a write only and does not report write-after-write between

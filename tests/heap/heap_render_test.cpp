@@ -191,20 +191,24 @@ struct Mode
 	runtime::RenderOptions options;
 };
 
+/// The heap modes also cover both ways arena writes reach the chunks: heap-indirect copies every region with
+/// vkCmdCopyBuffer, heap-megacall sends every short one through the arena scatter, heap-auto decides by count.
 std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 {
-	auto heap = [&](DrawStrategy d)
+	auto heap = [&](DrawStrategy d, uint32_t scatter_above)
 	{
 		runtime::RenderOptions o;
 		o.path = runtime::RenderPath::Heap;
 		o.heap.draw = d;
 		o.heap.max_chunk_bytes = chunk_bytes;
+		o.heap.scatter_above = scatter_above;
 		return o;
 	};
+	const uint32_t by_count = HeapOptions{}.scatter_above;
 	return {{"classic", {}},
-	        {"heap-indirect", heap(DrawStrategy::Indirect)},
-	        {"heap-megacall", heap(DrawStrategy::Megacall)},
-	        {"heap-auto", heap(DrawStrategy::Auto)}};
+	        {"heap-indirect", heap(DrawStrategy::Indirect, UINT32_MAX)},
+	        {"heap-megacall", heap(DrawStrategy::Megacall, 0)},
+	        {"heap-auto", heap(DrawStrategy::Auto, by_count)}};
 }
 
 class HeapRenderTest : public gpu::test::GpuTest
@@ -1071,6 +1075,62 @@ TEST_F(HeapRenderTest, BytesWrittenTwiceInOneFrameKeepTheLaterWrite)
 		expectValidHeap(*heap);
 		const Rgba8Image img = pixels();
 		EXPECT_EQ(differing(img, render(RenderTree::ofObjects(adaptive::asetOf(std::vector{a, b})), {})), 0u);
+	}
+}
+
+TEST_F(HeapRenderTest, ObjectsPlacedSideBySideUploadAsOneCopyRegion)
+{
+	// Every block is staged whole (its padding to 16 bytes too), so blocks the bump cursor places side by side — each
+	// object's private parts (36-byte positions and normals, its own trafos), and the objects one after another —
+	// continue one write: a frame placing 300 objects into an empty heap records one copy region, not one per part.
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	std::vector<RenderObjectPtr> objects;
+	for (int i = 0; i < 300; ++i)
+	{
+		const float x = -0.9f + 1.8f * float(i % 20) / 19.0f, y = -0.9f + 1.8f * float(i / 20) / 14.0f;
+		RenderObject o =
+		    litTriangle(lit, V3f(x - 0.05f, y - 0.05f, 0), V3f(x + 0.05f, y - 0.05f, 0), V3f(x, y + 0.06f, 0),
+		                rgba(40, 90, 220)); // (one pooled colour: the blocks below are private)
+		o.uniforms["ModelTrafo"] = scene::uniform(math::Trafo3d::translation(math::V3d(0, 0, 0.001 * i)));
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	for (const Mode& mode : modes())
+	{
+		if (mode.options.path != runtime::RenderPath::Heap)
+			continue;
+		SCOPED_TRACE(mode.name);
+		adaptive::cset<RenderObjectPtr> set;
+		auto heap = task(RenderTree::ofObjects(set), mode.options);
+		adaptive::transact(
+		    [&]
+		    {
+			    for (const RenderObjectPtr& o : objects)
+				    set.add(o);
+		    });
+		ASSERT_EQ(frame(*heap), "");
+		const HeapStats& st = heap->stats().heap;
+		EXPECT_EQ(st.added, 300u);
+		EXPECT_EQ(st.chunks, 1u);
+		EXPECT_EQ(st.copy_regions, 1u);
+		EXPECT_EQ(st.scatters, mode.options.heap.scatter_above == 0 ? 1u : 0u); // (one region: copied unless forced)
+		EXPECT_GE(st.upload_bytes, st.arena_bytes); // (every block staged whole, plus the draw headers and records)
+		expectValidHeap(*heap);
+		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), {})), 0u);
+		// Every other object leaves and comes back: each returns to a hole of its size, one region per hole.
+		for (bool adding : {false, true})
+		{
+			adaptive::transact(
+			    [&]
+			    {
+				    for (size_t i = 0; i < objects.size(); i += 2)
+					    adding ? set.add(objects[i]) : set.remove(objects[i]);
+			    });
+			ASSERT_EQ(frame(*heap), "");
+		}
+		EXPECT_EQ(heap->stats().heap.copy_regions, 150u);
+		EXPECT_EQ(heap->stats().heap.scatters, mode.options.heap.scatter_above < 150 ? 1u : 0u);
+		expectValidHeap(*heap);
+		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), {})), 0u);
 	}
 }
 

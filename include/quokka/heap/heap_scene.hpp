@@ -63,6 +63,12 @@ struct HeapOptions
 	/// reader of the scene's set — no filtered copy (one more persistent-set update per added or removed object) and no
 	/// second reader (whose pending changes make the set copy every change for the first reader).
 	bool skip_ineligible = false;
+	/// A staging page's arena writes go to their chunk through the compute scatter (ArenaScatter: one dispatch, 16
+	/// bytes of table per region) when it has more than this many regions of at most 64 KiB, and through
+	/// vkCmdCopyBuffer otherwise (and for longer regions). vkCmdCopyBuffer costs the driver CPU time per region (~0.25
+	/// µs on the H200 host), the scatter a fixed dispatch. 0 sends every short region through the scatter, UINT32_MAX
+	/// none (tests compare both).
+	uint32_t scatter_above = 32;
 };
 
 /// Counters of the last update() … encode(), plus the heap's current shape.
@@ -83,6 +89,10 @@ struct HeapStats
 	/// Arena writes of the frame that overlapped an earlier one — a block written, freed and handed out again within
 	/// the frame (a placement rolled back from a full chunk) — resolved so that the later write wins (upload)
 	uint32_t overlapping_writes = 0;
+	/// Copy regions recorded for the frame's arena writes: one per run of blocks staged side by side (upload)
+	uint32_t copy_regions = 0;
+	/// Arena scatter dispatches recorded for them (upload; HeapOptions::scatter_above)
+	uint32_t scatters = 0;
 	// Shape after the update.
 	uint32_t objects = 0;
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
@@ -113,6 +123,8 @@ struct HeapStats
 		compactions += o.compactions;
 		chunks_skipped += o.chunks_skipped;
 		overlapping_writes += o.overlapping_writes;
+		copy_regions += o.copy_regions;
+		scatters += o.scatters;
 		objects += o.objects;
 		buckets += o.buckets;
 		slots += o.slots;

@@ -1,0 +1,39 @@
+// The arena scatter: copies a frame's many small arena writes from a host-visible staging page into an arena chunk
+// with one dispatch, where vkCmdCopyBuffer would cost the driver CPU time per region. Workgroup g copies regions g,
+// g + groups, … (one row of at most maxComputeWorkGroupCount[0] groups: no fold into y), its invocations the words.
+#version 460
+#extension GL_GOOGLE_include_directive : require
+
+#include "heap/arena_scatter.glsl.h"
+
+layout(local_size_x = QUOKKA_HEAP_SCATTER_GROUP_SIZE) in;
+
+layout(set = 0, binding = 0, std430) readonly buffer Source
+{
+	uint source[];
+};
+
+layout(set = 0, binding = 1, std430) writeonly buffer Target
+{
+	uint target[];
+};
+
+layout(set = 0, binding = 2, std430) readonly buffer Regions
+{
+	ArenaScatterRegion regions[];
+};
+
+layout(push_constant) uniform Push
+{
+	ArenaScatterPush pc;
+};
+
+void main()
+{
+	for (uint r = gl_WorkGroupID.x; r < pc.count; r += gl_NumWorkGroups.x)
+	{
+		ArenaScatterRegion g = regions[r];
+		for (uint w = gl_LocalInvocationID.x; w < g.words; w += QUOKKA_HEAP_SCATTER_GROUP_SIZE)
+			target[g.dst + w] = source[g.src + w];
+	}
+}
