@@ -1560,7 +1560,9 @@ private:
 
 	HeapScene::Impl* scene_;
 	RenderObjectPtr object_;
-	std::vector<Input> inputs_;
+	/// The non-constant inputs it subscribed to (inline: the common object — its own trafo and one more — allocates
+	/// nothing; a growing std::vector made two allocations per add and two frees per removal).
+	absl::InlinedVector<Input, 2> inputs_;
 	DirtyInputs dirty_inputs_;
 	scene::PipelineStateValues state_;
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
@@ -2205,7 +2207,9 @@ void HeapObject::unplace()
 			if (AdaptiveObject* node = u.node().get())
 			{
 				removeInput(node);
-				std::erase_if(inputs_, [&](const Input& in) { return in.node == node && in.role == kUniform; });
+				inputs_.erase(std::remove_if(inputs_.begin(), inputs_.end(),
+				                             [&](const Input& in) { return in.node == node && in.role == kUniform; }),
+				              inputs_.end());
 			}
 		scene_->freeLater(&freed, owned->chunk, owned->block);
 		owned.reset();
