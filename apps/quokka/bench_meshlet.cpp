@@ -34,15 +34,6 @@ namespace quokka::app
 namespace
 {
 
-// Thread CPU time: the allocator figures are "per core" and must not count time the scheduler gave to other
-// processes (a shared 2-core CI machine is often loaded 2-3x).
-double threadSeconds()
-{
-	timespec t{};
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
-
 // The baseline: free ranges in a vector sorted by offset; allocate scans all of them for the smallest fit, free
 // inserts with a binary search and merges neighbours. O(free ranges) per operation.
 class NaiveBestFit
@@ -197,28 +188,6 @@ Result<void> fill(meshlet::MeshletManager& manager, std::vector<meshlet::BatchId
 		live.push_back(id.value());
 	}
 	return {};
-}
-
-// The core's clock as this thread sees it, in GHz: a chain of dependent 64-bit multiplies, 3 cycles each on every
-// x86-64 core since Sandy Bridge and Zen (and on the common Arm cores), so no rename trick can shorten it (a chain of
-// `add reg, imm` can be: Golden Cove folds those). Hosts that change clock between processes (the H200 host runs
-// its cores at ~2.1 or ~3 GHz) make pairs/s alone incomparable across runs; cycles per pair are not.
-double clockGHz()
-{
-	constexpr uint64_t kMultiplies = 6'000'000;
-	constexpr double kCyclesPerMultiply = 3.0;
-	volatile uint64_t seed = 0x9E3779B97F4A7C15ull;
-	uint64_t x = seed;
-	const uint64_t m = seed | 1u;
-	const double t0 = threadSeconds();
-	for (uint64_t i = 0; i < kMultiplies; ++i)
-	{
-		x *= m;
-		asm volatile("" : "+r"(x)); // one multiply per step: no reassociation into x * (m * m)
-	}
-	const double seconds = threadSeconds() - t0;
-	seed = x; // keeps the chain
-	return double(kMultiplies) * kCyclesPerMultiply / seconds * 1e-9;
 }
 
 // The allocator figures: OffsetAllocator vs the naive best-fit list on the same stream.

@@ -173,10 +173,10 @@ int runBenchUpdate(const BenchOptions& b)
 	}
 	if (!b.json)
 		std::printf("  placement: %.1f ms CPU update, %.1f MiB staged; idle frames: %.3f ms CPU update, %llu bytes\n\n"
-		            "  %-7s %6s %12s %14s %12s %10s %14s %14s\n",
+		            "  %-7s %6s %12s %14s %12s %10s %14s %14s %10s\n",
 		            place->update_ms, double(place->upload_bytes) / double(1 << 20), idle.update_ms,
 		            (unsigned long long)idle.upload_bytes, "op", "k", "update ms", "us/object", "heap ms", "upload ms",
-		            "upload bytes", "bytes/object");
+		            "upload bytes", "bytes/object", "kcyc/obj");
 
 	mesh::Rng rng(7);
 	std::vector<uint32_t> order(n);
@@ -191,6 +191,7 @@ int runBenchUpdate(const BenchOptions& b)
 	};
 
 	nlohmann::ordered_json results = nlohmann::ordered_json::array();
+	std::vector<double> clocks; // the core's clock after each row (clockGHz: this host's clock changes between runs)
 	size_t next_add = n;
 	for (uint32_t k : ks)
 		for (const std::string& op : ops)
@@ -290,10 +291,13 @@ int runBenchUpdate(const BenchOptions& b)
 			row["upload_bytes"] = uint64_t(bytes);
 			row["bytes_per_object"] = bytes / double(k);
 			row["frame_ms"] = med([](const Sample& s) { return s.frame_ms; });
+			clocks.push_back(clockGHz());
+			row["core_clock_ghz"] = clocks.back();
+			row["kcycles_per_object"] = update_ms * 1000.0 / double(k) * clocks.back(); // (µs × GHz = 10^3 cycles)
 			if (!b.json)
-				std::printf("  %-7s %6u %12.3f %14.2f %12.3f %10.3f %14llu %14.1f\n", op.c_str(), k, update_ms,
+				std::printf("  %-7s %6u %12.3f %14.2f %12.3f %10.3f %14llu %14.1f %10.2f\n", op.c_str(), k, update_ms,
 				            update_ms * 1000.0 / double(k), heap_ms, upload_ms, (unsigned long long)bytes,
-				            bytes / double(k));
+				            bytes / double(k), update_ms * 1000.0 / double(k) * clocks.back());
 			results.push_back(std::move(row));
 		}
 
@@ -302,8 +306,13 @@ int runBenchUpdate(const BenchOptions& b)
 	task.reset();
 	const double teardown_ms =
 	    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - closing).count();
+	const double clock = median(clocks);
+	const double clock_min = clocks.empty() ? 0.0 : *std::min_element(clocks.begin(), clocks.end());
+	const double clock_max = clocks.empty() ? 0.0 : *std::max_element(clocks.begin(), clocks.end());
 	if (!b.json)
-		std::printf("\n  teardown: %.1f ms CPU (the task and its scene of %u objects dropped)\n", teardown_ms, n);
+		std::printf("\n  core clock %.2f GHz (%.2f-%.2f after the rows; kcyc/obj = us/object x the row's clock)\n"
+		            "  teardown: %.1f ms CPU (the task and its scene of %u objects dropped)\n",
+		            clock, clock_min, clock_max, teardown_ms, n);
 	if (b.json)
 	{
 		nlohmann::ordered_json j;
@@ -317,6 +326,9 @@ int runBenchUpdate(const BenchOptions& b)
 		j["placement"] = {{"cpu_update_ms", place->update_ms}, {"upload_bytes", place->upload_bytes}};
 		j["idle"] = {{"cpu_update_ms", idle.update_ms}, {"upload_bytes", idle.upload_bytes}};
 		j["results"] = std::move(results);
+		j["core_clock_ghz"] = clock;
+		j["core_clock_ghz_min"] = clock_min;
+		j["core_clock_ghz_max"] = clock_max;
 		j["teardown_ms"] = teardown_ms;
 		std::printf("%s\n", j.dump(2).c_str());
 	}

@@ -1,7 +1,9 @@
 #include "render_common.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <ctime>
 
 #include <quokka/gpu/image_io.hpp>
 
@@ -12,6 +14,31 @@ double median(std::vector<double> values)
 {
 	std::sort(values.begin(), values.end());
 	return values.empty() ? 0.0 : values[values.size() / 2];
+}
+
+double threadSeconds()
+{
+	timespec t{};
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+double clockGHz()
+{
+	constexpr uint64_t kMultiplies = 6'000'000;
+	constexpr double kCyclesPerMultiply = 3.0;
+	volatile uint64_t seed = 0x9E3779B97F4A7C15ull;
+	uint64_t x = seed;
+	const uint64_t m = seed | 1u;
+	const double t0 = threadSeconds();
+	for (uint64_t i = 0; i < kMultiplies; ++i)
+	{
+		x *= m;
+		asm volatile("" : "+r"(x)); // one multiply per step: no reassociation into x * (m * m)
+	}
+	const double seconds = threadSeconds() - t0;
+	seed = x; // keeps the chain
+	return double(kMultiplies) * kCyclesPerMultiply / seconds * 1e-9;
 }
 
 Result<std::unique_ptr<gpu::Device>> createRenderDevice(const RenderOptions& o)

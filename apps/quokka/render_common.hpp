@@ -20,6 +20,17 @@ namespace quokka::app
 /// Median of `values` (the upper one for even counts); 0 for none.
 double median(std::vector<double> values);
 
+/// Thread CPU time in seconds: per-core figures must not count time the scheduler gave to other processes (a shared
+/// 2-core CI machine is often loaded 2-3x).
+double threadSeconds();
+
+/// The core's clock as this thread sees it, in GHz: a chain of dependent 64-bit multiplies, 3 cycles each on every
+/// x86-64 core since Sandy Bridge and Zen (and on the common Arm cores), so no rename trick can shorten it (a chain of
+/// `add reg, imm` can be: Golden Cove folds those). ~18 M cycles (6–9 ms). Hosts that change clock between processes
+/// (the H200 host runs its cores at ~1.3 to ~3 GHz as other guests load it) make times alone incomparable across
+/// runs; cycles are not.
+double clockGHz();
+
 /// The background every scene clears to (linear RGBA).
 inline constexpr float kBackground[4] = {0.08f, 0.09f, 0.11f, 1.0f};
 

@@ -610,6 +610,16 @@ TEST(CliBench, UpdateOpAndKRestrictTheRows)
 		EXPECT_EQ(j["results"][i]["op"], want[i][0]);
 		EXPECT_EQ(j["results"][i]["k"].get<int>(), std::stoi(want[i][1]));
 	}
+	for (const auto& row : j["results"])
+	{
+		// The core's clock beside each row, and the row's cost in core cycles (µs × GHz = thousands of cycles).
+		EXPECT_GT(row["core_clock_ghz"].get<double>(), 0.3);
+		EXPECT_LT(row["core_clock_ghz"].get<double>(), 8.0);
+		EXPECT_NEAR(row["kcycles_per_object"].get<double>(),
+		            row["us_per_object"].get<double>() * row["core_clock_ghz"].get<double>(), 1e-9);
+	}
+	EXPECT_GE(j["core_clock_ghz"].get<double>(), j["core_clock_ghz_min"].get<double>());
+	EXPECT_LE(j["core_clock_ghz"].get<double>(), j["core_clock_ghz_max"].get<double>());
 	// An edit of k objects uploads k × (ModelTrafo 64 B + NormalMatrix's header 16 B + NormalMatrix 36 B + its padding
 	// to 16 bytes 12 B) = k × 128 bytes: the two allocations sit side by side, so the re-pack stages the header between
 	// them and they upload as one copy region (7 regions: copied, no scatter table).
