@@ -27,7 +27,7 @@ double threadSeconds();
 /// The core's clock as this thread sees it, in GHz: a chain of dependent 64-bit multiplies, 3 cycles each on every
 /// x86-64 core since Sandy Bridge and Zen (and on the common Arm cores), so no rename trick can shorten it (a chain of
 /// `add reg, imm` can be: Golden Cove folds those). ~18 M cycles (6–9 ms). Hosts that change clock between processes
-/// (the H200 host runs its cores at ~1.3 to ~3 GHz as other guests load it) make times alone incomparable across
+/// (the H200 host runs its cores at ~1.6 to ~3 GHz as other guests load it) make times alone incomparable across
 /// runs; cycles are not.
 double clockGHz();
 

@@ -3,7 +3,8 @@
 #ifndef QUOKKA_HEAP_ARENA_SCATTER_GLSL_H
 #define QUOKKA_HEAP_ARENA_SCATTER_GLSL_H
 
-/* One workgroup per region; its invocations copy the region's words with a stride of the group size. */
+/* Workgroup g copies regions g, g + groups, …; its invocations copy a region's words with a stride of the group
+ * size. */
 #define QUOKKA_HEAP_SCATTER_GROUP_SIZE 64
 
 #ifdef __cplusplus

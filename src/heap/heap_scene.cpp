@@ -2537,11 +2537,12 @@ Result<void> HeapScene::Impl::copyWrites(gpu::CommandList& list, uint32_t page, 
 	const gpu::Buffer& source = pages.buffer(page);
 	auto scatterable = [](const VkBufferCopy& r)
 	{ return r.size <= kScatterMaxBytes && (r.srcOffset | r.dstOffset | r.size) % 4 == 0; };
-	const size_t small = size_t(std::count_if(regions.begin(), regions.end(), scatterable));
+	size_t small = 0;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (const VkBufferCopy& r : regions)
 		if (scatterable(r))
 		{
+			++small;
 			lo = std::min<uint64_t>(lo, r.srcOffset);
 			hi = std::max<uint64_t>(hi, r.srcOffset + r.size);
 		}
