@@ -50,14 +50,9 @@ void storeElement(uint i, uint value)
 		sums[pc.in_offset + i] = value;
 }
 
-void main()
+// Scans block `block` of the level (every invocation of the workgroup calls it: it has barriers).
+void scanBlock(uint block)
 {
-	// dispatch1d folds groups past maxComputeWorkGroupCount[0] into y; the last row may overshoot. The test is uniform
-	// over the workgroup, so returning before the barriers is allowed.
-	uint block = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-	uint block_count = (pc.count + QUOKKA_HEAP_SCAN_BLOCK - 1u) >> QUOKKA_HEAP_SCAN_BLOCK_SHIFT;
-	if (block >= block_count)
-		return;
 	uint lid = gl_LocalInvocationID.x;
 	uint first = block << QUOKKA_HEAP_SCAN_BLOCK_SHIFT;
 	s_data[lid] = loadElement(first + lid);
@@ -101,4 +96,16 @@ void main()
 	storeElement(first + lid + QUOKKA_HEAP_SCAN_GROUP_SIZE, s_data[lid + QUOKKA_HEAP_SCAN_GROUP_SIZE]);
 	if (lid == 0u)
 		sums[pc.out_offset + block] = block_sum;
+}
+
+void main()
+{
+	// Workgroup g scans blocks g, g + gl_NumWorkGroups.x, … (dispatch1d launches at most maxComputeWorkGroupCount[0]
+	// workgroups; gpu/dispatch.glsl.h). The loop bound is uniform over the workgroup, so its barriers are allowed.
+	uint block_count = (pc.count + QUOKKA_HEAP_SCAN_BLOCK - 1u) >> QUOKKA_HEAP_SCAN_BLOCK_SHIFT;
+	for (uint block = gl_WorkGroupID.x; block < block_count; block += gl_NumWorkGroups.x)
+	{
+		scanBlock(block);
+		barrier(); // the next block's loads must not overwrite s_data while it is still read
+	}
 }

@@ -1,6 +1,6 @@
 // The megacall scan's way back down: adds each 512-element block's scanned offset (the level above) to the block's
 // elements, turning block-local prefixes into global ones. Target: word 0 (firstEmit) of the records, or a level of
-// block sums. One invocation per element.
+// block sums. One invocation per element (a grid-stride loop).
 #version 460
 #extension GL_GOOGLE_include_directive : require
 
@@ -26,12 +26,12 @@ layout(push_constant) uniform Push
 
 void main()
 {
-	uint i = quokkaLinearInvocation();
-	if (i >= pc.count)
-		return;
-	uint offset = sums[pc.offsets_offset + (i >> QUOKKA_HEAP_SCAN_BLOCK_SHIFT)];
-	if (pc.target == QUOKKA_HEAP_SCAN_RECORDS)
-		records[i * QUOKKA_HEAP_RECORD_WORDS + QUOKKA_HEAP_RECORD_FIRST_EMIT] += offset;
-	else
-		sums[pc.target_offset + i] += offset;
+	for (uint i = gl_GlobalInvocationID.x; i < pc.count; i = quokkaGridNext(i, pc.count))
+	{
+		uint offset = sums[pc.offsets_offset + (i >> QUOKKA_HEAP_SCAN_BLOCK_SHIFT)];
+		if (pc.target == QUOKKA_HEAP_SCAN_RECORDS)
+			records[i * QUOKKA_HEAP_RECORD_WORDS + QUOKKA_HEAP_RECORD_FIRST_EMIT] += offset;
+		else
+			sums[pc.target_offset + i] += offset;
+	}
 }

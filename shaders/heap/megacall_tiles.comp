@@ -1,8 +1,8 @@
-// The megacall's draw arguments and firstDrawInTile index, from the scanned records: one invocation per tile entry t
-// in [0, tile_capacity). With numTiles = ceil(totalEmit / 64), entry t < numTiles is the last record whose firstEmit
-// is <= t * 64 (a binary search over all records) and entry numTiles is the sentinel recordCount - 1, the last valid
-// record (qkFindRecord treats both bounds as inclusive). Invocation 0 writes the VkDrawIndirectCommand
-// {totalEmit, 1, 0, 0}. Entries past numTiles are not written.
+// The megacall's draw arguments and firstDrawInTile index, from the scanned records: tile entries t in
+// [0, tile_capacity), visited by a grid-stride loop. With numTiles = ceil(totalEmit / 64), entry t < numTiles is the
+// last record whose firstEmit is <= t * 64 (a binary search over all records) and entry numTiles is the sentinel
+// recordCount - 1, the last valid record (qkFindRecord treats both bounds as inclusive). Invocation 0 writes the
+// VkDrawIndirectCommand {totalEmit, 1, 0, 0}. Entries past numTiles are not written.
 //
 // If the caller's tile_capacity is too small for the total, the draw is shortened to the tiles that fit rather than
 // letting vertex shaders read past the index: a visible loss of geometry, which checkScan reports, instead of reads out
@@ -40,25 +40,9 @@ layout(push_constant) uniform Push
 	MegacallTilesPush pc;
 };
 
-void main()
+// Entry t of the tile index (t <= drawn_tiles).
+void writeTile(uint t, uint n, uint drawn_tiles)
 {
-	uint t = quokkaLinearInvocation();
-	if (t >= pc.tile_capacity)
-		return;
-	uint n = pc.record_count;
-	uint total = n == 0u ? 0u : sums[pc.total_word];
-	// ceil(total / 64) without the overflow of (total + 63) near 2^32.
-	uint tile_count = (total >> QUOKKA_HEAP_TILE_SHIFT) + ((total & (QUOKKA_HEAP_TILE_EMITS - 1u)) != 0u ? 1u : 0u);
-	uint drawn_tiles = min(tile_count, pc.tile_capacity - 1u);
-	if (t == 0u)
-	{
-		args[pc.args_word + 0u] = drawn_tiles == tile_count ? total : drawn_tiles << QUOKKA_HEAP_TILE_SHIFT;
-		args[pc.args_word + 1u] = 1u;
-		args[pc.args_word + 2u] = 0u;
-		args[pc.args_word + 3u] = 0u;
-	}
-	if (t > drawn_tiles)
-		return;
 	if (t == drawn_tiles)
 	{
 		tiles[t] = max(n, 1u) - 1u;
@@ -78,4 +62,25 @@ void main()
 			hi = mid - 1u;
 	}
 	tiles[t] = lo;
+}
+
+void main()
+{
+	if (pc.tile_capacity == 0u)
+		return;
+	uint n = pc.record_count;
+	uint total = n == 0u ? 0u : sums[pc.total_word];
+	// ceil(total / 64) without the overflow of (total + 63) near 2^32.
+	uint tile_count = (total >> QUOKKA_HEAP_TILE_SHIFT) + ((total & (QUOKKA_HEAP_TILE_EMITS - 1u)) != 0u ? 1u : 0u);
+	uint drawn_tiles = min(tile_count, pc.tile_capacity - 1u);
+	if (gl_GlobalInvocationID.x == 0u)
+	{
+		args[pc.args_word + 0u] = drawn_tiles == tile_count ? total : drawn_tiles << QUOKKA_HEAP_TILE_SHIFT;
+		args[pc.args_word + 1u] = 1u;
+		args[pc.args_word + 2u] = 0u;
+		args[pc.args_word + 3u] = 0u;
+	}
+	// Entries past drawn_tiles are not written (a grid-stride loop over [0, drawn_tiles]).
+	for (uint t = gl_GlobalInvocationID.x; t <= drawn_tiles; t = quokkaGridNext(t, drawn_tiles + 1u))
+		writeTile(t, n, drawn_tiles);
 }

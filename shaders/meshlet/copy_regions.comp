@@ -1,7 +1,7 @@
 // Copies word ranges between two storage buffers (or within one: bind it twice) in ONE dispatch: the CPU splits every
-// region into chunks of at most QUOKKA_MESHLET_COPY_CHUNK_WORDS words and each workgroup copies one chunk. Record
-// chunks also patch the records' address words (the copy and the patch in one pass). A GPU
-// alternative to vkCmdCopyBuffer with many regions, whose per-region cost dominates when a compaction moves
+// region into chunks of at most QUOKKA_MESHLET_COPY_CHUNK_WORDS words and each workgroup copies every n-th chunk.
+// Record chunks also patch the records' address words (the copy and the patch in one pass). A GPU alternative to
+// vkCmdCopyBuffer with many regions, whose per-region cost dominates when a compaction moves
 // thousands of batches (MeshletManager picks it on GPUs; `quokka bench meshlet` measures both). Regions of one
 // dispatch must not overlap each other's destinations or read a range another region writes.
 #version 460
@@ -32,11 +32,8 @@ layout(push_constant) uniform Push
 	uint chunk_count;
 };
 
-void main()
+void copyChunk(uint chunk)
 {
-	uint chunk = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-	if (chunk >= chunk_count)
-		return;
 	uvec4 c = chunks[chunk];
 	// All loads first, then all stores: 16 independent loads in flight per invocation keep enough bytes moving to
 	// stream (one dependent load/store pair per iteration would cap a GPU at a fraction of its bandwidth).
@@ -57,4 +54,12 @@ void main()
 		if (i < c.z)
 			dst[word] = values[k] + (word % QUOKKA_MESHLET_RECORD_WORDS == QUOKKA_MESHLET_WORD_ADDRESS ? c.w : 0u);
 	}
+}
+
+void main()
+{
+	// Workgroup g copies chunks g, g + gl_NumWorkGroups.x, … (one row of at most maxComputeWorkGroupCount[0]
+	// workgroups; see gpu/dispatch.glsl.h for why not two).
+	for (uint chunk = gl_WorkGroupID.x; chunk < chunk_count; chunk += gl_NumWorkGroups.x)
+		copyChunk(chunk);
 }

@@ -26,9 +26,9 @@ layout(push_constant) uniform Push
 
 void main()
 {
-	uint i = quokkaLinearInvocation();
-	if (i >= patch_count)
-		return;
-	uvec2 p = patches[i];
-	records[p.x * QUOKKA_MESHLET_RECORD_WORDS + QUOKKA_MESHLET_WORD_ADDRESS] += p.y;
+	for (uint i = gl_GlobalInvocationID.x; i < patch_count; i = quokkaGridNext(i, patch_count))
+	{
+		uvec2 p = patches[i];
+		records[p.x * QUOKKA_MESHLET_RECORD_WORDS + QUOKKA_MESHLET_WORD_ADDRESS] += p.y;
+	}
 }

@@ -436,19 +436,20 @@ void DynamicState::apply(VkCommandBuffer cmd) const
 	vkCmdSetStencilReference(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, stencil_reference);
 }
 
-void dispatch1d(CommandList& list, const Pipeline& pipeline, uint64_t count_x)
+uint32_t dispatch1d(CommandList& list, const Pipeline& pipeline, uint64_t count_x, uint32_t max_groups)
 {
 	const uint32_t local = pipeline.localSize()[0] ? pipeline.localSize()[0] : 1;
 	const uint64_t groups = (count_x + local - 1) / local;
 	if (groups == 0)
-		return;
-	// vkCmdDispatchBase cannot help: base + count must stay within maxComputeWorkGroupCount too
-	// (VUID-vkCmdDispatchBase-groupCountX-00424). Fold the overflow into y instead.
-	const uint64_t max_x = list.device().info().max_compute_work_group_count[0];
-	const uint64_t gx = std::min(groups, max_x);
-	const uint64_t gy = (groups + gx - 1) / gx;
-	QUOKKA_ASSERT(gy <= list.device().info().max_compute_work_group_count[1], "dispatch1d: too many groups");
-	vkCmdDispatch(list.vk(), uint32_t(gx), uint32_t(gy), 1);
+		return 0;
+	// One row: the kernels loop (shaders/gpu/dispatch.glsl.h). vkCmdDispatchBase cannot extend a row either: base +
+	// count must stay within maxComputeWorkGroupCount too (VUID-vkCmdDispatchBase-groupCountX-00424).
+	uint64_t cap = list.device().info().max_compute_work_group_count[0];
+	if (max_groups != 0)
+		cap = std::min<uint64_t>(cap, max_groups);
+	const uint32_t launched = uint32_t(std::min(groups, std::max<uint64_t>(cap, 1)));
+	vkCmdDispatch(list.vk(), launched, 1, 1);
+	return launched;
 }
 
 } // namespace quokka::gpu

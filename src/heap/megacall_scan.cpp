@@ -203,12 +203,8 @@ layout(push_constant) uniform Push
 )";
 
 constexpr const char* kProbeMain = R"(
-void main()
+void probe(uint i)
 {
-	// The linear index of a dispatch1d() launch (shaders/gpu/dispatch.glsl.h; run-time sources have no includes).
-	uint i = gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * gl_WorkGroupSize.x) + gl_GlobalInvocationID.x;
-	if (i >= emit_count)
-		return;
 	uint e = emits[i];
 	uint o = i * QUOKKA_HEAP_PROBE_WORDS;
 	uint t = e >> QUOKKA_HEAP_TILE_SHIFT;
@@ -244,6 +240,15 @@ void main()
 	results[o + 5u] = local_emit;
 	results[o + 6u] = inst_id;
 	results[o + 7u] = vid;
+}
+
+void main()
+{
+	// A grid-stride loop over the emits, as quokkaGridNext() in shaders/gpu/dispatch.glsl.h (run-time sources have no
+	// includes): dispatch1d() launches at most maxComputeWorkGroupCount[0] workgroups.
+	uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+	for (uint i = gl_GlobalInvocationID.x; i < emit_count; i = i + stride < i ? emit_count : i + stride)
+		probe(i);
 }
 )";
 
@@ -322,10 +327,11 @@ Result<void> ScanBuffers::reserve(uint32_t record_count)
 
 // ---- MegacallScan ---------------------------------------------------------------------------------------------------
 
-Result<MegacallScan> MegacallScan::create(gpu::Device& device)
+Result<MegacallScan> MegacallScan::create(gpu::Device& device, uint32_t max_groups)
 {
 	MegacallScan scan;
 	scan.device_ = &device;
+	scan.max_groups_ = max_groups;
 	VkPhysicalDeviceProperties properties;
 	vkGetPhysicalDeviceProperties(device.physicalDevice(), &properties);
 	scan.storage_alignment_ = std::max<uint64_t>(properties.limits.minStorageBufferOffsetAlignment, 4);
@@ -395,7 +401,8 @@ Result<void> MegacallScan::record(gpu::CommandList& list, std::span<const ScanJo
 			    list, *scan_,
 			    {recordsBinding(*jobs[j].records, jobs[j].record_count), {jobs[j].buffers->buffer().get()}});
 			scan_->pushConstants(list, &push, sizeof(push));
-			gpu::dispatch1d(list, *scan_, uint64_t((push.count + kBlock - 1) / kBlock) * QUOKKA_HEAP_SCAN_GROUP_SIZE);
+			gpu::dispatch1d(list, *scan_, uint64_t((push.count + kBlock - 1) / kBlock) * QUOKKA_HEAP_SCAN_GROUP_SIZE,
+			                max_groups_);
 		}
 		levelBarrier(list);
 	}
@@ -422,7 +429,7 @@ Result<void> MegacallScan::record(gpu::CommandList& list, std::span<const ScanJo
 			    list, *add_,
 			    {recordsBinding(*jobs[j].records, jobs[j].record_count), {jobs[j].buffers->buffer().get()}});
 			add_->pushConstants(list, &push, sizeof(push));
-			gpu::dispatch1d(list, *add_, push.count);
+			gpu::dispatch1d(list, *add_, push.count, max_groups_);
 		}
 		levelBarrier(list);
 	}
@@ -446,7 +453,7 @@ Result<void> MegacallScan::record(gpu::CommandList& list, std::span<const ScanJo
 		                    {job.args, args_base, job.args_offset - args_base + kArgsBytes},
 		                    {job.tiles, 0, uint64_t(job.tile_capacity) * 4}});
 		tiles_->pushConstants(list, &push, sizeof(push));
-		gpu::dispatch1d(list, *tiles_, job.tile_capacity);
+		gpu::dispatch1d(list, *tiles_, job.tile_capacity, max_groups_);
 	}
 	list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
 	                   VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT,
@@ -498,7 +505,7 @@ Result<std::vector<ProbeResult>> MegacallScan::runProbe(const ProbeDesc& desc, s
 	                    {results.get()}});
 	const ProbePush push{uint32_t(emits.size()), desc.record_count};
 	pipeline->pushConstants(list, &push, sizeof(push));
-	gpu::dispatch1d(list, *pipeline, emits.size());
+	gpu::dispatch1d(list, *pipeline, emits.size(), max_groups_);
 	list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
 	                   VK_PIPELINE_STAGE_2_HOST_BIT, VK_ACCESS_2_HOST_READ_BIT);
 	list.keepAlive(emit_buffer);

@@ -486,10 +486,9 @@ Result<void> MeshletManager::recordComputeCopy(gpu::CommandList& list, const gpu
 	copy_pipeline_->pushBuffer(list, 2, *buffer.value());
 	const PatchPush push{count}; // same layout: one u32 count
 	copy_pipeline_->pushConstants(list, &push, sizeof(push));
-	// One workgroup per chunk; past maxComputeWorkGroupCount[0] the groups fold into y (65,535 on lavapipe).
+	// One workgroup per chunk up to 65,535 (and maxComputeWorkGroupCount[0]); beyond, each workgroup loops.
 	const uint32_t max_x = std::max(1u, std::min(device_->info().max_compute_work_group_count[0], 65535u));
-	const uint32_t x = std::min(count, max_x);
-	vkCmdDispatch(list.vk(), x, (count + x - 1) / x, 1);
+	vkCmdDispatch(list.vk(), std::min(count, max_x), 1, 1);
 	list.keepAlive(buffer.value());
 	++last_update_.copy_dispatches;
 	return {};

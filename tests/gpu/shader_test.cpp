@@ -2,6 +2,7 @@
 
 #include "gpu_test_shaders.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -22,18 +23,28 @@ struct FillParams
 	uint32_t count, mul, add;
 };
 
-// Runs `pipeline` (binding 0 = output, push constants = FillParams) over `count` elements and reads them back.
-std::vector<uint32_t> runFill(Device& device, const Pipeline& pipeline, FillParams params)
+// Runs `pipeline` (binding 0 = output, push constants = FillParams) over `count` elements, with at most
+// `max_groups` workgroups when that is not 0, and reads them back.
+std::vector<uint32_t> runFill(Device& device, const Pipeline& pipeline, FillParams params, uint32_t max_groups = 0)
 {
-	auto out = device.createBuffer({uint64_t(params.count) * 4, BufferUsage::Storage | BufferUsage::TransferSrc,
+	auto out = device.createBuffer({uint64_t(params.count) * 4,
+	                                BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
 	                                MemoryDomain::DeviceLocal, "fill.out"});
 	EXPECT_TRUE(out.ok());
 	auto list = device.beginCommands();
 	EXPECT_TRUE(list.ok());
+	// Zeroed first: the kernels add to what is there (fill_pattern.comp), so an element visited twice is caught.
+	vkCmdFillBuffer(list.value().vk(), out.value()->vk(), 0, VK_WHOLE_SIZE, 0);
+	list.value().memoryBarrier(VK_PIPELINE_STAGE_2_CLEAR_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+	                           VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                           VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
 	pipeline.bind(list.value());
 	pipeline.pushBuffer(list.value(), 0, *out.value());
 	pipeline.pushConstants(list.value(), &params, sizeof(params));
-	dispatch1d(list.value(), pipeline, params.count);
+	const uint32_t launched = dispatch1d(list.value(), pipeline, params.count, max_groups);
+	const uint64_t groups = (uint64_t(params.count) + pipeline.localSize()[0] - 1) / pipeline.localSize()[0];
+	EXPECT_EQ(launched, std::min<uint64_t>({groups, device.info().max_compute_work_group_count[0],
+	                                        max_groups ? max_groups : UINT32_MAX}));
 	EXPECT_TRUE(device.submitAndWait(std::move(list.value())).ok());
 	auto bytes = device.readBuffer(*out.value(), 0, out.value()->size());
 	EXPECT_TRUE(bytes.ok());
@@ -61,12 +72,32 @@ TEST_F(ShaderTest, BuildTimeComputeShaderFillsAPatternAcrossTheGroupCountLimit)
 	ASSERT_TRUE(pipeline.ok()) << pipeline.error().message;
 	EXPECT_EQ(pipeline.value()->localSize()[0], 64u);
 	EXPECT_EQ(pipeline.value()->pushConstantSize(), 12u);
-	// More groups than maxComputeWorkGroupCount[0] on lavapipe (65,535 × 64): dispatch1d folds them into y.
-	const uint32_t count = 65535u * 64u + 1000u;
+	// More groups than maxComputeWorkGroupCount[0] on lavapipe (65,535 × 64): the kernel's grid-stride loop covers
+	// the rest. (Folding them into a second row of workgroups left 126,465 of these elements unwritten on lavapipe.)
+	const uint32_t count = 65535u * 64u + 3000u * 64u + 17u;
 	const auto values = runFill(device(), *pipeline.value(), {count, 3, 11});
 	ASSERT_EQ(values.size(), count);
 	for (uint32_t i = 0; i < count; ++i)
 		ASSERT_EQ(values[i], i * 3 + 11) << "at " << i;
+}
+
+TEST_F(ShaderTest, FewerWorkgroupsThanElementsNeedStillCoverEveryElementOnce)
+{
+	auto pipeline = device().createComputePipeline({.spirv = kFillPatternComp.span(), .name = "fill_pattern"});
+	ASSERT_TRUE(pipeline.ok()) << pipeline.error().message;
+	for (const uint32_t max_groups : {1u, 7u, 1000u})
+	{
+		// 10,001 elements: 157 groups of 64 needed; 1 and 7 loop, 1000 is more than needed (157 launched).
+		const uint32_t count = 10001;
+		const auto values = runFill(device(), *pipeline.value(), {count, 5, 2}, max_groups);
+		for (uint32_t i = 0; i < count; ++i)
+			ASSERT_EQ(values[i], i * 5 + 2) << "at " << i << " with at most " << max_groups << " workgroups";
+	}
+	// Nothing to do records nothing.
+	auto list = device().beginCommands();
+	ASSERT_TRUE(list.ok());
+	EXPECT_EQ(dispatch1d(list.value(), *pipeline.value(), 0), 0u);
+	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
 }
 
 TEST_F(ShaderTest, RunTimeCompiledComputeShaderProducesExpectedValues)

@@ -171,21 +171,24 @@ protected:
 		        slot.args.get(), args_offset,        slot.tiles.get()};
 	}
 
-	// Records, submits and waits for one scan; returns the wall time of the submission in ms (lavapipe's GPU
-	// timestamps are not trusted, ARCHITECTURE §1).
-	double runScan(std::span<const ScanJob> jobs)
+	// Records, submits and waits for one scan (by `scanner`, else the fixture's); returns the wall time of the
+	// submission in ms (lavapipe's GPU timestamps are not trusted, ARCHITECTURE §1).
+	double runScan(std::span<const ScanJob> jobs, const MegacallScan* scanner = nullptr)
 	{
 		auto list = device().beginCommands();
 		EXPECT_TRUE(list.ok());
 		if (!list.ok())
 			return 0;
-		auto recorded = scan_->record(list.value(), jobs);
+		auto recorded = (scanner ? *scanner : *scan_).record(list.value(), jobs);
 		EXPECT_TRUE(recorded.ok()) << recorded.error().message;
 		const auto start = std::chrono::steady_clock::now();
 		EXPECT_TRUE(device().submitAndWait(std::move(list.value())).ok());
 		return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 	}
-	double runScan(const ScanJob& one) { return runScan(std::span<const ScanJob>(&one, 1)); }
+	double runScan(const ScanJob& one, const MegacallScan* scanner = nullptr)
+	{
+		return runScan(std::span<const ScanJob>(&one, 1), scanner);
+	}
 
 	static ProbeDesc probeDesc(const Slot& slot, const gpu::Buffer& arena, bool all_emits)
 	{
@@ -275,6 +278,34 @@ TEST_P(MegacallScanSizes, MatchesCpuReference)
 }
 
 INSTANTIATE_TEST_SUITE_P(MegacallScan, MegacallScanSizes, ::testing::Values(1u, 511u, 512u, 513u, 262145u, 1000000u),
+                         ::testing::PrintToStringParamName());
+
+// Every kernel with fewer workgroups than elements (or blocks) need: each loops over the rest, as on a device whose
+// maxComputeWorkGroupCount[0] (65,535 on lavapipe) is below a large slot's group count. The same records each time
+// (0 = the device's limit). Not fewer than 2 workgroups at 262,145 records: lavapipe ends a shader's loops after
+// 65,535 iterations in all (gpu/dispatch.glsl.h), and one workgroup's tile loop would need ~3,300 × 20.
+class MegacallScanFewWorkgroups : public MegacallScanTest, public ::testing::WithParamInterface<uint32_t>
+{
+};
+
+TEST_P(MegacallScanFewWorkgroups, MatchesCpuReference)
+{
+	const uint32_t n = GetParam();
+	for (const uint32_t max_groups : {0u, 2u, 5u})
+	{
+		auto capped = MegacallScan::create(device(), max_groups);
+		ASSERT_TRUE(capped.ok()) << capped.error().message;
+		const uint32_t seed = 2000 + n;
+		SCOPED_TRACE("seed " + std::to_string(seed) + ", at most " + std::to_string(max_groups) + " workgroups");
+		const std::vector<uint32_t> records = randomRecords(n, seed, n > 6);
+		const Slot slot = makeSlot(records);
+		ScanBuffers buffers = makeScanBuffers(n);
+		runScan(job(buffers, slot), &capped.value());
+		expectScanned(records, readSlot(slot));
+	}
+}
+
+INSTANTIATE_TEST_SUITE_P(MegacallScan, MegacallScanFewWorkgroups, ::testing::Values(1u, 511u, 512u, 513u, 262145u),
                          ::testing::PrintToStringParamName());
 
 TEST_F(MegacallScanTest, AllZeroSlotDrawsNothingAndPointsTheSentinelAtTheLastRecord)
@@ -451,6 +482,18 @@ TEST_F(MegacallProbeTest, AgreesWithTheReplayOnEveryEmitOfARandomSlot)
 		indexed += records_[r * kWords + 2] != fx::kNonIndexed && records_[r * kWords + 3] > 0;
 	EXPECT_GT(indexed, 1000u);
 	EXPECT_LT(indexed, 3000u);
+}
+
+TEST_F(MegacallProbeTest, AgreesWithTheReplayWhenFourWorkgroupsProbeEveryEmit)
+{
+	auto capped = MegacallScan::create(device(), 4);
+	ASSERT_TRUE(capped.ok()) << capped.error().message;
+	ProbeDesc desc = probeDesc(slot_, *arena_, true);
+	desc.seed = kSeed;
+	auto report = capped->probeSlot(desc);
+	ASSERT_TRUE(report.ok()) << report.error().message;
+	EXPECT_EQ(report->probed, reference(records_).total);
+	EXPECT_EQ(report->mismatch_count, 0u);
 }
 
 TEST_F(MegacallScanTest, TriangleCoherenceHoldsForWholePrimitivesAndBreaksAfterARecordOfFour)

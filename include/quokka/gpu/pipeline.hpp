@@ -150,10 +150,10 @@ struct ShaderReflection
 /// Reflects `spirv` as stage `stage`. Errors: InvalidArgument when spirv-cross cannot parse it.
 Result<ShaderReflection> reflectSpirv(std::span<const uint32_t> spirv, VkShaderStageFlagBits stage);
 
-/// Records a dispatch of `count_x` invocations along x (rounded up to the pipeline's local size), splitting into
-/// a second dimension when the group count exceeds maxComputeWorkGroupCount[0] (65,535 on lavapipe). Shaders take
-/// their linear index from quokkaLinearInvocation() in shaders/gpu/dispatch.glsl.h and bounds-check it against their
-/// element count (the last row of groups may overshoot).
-void dispatch1d(CommandList& list, const Pipeline& pipeline, uint64_t count_x);
+/// Records a dispatch for `count_x` invocations along x: ceil(count_x / local size) workgroups in one row, at most
+/// maxComputeWorkGroupCount[0] of them (65,535 on lavapipe) and at most `max_groups` when that is not 0. Kernels visit
+/// their elements with a grid-stride loop (shaders/gpu/dispatch.glsl.h), so fewer workgroups than elements need is
+/// never wrong. Returns the number of workgroups launched (0 for an empty dispatch, which records nothing).
+uint32_t dispatch1d(CommandList& list, const Pipeline& pipeline, uint64_t count_x, uint32_t max_groups = 0);
 
 } // namespace quokka::gpu

@@ -170,9 +170,11 @@ void checkTriangleCoherence(std::span<const ProbeResult> got, uint32_t primitive
 class MegacallScan
 {
 public:
-	/// Builds the three scan pipelines (embedded SPIR-V); the probe pipeline is compiled on first use. Errors: as
+	/// Builds the three scan pipelines (embedded SPIR-V); the probe pipeline is compiled on first use. `max_groups`:
+	/// at most this many workgroups per dispatch (0: the device's maxComputeWorkGroupCount[0]); the kernels loop over
+	/// what the workgroups do not cover, and tests pass small values to run those loops. Errors: as
 	/// Device::createComputePipeline.
-	static Result<MegacallScan> create(gpu::Device& device);
+	static Result<MegacallScan> create(gpu::Device& device, uint32_t max_groups = 0);
 
 	MegacallScan(MegacallScan&&) noexcept = default;
 	MegacallScan& operator=(MegacallScan&&) noexcept = default;
@@ -204,6 +206,7 @@ private:
 
 	gpu::Device* device_ = nullptr;
 	uint64_t storage_alignment_ = 4; ///< minStorageBufferOffsetAlignment
+	uint32_t max_groups_ = 0;        ///< dispatch1d's cap (0: the device's limit)
 	gpu::PipelineHandle scan_;
 	gpu::PipelineHandle add_;
 	gpu::PipelineHandle tiles_;
