@@ -35,7 +35,7 @@ std::vector<uint32_t> runFill(Device& device, const Pipeline& pipeline, FillPara
 	EXPECT_TRUE(list.ok());
 	// Zeroed first: the kernels add to what is there (fill_pattern.comp), so an element visited twice is caught.
 	vkCmdFillBuffer(list.value().vk(), out.value()->vk(), 0, VK_WHOLE_SIZE, 0);
-	list.value().memoryBarrier(VK_PIPELINE_STAGE_2_CLEAR_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+	list.value().memoryBarrier(VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
 	                           VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 	                           VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
 	pipeline.bind(list.value());
