@@ -9,6 +9,7 @@
 #include <spirv_cross_c.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 namespace quokka::gpu
@@ -434,6 +435,26 @@ void DynamicState::apply(VkCommandBuffer cmd) const
 	vkCmdSetStencilCompareMask(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, stencil_compare_mask);
 	vkCmdSetStencilWriteMask(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, stencil_write_mask);
 	vkCmdSetStencilReference(cmd, VK_STENCIL_FACE_FRONT_AND_BACK, stencil_reference);
+}
+
+void pushStorageBuffers(CommandList& list, const Pipeline& pipeline, std::initializer_list<StorageBinding> bindings)
+{
+	std::array<VkDescriptorBufferInfo, 8> infos{};
+	std::array<VkWriteDescriptorSet, 8> writes{};
+	QUOKKA_ASSERT(bindings.size() <= infos.size(), "pushStorageBuffers: too many bindings");
+	uint32_t count = 0;
+	for (const StorageBinding& binding : bindings)
+	{
+		infos[count] = {binding.buffer->vk(), binding.offset, binding.range};
+		VkWriteDescriptorSet& write = writes[count];
+		write.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+		write.dstBinding = count;
+		write.descriptorCount = 1;
+		write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+		write.pBufferInfo = &infos[count];
+		++count;
+	}
+	pipeline.pushDescriptors(list, {writes.data(), count});
 }
 
 uint32_t dispatch1d(CommandList& list, const Pipeline& pipeline, uint64_t count_x, uint32_t max_groups)

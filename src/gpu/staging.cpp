@@ -1,4 +1,4 @@
-// Staging ring: scattered writes → one vkCmdCopyBuffer per destination per flush.
+// Staging ring: scattered writes → one vkCmdCopyBuffer (or one ScatterCopy dispatch) per destination per flush.
 #include <quokka/base/range_overlay.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
@@ -79,7 +79,8 @@ Result<StagingRing::Chunk*> StagingRing::chunkFor(uint64_t size)
 		for (const Chunk& c : active_)
 			staged += c.cursor;
 		const uint64_t bytes = std::max({size, chunk_bytes_, std::min(staged, kMaxChunkBytes)});
-		auto buffer = device_->createBuffer({bytes, BufferUsage::TransferSrc, MemoryDomain::Upload, "quokka.staging"});
+		auto buffer = device_->createBuffer(
+		    {bytes, BufferUsage::TransferSrc | BufferUsage::Storage, MemoryDomain::Upload, "quokka.staging"});
 		if (!buffer.ok())
 			return buffer.error();
 		chunk.buffer = std::move(buffer.value());
@@ -146,23 +147,89 @@ Result<void> StagingRing::write(const BufferHandle& dst, uint64_t dst_offset, co
 	return {};
 }
 
+bool StagingRing::planScatter(Group& g)
+{
+	// A region is one workgroup's loop in the scatter: long ones stay with the copy engine, which streams them.
+	constexpr uint64_t kScatterMaxBytes = 64ull << 10;
+	auto scatterable = [](const VkBufferCopy& r)
+	{ return r.size <= kScatterMaxBytes && (r.srcOffset | r.dstOffset | r.size) % 4 == 0; };
+	if (scatter_failed_ || !hasFlag(g.dst->usage(), BufferUsage::Storage))
+		return false;
+	uint32_t count = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, dlo = UINT64_MAX, dhi = 0, bytes = 0;
+	for (size_t i = g.begin; i < g.end; ++i)
+		if (const VkBufferCopy& r = copies_[i].copy; scatterable(r))
+		{
+			++count;
+			bytes += r.size;
+			lo = std::min(lo, r.srcOffset);
+			hi = std::max(hi, r.srcOffset + r.size);
+			dlo = std::min(dlo, r.dstOffset);
+			dhi = std::max(dhi, r.dstOffset + r.size);
+		}
+	if (count == 0 || count <= scatter_above_)
+		return false;
+	if (!scatter_)
+	{
+		auto made = ScatterCopy::create(*device_);
+		if (!made.ok())
+		{
+			scatter_failed_ = true; // (a pipeline that cannot be built now will not be later)
+			return false;
+		}
+		scatter_.emplace(std::move(made.value()));
+	}
+	const uint64_t align = scatter_->offsetAlignment();
+	const uint64_t src_base = lo - lo % align, dst_base = dlo - dlo % align;
+	const uint64_t src_range = (hi - src_base + 3) / 4 * 4, dst_range = (dhi - dst_base + 3) / 4 * 4;
+	if (src_range > scatter_->maxRange() || dst_range > scatter_->maxRange())
+		return false;
+	// The table is staged like a write, at a binding-aligned offset.
+	const uint64_t table_bytes = uint64_t(count) * sizeof(ScatterRegion);
+	auto chunk = chunkFor(table_bytes + align);
+	if (!chunk.ok())
+		return false;
+	Chunk& c = *chunk.value();
+	const uint64_t table_at = (c.cursor + align - 1) / align * align;
+	auto* table = reinterpret_cast<ScatterRegion*>(c.buffer->mapped() + table_at);
+	c.cursor = table_at + table_bytes;
+	// The copies left over (long or unaligned regions) move to the group's front, the scattered ones into the table.
+	size_t kept = g.begin;
+	uint32_t n = 0;
+	for (size_t i = g.begin; i < g.end; ++i)
+	{
+		const VkBufferCopy& r = copies_[i].copy;
+		if (scatterable(r))
+			table[n++] = {uint32_t((r.srcOffset - src_base) / 4), uint32_t((r.dstOffset - dst_base) / 4),
+			              uint32_t(r.size / 4), 0};
+		else
+			copies_[kept++] = copies_[i];
+	}
+	g.scatter = true;
+	g.source = {copies_[g.begin].src, src_base, src_range};
+	g.target = {g.dst, dst_base, dst_range};
+	g.table = {c.buffer.get(), table_at, table_bytes};
+	g.count = count;
+	g.scattered_bytes = bytes;
+	g.end = kept; // [begin, kept): still copied
+	return true;
+}
+
 StagingFlushStats StagingRing::flush(CommandList& list, VkPipelineStageFlags2 dst_stages, VkAccessFlags2 dst_access)
 {
 	StagingFlushStats stats;
 	if (pending_.empty())
 		return stats;
-	for (Chunk& c : active_)
-		c.buffer->flush();
-	// Prior GPU work may read or write the destinations: order the copies after it (write-after-read/write).
-	list.memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT,
-	                   VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT);
+	// Each destination's regions in destination order, adjacent ones (in both buffers) merged, then grouped by staging
+	// chunk (destination order kept inside each): one vkCmdCopyBuffer or one scatter per group.
+	copies_.clear();
+	groups_.clear();
 	for (auto& [id, d] : pending_)
 	{
-		// Regions in destination order, adjacent ones (in both buffers) merged.
-		copies_.clear();
+		const size_t first = copies_.size();
 		auto add = [&](uint64_t offset, const Region& r)
 		{
-			if (!copies_.empty())
+			if (copies_.size() > first)
 			{
 				Copy& last = copies_.back();
 				if (last.src == r.src && last.copy.dstOffset + last.copy.size == offset &&
@@ -180,30 +247,71 @@ StagingFlushStats StagingRing::flush(CommandList& list, VkPipelineStageFlags2 ds
 		else
 			for (const auto& [offset, r] : d.regions)
 				add(offset, r);
-		// One copy command per (destination, staging chunk): group by chunk, keeping destination order inside each.
-		const bool one_source =
-		    std::all_of(copies_.begin(), copies_.end(), [&](const Copy& c) { return c.src == copies_.front().src; });
-		if (!one_source)
-			std::stable_sort(copies_.begin(), copies_.end(),
+		const auto begin = copies_.begin() + std::ptrdiff_t(first);
+		if (!std::all_of(begin, copies_.end(), [&](const Copy& c) { return c.src == begin->src; }))
+			std::stable_sort(begin, copies_.end(),
 			                 [](const Copy& a, const Copy& b) { return std::less<const Buffer*>()(a.src, b.src); });
-		for (size_t i = 0; i < copies_.size();)
+		for (size_t i = first; i < copies_.size();)
 		{
 			size_t j = i;
-			regions_.clear();
-			for (; j < copies_.size() && copies_[j].src == copies_[i].src; ++j)
-			{
-				regions_.push_back(copies_[j].copy);
-				stats.bytes += copies_[j].copy.size;
-			}
-			vkCmdCopyBuffer(list.vk(), copies_[i].src->vk(), d.buffer->vk(), uint32_t(regions_.size()),
-			                regions_.data());
-			++stats.destinations;
-			stats.regions += uint32_t(regions_.size());
+			while (j < copies_.size() && copies_[j].src == copies_[i].src)
+				++j;
+			groups_.push_back({d.buffer.get(), i, j});
 			i = j;
 		}
 		list.keepAlive(d.buffer);
 	}
-	list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT, dst_stages, dst_access);
+	bool any_scatter = false;
+	for (Group& g : groups_)
+		any_scatter |= planScatter(g);
+	// The tables are staged: now the chunks are complete.
+	for (Chunk& c : active_)
+		c.buffer->flush();
+	// Prior GPU work may read or write the destinations: order the copies (and scatters) after it.
+	list.memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT,
+	                   VK_PIPELINE_STAGE_2_COPY_BIT | (any_scatter ? VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT : 0),
+	                   VK_ACCESS_2_TRANSFER_WRITE_BIT | (any_scatter ? VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT : 0));
+	bool any_copy = false;
+	for (const Group& g : groups_)
+	{
+		if (g.end == g.begin)
+			continue;
+		regions_.clear();
+		for (size_t k = g.begin; k < g.end; ++k)
+		{
+			regions_.push_back(copies_[k].copy);
+			stats.bytes += copies_[k].copy.size;
+		}
+		vkCmdCopyBuffer(list.vk(), copies_[g.begin].src->vk(), g.dst->vk(), uint32_t(regions_.size()), regions_.data());
+		any_copy = true;
+		++stats.destinations;
+		stats.regions += uint32_t(regions_.size());
+	}
+	if (any_scatter)
+	{
+		// The scatters bind whole ranges of their destinations, which the copies above may write too, and two scatters
+		// of one destination (its writes spanned two chunks) bind overlapping ranges: order each after those writes.
+		if (any_copy)
+			list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+			                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+		const Buffer* previous = nullptr;
+		for (const Group& g : groups_)
+		{
+			if (!g.scatter)
+				continue;
+			if (previous == g.dst)
+				list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+				                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+			scatter_->record(list, g.source, g.target, g.table, g.count);
+			previous = g.dst;
+			++stats.scatters;
+			stats.scattered += g.count;
+			stats.bytes += g.scattered_bytes;
+		}
+	}
+	list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | (any_scatter ? VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT : 0),
+	                   VK_ACCESS_2_TRANSFER_WRITE_BIT | (any_scatter ? VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT : 0),
+	                   dst_stages, dst_access);
 
 	// A frame that needed several chunks needed several copies per destination; size the chunks so that the next
 	// frame of this volume fits in one (the steady state is one vkCmdCopyBuffer per destination per frame).

@@ -28,7 +28,7 @@
 #include <quokka/base/range_overlay.hpp>
 #include <quokka/classic/object_inputs.hpp>
 #include <quokka/fx/megacall_glsl.hpp>
-#include <quokka/heap/arena_scatter.hpp>
+#include <quokka/gpu/scatter_copy.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/megacall_scan.hpp>
 #include <quokka/heap/pointer_table.hpp>
@@ -1089,7 +1089,7 @@ struct HeapScene::Impl
 	adaptive::cset<RenderObjectPtr> skipped; ///< HeapOptions::skip_ineligible: the objects left to another pass
 	classic::DerivedUniforms derived;
 	std::optional<MegacallScan> scanner;
-	std::optional<ArenaScatter>
+	std::optional<gpu::ScatterCopy>
 	    scatter; ///< made by the first upload() with enough regions (HeapOptions::scatter_above)
 
 	std::vector<std::unique_ptr<Chunk>> chunks;
@@ -2548,7 +2548,7 @@ Result<void> HeapScene::Impl::copyWrites(gpu::CommandList& list, uint32_t page, 
 		}
 	if (small != 0 && small > options.scatter_above && !scatter)
 	{
-		QUOKKA_TRY_ASSIGN(made, ArenaScatter::create(context->device()));
+		QUOKKA_TRY_ASSIGN(made, gpu::ScatterCopy::create(context->device()));
 		scatter.emplace(std::move(made));
 	}
 	const uint64_t align = scatter ? scatter->offsetAlignment() : 4;
@@ -2560,10 +2560,10 @@ Result<void> HeapScene::Impl::copyWrites(gpu::CommandList& list, uint32_t page, 
 		return {};
 	}
 	// The table goes into the frame's pages too (uploaded with them), at a binding-aligned offset.
-	const uint64_t table_bytes = small * sizeof(ScatterRegion);
+	const uint64_t table_bytes = small * sizeof(gpu::ScatterRegion);
 	QUOKKA_TRY_ASSIGN(span, pages.reserve(table_bytes + align));
 	const uint64_t table_at = (uint64_t(span.at) + align - 1) / align * align;
-	auto* table = reinterpret_cast<ScatterRegion*>(span.data + (table_at - span.at));
+	auto* table = reinterpret_cast<gpu::ScatterRegion*>(span.data + (table_at - span.at));
 	std::vector<VkBufferCopy> direct;
 	size_t n = 0;
 	for (const VkBufferCopy& r : regions)
@@ -2888,6 +2888,8 @@ HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature sign
 	p.outputs.colors = p.signature.colorNames();
 	p.options = options;
 	p.stats = &stats_;
+	// The draw headers and records the heap stages through the context's ring follow the same rule.
+	context.staging().setScatterAbove(options.scatter_above);
 	const uint64_t range = context.device().info().max_storage_buffer_range;
 	p.max_chunk_bytes = options.max_chunk_bytes ? options.max_chunk_bytes : std::min<uint64_t>(range, 256ull << 20);
 	p.max_chunk_bytes = std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15);

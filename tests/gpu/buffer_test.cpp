@@ -200,6 +200,7 @@ TEST_F(BufferTest, ALargeFrameOpensGeometricallyGrowingChunks)
 	ASSERT_TRUE(dst.ok());
 	const std::vector<std::byte> model = randomBytes(kSize, 31);
 	StagingRing ring(device(), 64 << 10);
+	ring.setScatterAbove(UINT32_MAX); // copies only: this test counts copy commands
 	// Descending offsets: no two writes merge on the destination side, so each chunk is one copy command.
 	for (uint64_t offset = kSize; offset > 0; offset -= kWrite)
 		ASSERT_TRUE(ring.write(dst.value(), offset - kWrite, model.data() + offset - kWrite, kWrite).ok());
@@ -256,6 +257,71 @@ TEST_F(BufferTest, AscendingStagingWritesMergeAndALaterOverlapStillWins)
 		ASSERT_TRUE(back.ok());
 		ASSERT_EQ(std::memcmp(back.value().data(), model.data(), kSize), 0) << "frame " << frame;
 	}
+}
+
+// Word-aligned scattered writes — the heap's records and headers — go through the scatter copy past scatterAbove():
+// the bytes equal a CPU model whichever path a group takes (all copied, all scattered, the default), a destination
+// without Storage usage is always copied, writes longer than 64 KiB stay copies next to a scatter, and a frame that
+// spans several staging chunks scatters once per (destination, chunk).
+TEST_F(BufferTest, ScatteredWordWritesScatterPastTheThresholdAndEqualACpuModel)
+{
+	constexpr uint64_t kSize = 1 << 20;
+	const BufferUsage storage = BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst;
+	auto a = device().createBuffer({kSize, storage, MemoryDomain::DeviceLocal, "scattered.a"});
+	auto b = device().createBuffer({kSize, storage, MemoryDomain::DeviceLocal, "scattered.b"});
+	auto c = device().createBuffer(
+	    {kSize, BufferUsage::TransferSrc | BufferUsage::TransferDst, MemoryDomain::DeviceLocal, "scattered.c"});
+	ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+	const BufferHandle dst[3] = {a.value(), b.value(), c.value()};
+	std::vector<std::byte> model[3];
+	for (int d = 0; d < 3; ++d)
+	{
+		model[d] = randomBytes(kSize, 40 + d);
+		ASSERT_TRUE(device().uploadBuffer(*dst[d], 0, model[d].data(), kSize).ok());
+	}
+	std::mt19937 rng(77);
+	for (const uint64_t chunk : {uint64_t(4) << 20, uint64_t(64) << 10})
+		for (const uint32_t above : {0u, 32u, UINT32_MAX})
+		{
+			SCOPED_TRACE("chunk " + std::to_string(chunk) + ", scatter above " + std::to_string(above));
+			StagingRing ring(device(), chunk);
+			ring.setScatterAbove(above);
+			for (int i = 0; i < 3000; ++i)
+			{
+				const int d = int(rng() % 3);
+				// Mostly 1–64 words; now and then a write longer than 64 KiB (copied even in a scattered group).
+				const uint64_t size = rng() % 500 == 0 ? (80u << 10) : 4 * (1 + rng() % 64);
+				const uint64_t offset = 4 * (rng() % ((kSize - size) / 4));
+				const auto data = randomBytes(size, rng());
+				std::memcpy(model[d].data() + offset, data.data(), size);
+				ASSERT_TRUE(ring.write(dst[d], offset, data.data(), size).ok());
+			}
+			auto list = device().beginCommands();
+			ASSERT_TRUE(list.ok());
+			const StagingFlushStats stats = ring.flush(list.value());
+			ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+			if (above == UINT32_MAX)
+			{
+				EXPECT_EQ(stats.scatters, 0u);
+			}
+			else
+			{
+				// a and b scatter (once per staging chunk their writes landed in); c never does.
+				EXPECT_GE(stats.scatters, 2u);
+				EXPECT_GT(stats.scattered, 1000u);
+				EXPECT_GE(stats.destinations, 1u); // c, and the long writes
+			}
+			if (chunk == (uint64_t(64) << 10) && above != UINT32_MAX)
+			{
+				EXPECT_GT(stats.scatters, 2u) << "writes spanning chunks scatter once per chunk";
+			}
+			for (int d = 0; d < 3; ++d)
+			{
+				auto back = device().readBuffer(*dst[d], 0, kSize);
+				ASSERT_TRUE(back.ok());
+				ASSERT_EQ(std::memcmp(back.value().data(), model[d].data(), kSize), 0) << "buffer " << d;
+			}
+		}
 }
 
 TEST_F(BufferTest, StagingWriteOutsideTheBufferIsAnError)

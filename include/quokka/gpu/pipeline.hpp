@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -149,6 +150,18 @@ struct ShaderReflection
 
 /// Reflects `spirv` as stage `stage`. Errors: InvalidArgument when spirv-cross cannot parse it.
 Result<ShaderReflection> reflectSpirv(std::span<const uint32_t> spirv, VkShaderStageFlagBits stage);
+
+/// One storage-buffer binding of set 0 for pushStorageBuffers, in binding order.
+struct StorageBinding
+{
+	const Buffer* buffer;
+	uint64_t offset = 0;
+	uint64_t range = VK_WHOLE_SIZE;
+};
+
+/// Writes a compute kernel's storage-buffer bindings 0, 1, … of set 0 with one push-descriptor call (at most 8;
+/// Pipeline::pushBuffer records one call per binding).
+void pushStorageBuffers(CommandList& list, const Pipeline& pipeline, std::initializer_list<StorageBinding> bindings);
 
 /// Records a dispatch for `count_x` invocations along x: ceil(count_x / local size) workgroups in one row, at most
 /// maxComputeWorkGroupCount[0] of them (65,535 on lavapipe) and at most `max_groups` when that is not 0. Kernels visit

@@ -2,7 +2,9 @@
 //
 // write() copies the bytes into host-visible staging memory at once; flush() records, per destination buffer, one
 // vkCmdCopyBuffer whose regions are the pending writes sorted by destination offset — overlapping writes resolved so
-// that the later write wins, adjacent ones merged — followed by one barrier. Staging chunks are recycled when the
+// that the later write wins, adjacent ones merged — followed by one barrier. A destination with many short regions
+// (scatterAbove()) and Storage usage gets them through one ScatterCopy dispatch instead, whose table is staged with
+// the writes: vkCmdCopyBuffer costs the driver CPU time per region. Staging chunks are recycled when the
 // list they were flushed into completed. A frame whose writes overflow one chunk costs one copy per (destination,
 // chunk) and grows the chunk size to fit the next such frame in one. Owned by one thread.
 #pragma once
@@ -13,7 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include <optional>
+
 #include <quokka/gpu/buffer.hpp>
+#include <quokka/gpu/scatter_copy.hpp>
 
 namespace quokka::gpu
 {
@@ -25,7 +30,9 @@ struct StagingFlushStats
 {
 	uint32_t destinations = 0; ///< vkCmdCopyBuffer calls recorded
 	uint32_t regions = 0;      ///< VkBufferCopy regions after merging
-	uint64_t bytes = 0;        ///< bytes copied
+	uint64_t bytes = 0;        ///< bytes copied (by either path; the scatter's tables not counted)
+	uint32_t scatters = 0;     ///< ScatterCopy dispatches recorded
+	uint32_t scattered = 0;    ///< regions copied by them
 };
 
 class StagingRing
@@ -52,6 +59,11 @@ public:
 	                        VkAccessFlags2 dst_access = VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
 
 	uint64_t pendingBytes() const { return pending_bytes_; }
+	/// A destination's writes from one staging chunk go through the scatter when more than this many of them are at
+	/// most 64 KiB long and word-aligned, and the destination has Storage usage (the longer ones are copied). Default
+	/// 32; 0 scatters every such group, UINT32_MAX none (tests compare both).
+	uint32_t scatterAbove() const { return scatter_above_; }
+	void setScatterAbove(uint32_t regions) { scatter_above_ = regions; }
 	/// Current chunk size (grows when a frame overflowed a chunk).
 	uint64_t chunkBytes() const { return chunk_bytes_; }
 	/// Host-visible bytes held (in use + free chunks).
@@ -85,8 +97,20 @@ private:
 		const Buffer* src;
 		VkBufferCopy copy;
 	};
+	/// The regions of one (destination, staging chunk) pair: copies_[begin, end).
+	struct Group
+	{
+		const Buffer* dst;
+		size_t begin, end;
+		bool scatter = false; // else one vkCmdCopyBuffer
+		StorageRange source, target, table;
+		uint32_t count = 0;           // table entries
+		uint64_t scattered_bytes = 0; // their bytes
+	};
 
 	Result<Chunk*> chunkFor(uint64_t size);
+	/// Decides whether `g` goes through the scatter and, if so, stages its table. False: copy it.
+	bool planScatter(Group& g);
 	static void insertRegion(Destination& dst, uint64_t offset, Region region);
 
 	Device* device_;
@@ -98,6 +122,10 @@ private:
 	Destination* last_ = nullptr;
 	std::vector<Copy> copies_;          // flush() scratch, kept for its capacity
 	std::vector<VkBufferCopy> regions_; // flush() scratch: one vkCmdCopyBuffer's regions
+	std::vector<Group> groups_;         // flush() scratch
+	uint32_t scatter_above_ = 32;
+	std::optional<ScatterCopy> scatter_; // made by the first flush that scatters
+	bool scatter_failed_ = false;        // its pipeline could not be made: copies only
 	uint64_t pending_bytes_ = 0;
 	std::shared_ptr<std::vector<BufferHandle>> recycle_; // chunks returned by retired lists
 };

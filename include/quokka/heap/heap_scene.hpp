@@ -63,11 +63,12 @@ struct HeapOptions
 	/// reader of the scene's set — no filtered copy (one more persistent-set update per added or removed object) and no
 	/// second reader (whose pending changes make the set copy every change for the first reader).
 	bool skip_ineligible = false;
-	/// A staging page's arena writes go to their chunk through the compute scatter (ArenaScatter: one dispatch, 16
+	/// A staging page's arena writes go to their chunk through the compute scatter (gpu::ScatterCopy: one dispatch, 16
 	/// bytes of table per region) when it has more than this many regions of at most 64 KiB, and through
 	/// vkCmdCopyBuffer otherwise (and for longer regions). vkCmdCopyBuffer costs the driver CPU time per region (~0.25
 	/// µs on the H200 host), the scatter a fixed dispatch. 0 sends every short region through the scatter, UINT32_MAX
-	/// none (tests compare both).
+	/// none (tests compare both). The heap sets its context's StagingRing (draw headers, records, indirect commands)
+	/// to the same threshold.
 	uint32_t scatter_above = 32;
 };
 

@@ -1,4 +1,4 @@
-// ArenaScatter on the device: random tables of regions (including more than twice as many regions as one dispatch
+// ScatterCopy on the device: random tables of regions (including more than twice as many regions as one dispatch
 // has workgroups) copied from a source range at a non-zero offset into a target; every target
 // word read back against a CPU replay — copied words exact, untouched words unchanged.
 #include "gpu_fixture.hpp"
@@ -8,34 +8,34 @@
 
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
-#include <quokka/heap/arena_scatter.hpp>
+#include <quokka/gpu/scatter_copy.hpp>
 
-namespace quokka::heap
+namespace quokka::gpu
 {
 namespace
 {
 
-using gpu::test::GpuTest;
+using test::GpuTest;
 
 constexpr uint32_t kUntouched = 0xA5A5A5A5u;
 
-class ArenaScatterTest : public GpuTest
+class ScatterCopyTest : public GpuTest
 {
 protected:
-	gpu::BufferHandle buffer(uint64_t bytes)
+	BufferHandle buffer(uint64_t bytes)
 	{
-		auto created = device().createBuffer(
-		    {bytes, gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
-		     gpu::MemoryDomain::DeviceLocal, "scatter test"});
+		auto created =
+		    device().createBuffer({bytes, BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
+		                           MemoryDomain::DeviceLocal, "scatter test"});
 		EXPECT_TRUE(created.ok()) << created.error().message;
 		return created.ok() ? created.value() : nullptr;
 	}
-	void upload(const gpu::Buffer& dst, std::span<const uint32_t> words)
+	void upload(const Buffer& dst, std::span<const uint32_t> words)
 	{
 		auto uploaded = device().uploadBuffer(dst, 0, words.data(), words.size_bytes());
 		ASSERT_TRUE(uploaded.ok()) << uploaded.error().message;
 	}
-	std::vector<uint32_t> read(const gpu::Buffer& src)
+	std::vector<uint32_t> read(const Buffer& src)
 	{
 		auto data = device().readBuffer(src, 0, src.size());
 		EXPECT_TRUE(data.ok()) << data.error().message;
@@ -48,7 +48,7 @@ protected:
 	/// Scatters `count` random disjoint regions of 1..max_words words and checks the whole target.
 	void scatterAndCheck(uint32_t count, uint32_t max_words, uint32_t seed)
 	{
-		auto scatter = ArenaScatter::create(device());
+		auto scatter = ScatterCopy::create(device());
 		ASSERT_TRUE(scatter.ok()) << scatter.error().message;
 		std::mt19937 rng(seed);
 		// Disjoint target runs with random gaps, in shuffled order (the heap's tables are in target order; nothing
@@ -105,13 +105,13 @@ protected:
 	}
 };
 
-TEST_F(ArenaScatterTest, CopiesEveryRegionExactlyAndNothingElse)
+TEST_F(ScatterCopyTest, CopiesEveryRegionExactlyAndNothingElse)
 {
 	scatterAndCheck(1, 1, 1);
 	scatterAndCheck(777, 200, 2); // regions longer than a workgroup (64 words) loop
 }
 
-TEST_F(ArenaScatterTest, MoreRegionsThanWorkgroupsLoopOverTheTable)
+TEST_F(ScatterCopyTest, MoreRegionsThanWorkgroupsLoopOverTheTable)
 {
 	// More regions than maxComputeWorkGroupCount[0] (65,535 on lavapipe, and the least Vulkan allows): each workgroup
 	// takes every (groups)-th region.
@@ -119,4 +119,4 @@ TEST_F(ArenaScatterTest, MoreRegionsThanWorkgroupsLoopOverTheTable)
 }
 
 } // namespace
-} // namespace quokka::heap
+} // namespace quokka::gpu

@@ -1,12 +1,12 @@
-// The arena scatter: copies a frame's many small arena writes from a host-visible staging page into an arena chunk
-// with one dispatch, where vkCmdCopyBuffer would cost the driver CPU time per region. Workgroup g copies regions g,
+// The scatter copy: copies many small regions (a frame's scattered writes, staged in a host-visible buffer) into a
+// buffer with one dispatch, where vkCmdCopyBuffer would cost the driver CPU time per region. Workgroup g copies regions g,
 // g + groups, … (one row of at most maxComputeWorkGroupCount[0] groups: no fold into y), its invocations the words.
 #version 460
 #extension GL_GOOGLE_include_directive : require
 
-#include "heap/arena_scatter.glsl.h"
+#include "gpu/scatter_copy.glsl.h"
 
-layout(local_size_x = QUOKKA_HEAP_SCATTER_GROUP_SIZE) in;
+layout(local_size_x = QUOKKA_GPU_SCATTER_GROUP_SIZE) in;
 
 layout(set = 0, binding = 0, std430) readonly buffer Source
 {
@@ -20,20 +20,20 @@ layout(set = 0, binding = 1, std430) writeonly buffer Target
 
 layout(set = 0, binding = 2, std430) readonly buffer Regions
 {
-	ArenaScatterRegion regions[];
+	ScatterCopyRegion regions[];
 };
 
 layout(push_constant) uniform Push
 {
-	ArenaScatterPush pc;
+	ScatterCopyPush pc;
 };
 
 void main()
 {
 	for (uint r = gl_WorkGroupID.x; r < pc.count; r += gl_NumWorkGroups.x)
 	{
-		ArenaScatterRegion g = regions[r];
-		for (uint w = gl_LocalInvocationID.x; w < g.words; w += QUOKKA_HEAP_SCATTER_GROUP_SIZE)
+		ScatterCopyRegion g = regions[r];
+		for (uint w = gl_LocalInvocationID.x; w < g.words; w += QUOKKA_GPU_SCATTER_GROUP_SIZE)
 			target[g.dst + w] = source[g.src + w];
 	}
 }
