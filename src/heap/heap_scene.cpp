@@ -2888,8 +2888,8 @@ HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature sign
 	p.outputs.colors = p.signature.colorNames();
 	p.options = options;
 	p.stats = &stats_;
-	// The draw headers and records the heap stages through the context's ring follow the same rule.
-	context.staging().setScatterAbove(options.scatter_above);
+	// The draw headers and records the heap stages through the context's ring.
+	context.staging().setScatterAbove(options.ring_scatter_above);
 	const uint64_t range = context.device().info().max_storage_buffer_range;
 	p.max_chunk_bytes = options.max_chunk_bytes ? options.max_chunk_bytes : std::min<uint64_t>(range, 256ull << 20);
 	p.max_chunk_bytes = std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15);

@@ -192,7 +192,8 @@ struct Mode
 };
 
 /// The heap modes also cover both ways arena writes reach the chunks: heap-indirect copies every region with
-/// vkCmdCopyBuffer, heap-megacall sends every short one through the arena scatter, heap-auto decides by count.
+/// vkCmdCopyBuffer, heap-megacall sends every short one through the arena scatter, heap-auto decides by count (the same
+/// for the staging ring's headers and records).
 std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 {
 	auto heap = [&](DrawStrategy d, uint32_t scatter_above)
@@ -202,6 +203,8 @@ std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 		o.heap.draw = d;
 		o.heap.max_chunk_bytes = chunk_bytes;
 		o.heap.scatter_above = scatter_above;
+		o.heap.ring_scatter_above =
+		    scatter_above == 0 || scatter_above == UINT32_MAX ? scatter_above : HeapOptions{}.ring_scatter_above;
 		return o;
 	};
 	const uint32_t by_count = HeapOptions{}.scatter_above;

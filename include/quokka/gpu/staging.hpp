@@ -61,7 +61,8 @@ public:
 	uint64_t pendingBytes() const { return pending_bytes_; }
 	/// A destination's writes from one staging chunk go through the scatter when more than this many of them are at
 	/// most 64 KiB long and word-aligned, and the destination has Storage usage (the longer ones are copied). Default
-	/// 32; 0 scatters every such group, UINT32_MAX none (tests compare both).
+	/// 256 (a dispatch costs about as much driver time as ~100 copy regions); 0 scatters every such group, UINT32_MAX
+	/// none (tests compare both).
 	uint32_t scatterAbove() const { return scatter_above_; }
 	void setScatterAbove(uint32_t regions) { scatter_above_ = regions; }
 	/// Current chunk size (grows when a frame overflowed a chunk).
@@ -123,7 +124,7 @@ private:
 	std::vector<Copy> copies_;          // flush() scratch, kept for its capacity
 	std::vector<VkBufferCopy> regions_; // flush() scratch: one vkCmdCopyBuffer's regions
 	std::vector<Group> groups_;         // flush() scratch
-	uint32_t scatter_above_ = 32;
+	uint32_t scatter_above_ = 256;
 	std::optional<ScatterCopy> scatter_; // made by the first flush that scatters
 	bool scatter_failed_ = false;        // its pipeline could not be made: copies only
 	uint64_t pending_bytes_ = 0;
