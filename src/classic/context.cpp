@@ -443,12 +443,13 @@ Result<void> Context::upload(gpu::CommandList& list)
 	}
 	textures.clear();
 	// The heap renderer stages through this ring too: its draws read commands indirectly and its scans run in compute.
-	staging_.flush(list,
-	               VK_PIPELINE_STAGE_2_VERTEX_INPUT_BIT | VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT |
-	                   VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT |
-	                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-	               VK_ACCESS_2_VERTEX_ATTRIBUTE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT | VK_ACCESS_2_UNIFORM_READ_BIT |
-	                   VK_ACCESS_2_SHADER_READ_BIT | VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT);
+	last_flush_ = staging_.flush(list,
+	                             VK_PIPELINE_STAGE_2_VERTEX_INPUT_BIT | VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT |
+	                                 VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT |
+	                                 VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                             VK_ACCESS_2_VERTEX_ATTRIBUTE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT |
+	                                 VK_ACCESS_2_UNIFORM_READ_BIT | VK_ACCESS_2_SHADER_READ_BIT |
+	                                 VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT);
 	return {};
 }
 

@@ -304,6 +304,7 @@ Result<void> RenderTask::upload(gpu::CommandList& list)
 		if (e.heap)
 			QUOKKA_TRY(e.heap->upload(list));
 	QUOKKA_TRY(runtime_->context().upload(list));
+	stats_.staging = runtime_->context().lastFlush();
 	for (auto& [index, e] : entries_)
 		if (e.heap)
 			QUOKKA_TRY(e.heap->prepare(list));

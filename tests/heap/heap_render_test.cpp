@@ -1137,6 +1137,66 @@ TEST_F(HeapRenderTest, ObjectsPlacedSideBySideUploadAsOneCopyRegion)
 	}
 }
 
+/// Removals move a slot's last records into the holes they leave, one record (and draw header) region each in the
+/// context's staging ring: spread over a large slot they are many short regions, which the ring sends through its
+/// scatter copy when HeapOptions::ring_scatter_above says so — and the image is the same either way.
+TEST_F(HeapRenderTest, SpreadRemovalsStageTheirMovedRecordsThroughTheRingsScatterWhenAsked)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	std::vector<RenderObjectPtr> objects;
+	for (int i = 0; i < 2400; ++i)
+	{
+		// A 60 × 40 grid of small triangles that do not overlap (the image does not depend on draw order).
+		const float x = -0.95f + 1.9f * float(i % 60) / 59.0f, y = -0.95f + 1.9f * float(i / 60) / 39.0f;
+		objects.push_back(
+		    scene::makeRenderObject(litTriangle(lit, V3f(x - 0.01f, y - 0.01f, 0), V3f(x + 0.01f, y - 0.01f, 0),
+		                                        V3f(x, y + 0.015f, 0), rgba(i % 200, 120, 200))));
+	}
+	std::vector<RenderObjectPtr> kept;
+	for (size_t i = 0; i < objects.size(); ++i)
+		if (i % 8 != 3)
+			kept.push_back(objects[i]);
+	const uint32_t forced[] = {0u, UINT32_MAX};
+	for (const uint32_t ring_above : forced)
+	{
+		SCOPED_TRACE("ring_scatter_above " + std::to_string(ring_above));
+		runtime::RenderOptions o;
+		o.path = runtime::RenderPath::Heap;
+		o.heap.draw = DrawStrategy::Indirect;
+		o.heap.ring_scatter_above = ring_above;
+		adaptive::cset<RenderObjectPtr> set;
+		auto heap = task(RenderTree::ofObjects(set), o);
+		adaptive::transact(
+		    [&]
+		    {
+			    for (const RenderObjectPtr& obj : objects)
+				    set.add(obj);
+		    });
+		ASSERT_EQ(frame(*heap), "");
+		// Every eighth object leaves: 300 holes spread over the slot, each refilled from its end.
+		adaptive::transact(
+		    [&]
+		    {
+			    for (size_t i = 3; i < objects.size(); i += 8)
+				    set.remove(objects[i]);
+		    });
+		ASSERT_EQ(frame(*heap), "");
+		const gpu::StagingFlushStats& ring = heap->stats().staging;
+		EXPECT_GT(ring.regions + ring.scattered, 200u);
+		if (ring_above == 0)
+		{
+			EXPECT_GE(ring.scatters, 1u);
+			EXPECT_GT(ring.scattered, 200u);
+		}
+		else
+		{
+			EXPECT_EQ(ring.scatters, 0u);
+		}
+		expectValidHeap(*heap);
+		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(kept)), {})), 0u);
+	}
+}
+
 /// A frame's additions are placed phase by phase over batches of objects (read, acquire, attach): the arena, the
 /// chunks, the buckets and the pixels must come out exactly as when the same objects arrive one per frame — across
 /// several chunks, over more than one batch, and with objects whose draw fails in the middle of a batch (their blocks

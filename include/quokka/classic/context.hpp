@@ -163,6 +163,8 @@ public:
 	/// uploads are recorded into `list`; then flushes the staging ring into `list`. Call outside a render pass, after
 	/// the passes' update() and before their encode(). Errors: OutOfMemory, InvalidArgument (a malformed texture).
 	Result<void> upload(gpu::CommandList& list);
+	/// What the last upload()'s staging flush recorded (copy commands, regions, scatters, bytes).
+	const gpu::StagingFlushStats& lastFlush() const { return last_flush_; }
 
 	const ContextStats& stats() const { return stats_; }
 	/// Buffers and textures queued for the next upload(): each holds a reference until then.
@@ -184,6 +186,7 @@ private:
 	gpu::Device* device_;
 	fx::EffectCompiler effects_;
 	gpu::StagingRing staging_;
+	gpu::StagingFlushStats last_flush_;
 	BufferArena data_arena_;
 	BufferArena uniform_arena_;
 	std::unordered_map<std::string, std::unique_ptr<PipelineEntry>> pipelines_;

@@ -73,8 +73,9 @@ struct RenderOptions
 /// Counters of the last RenderTask::run(), summed over its Render commands.
 struct TaskStats
 {
-	classic::PassStats passes; ///< summed; update_ms/encode_ms are the sums of the passes'
-	heap::HeapStats heap;      ///< the heap scenes' (path = Heap), counters summed
+	classic::PassStats passes;      ///< summed; update_ms/encode_ms are the sums of the passes'
+	heap::HeapStats heap;           ///< the heap scenes' (path = Heap), counters summed
+	gpu::StagingFlushStats staging; ///< the runtime context's staging flush in the task's upload()
 	uint32_t render_passes = 0;
 	uint32_t render_targets = 0; ///< renderTo targets re-rendered this frame
 	double update_ms = 0.0;      ///< CPU: pulling changes and preparing (all passes + uploads)
