@@ -19,7 +19,7 @@
 // count near 2^32 cannot make the loop run forever). A macro, not a function: gl_WorkGroupSize read in a function
 // defined above the kernel's `layout(local_size_x = …) in;` is (1, 1, 1) — each element then ran about 64 times,
 // harmless for a fill and wrong for the scan's `+=`.
-#define quokkaGridNext(i, count) \
+#define quokkaGridNext(i, count)                                                                                       \
 	((i) + gl_NumWorkGroups.x * gl_WorkGroupSize.x < (i) ? (count) : (i) + gl_NumWorkGroups.x * gl_WorkGroupSize.x)
 
 #endif

@@ -149,16 +149,12 @@ Result<void> StagingRing::write(const BufferHandle& dst, uint64_t dst_offset, co
 
 bool StagingRing::planScatter(Group& g)
 {
-	// A region is one workgroup's loop in the scatter: long ones stay with the copy engine, which streams them.
-	constexpr uint64_t kScatterMaxBytes = 64ull << 10;
-	auto scatterable = [](const VkBufferCopy& r)
-	{ return r.size <= kScatterMaxBytes && (r.srcOffset | r.dstOffset | r.size) % 4 == 0; };
 	if (scatter_failed_ || !hasFlag(g.dst->usage(), BufferUsage::Storage))
 		return false;
 	uint32_t count = 0;
 	uint64_t lo = UINT64_MAX, hi = 0, dlo = UINT64_MAX, dhi = 0, bytes = 0;
 	for (size_t i = g.begin; i < g.end; ++i)
-		if (const VkBufferCopy& r = copies_[i].copy; scatterable(r))
+		if (const VkBufferCopy& r = copies_[i].copy; ScatterCopy::scatterable(r))
 		{
 			++count;
 			bytes += r.size;
@@ -199,7 +195,7 @@ bool StagingRing::planScatter(Group& g)
 	for (size_t i = g.begin; i < g.end; ++i)
 	{
 		const VkBufferCopy& r = copies_[i].copy;
-		if (scatterable(r))
+		if (ScatterCopy::scatterable(r))
 			table[n++] = {uint32_t((r.srcOffset - src_base) / 4), uint32_t((r.dstOffset - dst_base) / 4),
 			              uint32_t(r.size / 4), 0};
 		else

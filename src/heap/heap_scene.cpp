@@ -2531,16 +2531,12 @@ Result<void> HeapScene::Impl::stageUniform(uint32_t chunk, uint32_t ref, const c
 Result<void> HeapScene::Impl::copyWrites(gpu::CommandList& list, uint32_t page, std::span<const VkBufferCopy> regions,
                                          const gpu::Buffer& target)
 {
-	// A region is one workgroup's loop in the scatter: long ones (merged runs of objects placed side by side) stay
-	// with the copy engine, which streams them.
-	constexpr uint64_t kScatterMaxBytes = 64ull << 10;
+	// Long regions (merged runs of objects placed side by side) stay with the copy engine: ScatterCopy::scatterable.
 	const gpu::Buffer& source = pages.buffer(page);
-	auto scatterable = [](const VkBufferCopy& r)
-	{ return r.size <= kScatterMaxBytes && (r.srcOffset | r.dstOffset | r.size) % 4 == 0; };
 	size_t small = 0;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	for (const VkBufferCopy& r : regions)
-		if (scatterable(r))
+		if (gpu::ScatterCopy::scatterable(r))
 		{
 			++small;
 			lo = std::min<uint64_t>(lo, r.srcOffset);
@@ -2567,7 +2563,7 @@ Result<void> HeapScene::Impl::copyWrites(gpu::CommandList& list, uint32_t page, 
 	std::vector<VkBufferCopy> direct;
 	size_t n = 0;
 	for (const VkBufferCopy& r : regions)
-		if (scatterable(r))
+		if (gpu::ScatterCopy::scatterable(r))
 			table[n++] = {uint32_t((r.srcOffset - base) / 4), uint32_t(r.dstOffset / 4), uint32_t(r.size / 4), 0};
 		else
 			direct.push_back(r);

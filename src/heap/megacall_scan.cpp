@@ -8,7 +8,6 @@
 #include <quokka/heap/megacall_scan.hpp>
 
 #include "heap_shaders.hpp"
-#include "storage_bindings.hpp"
 
 #include <algorithm>
 #include <array>
@@ -74,8 +73,8 @@ Levels scanLevels(uint32_t record_count)
 	return levels;
 }
 
-using detail::Binding;
-using detail::pushStorageBuffers;
+using Binding = gpu::StorageBinding;
+using gpu::pushStorageBuffers;
 
 // Compute writes of one level → the next level's reads and writes. Synchronization validation (layers 1.3.239) cannot
 // check these: it records a read-write storage binding as a write only and does not report write-after-write between

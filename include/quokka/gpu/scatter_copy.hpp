@@ -37,6 +37,14 @@ public:
 	/// Errors: as Device::createComputePipeline.
 	static Result<ScatterCopy> create(Device& device);
 
+	/// Regions longer than this stay with vkCmdCopyBuffer, which streams them (a region is one workgroup's loop here).
+	static constexpr uint64_t kMaxRegionBytes = 64ull << 10;
+	/// Whether `r` may go through the scatter: word-aligned on both sides and at most kMaxRegionBytes long.
+	static bool scatterable(const VkBufferCopy& r)
+	{
+		return r.size <= kMaxRegionBytes && (r.srcOffset | r.dstOffset | r.size) % 4 == 0;
+	}
+
 	/// minStorageBufferOffsetAlignment (at least 4).
 	uint64_t offsetAlignment() const { return alignment_; }
 	/// maxStorageBufferRange.

@@ -11,11 +11,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
-
-#include <optional>
 
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/scatter_copy.hpp>
