@@ -38,15 +38,32 @@ struct Sample
 	uint64_t upload_bytes = 0;
 };
 
+/// How a frame waits for the GPU. `block` sleeps in the driver (vkWaitSemaphores), as an application does; `spin` polls
+/// the timeline, so the thread keeps its core — and the caches its data is in — through the GPU's work. Side by side
+/// they show how much of a frame's CPU update is the cost of finding its code and data cold after the wait.
+enum class Wait
+{
+	Block,
+	Spin,
+};
+
 /// One frame: `change` inside a transaction, then the task records, submits and waits.
 template <typename F>
-Result<Sample> frame(gpu::Device& device, runtime::RenderTask& task, runtime::Framebuffer& fb, F&& change)
+Result<Sample> frame(gpu::Device& device, runtime::RenderTask& task, runtime::Framebuffer& fb, Wait wait, F&& change)
 {
 	adaptive::transact(change);
 	const auto t0 = std::chrono::steady_clock::now();
 	QUOKKA_TRY_ASSIGN(list, device.beginCommands());
 	QUOKKA_TRY(task.run(list, fb));
-	QUOKKA_TRY(device.submitAndWait(std::move(list)));
+	QUOKKA_TRY_ASSIGN(value, device.submit(std::move(list)));
+	if (wait == Wait::Spin)
+		while (device.completedValue() < value)
+		{
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		}
+	QUOKKA_TRY(device.wait(value));
 	Sample s;
 	s.frame_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 	// The runtime's update_ms spans the heap's update() and upload() (and the classic pass, empty here); heap.update_ms
@@ -93,6 +110,7 @@ int runBenchUpdate(const BenchOptions& b)
 		return fail(device.error());
 	gpu::Device& dev = *device.value();
 	const bool cpu = dev.info().is_cpu;
+	const Wait wait = b.update_wait == "spin" ? Wait::Spin : Wait::Block;
 	const uint32_t n = b.objects.empty() ? (cpu ? 20000 : 1000000) : b.objects[0];
 	if (n < 10)
 		return fail("bench update: --objects " + std::to_string(n) + " is below 10 (k is capped at n/10)");
@@ -148,13 +166,13 @@ int runBenchUpdate(const BenchOptions& b)
 	const char* draw_name = heap::strategyName(strategy.value());
 	if (!b.json)
 		std::printf("quokka bench update on %s, heap path (--draw %s), unique-mesh scene of %u objects (generated in "
-		            "%.0f ms), %u frames per figure (median)\n",
-		            dev.info().name.c_str(), draw_name, n, generate_ms, b.reps);
-	auto place = frame(dev, *task, fb.value(), [] {});
+		            "%.0f ms), %u frames per figure (median), GPU waits: %s\n",
+		            dev.info().name.c_str(), draw_name, n, generate_ms, b.reps, b.update_wait.c_str());
+	auto place = frame(dev, *task, fb.value(), wait, [] {});
 	if (!place.ok())
 		return fail(place.error());
 	// One idle frame: the placement frame's deferred work (strategy choice, scans) must not land in the first figure.
-	auto first_idle = frame(dev, *task, fb.value(), [] {});
+	auto first_idle = frame(dev, *task, fb.value(), wait, [] {});
 	if (!first_idle.ok())
 		return fail(first_idle.error());
 	// Then R idle frames: what a frame costs when nothing changed (the medians below; bytes are the maximum).
@@ -163,7 +181,7 @@ int runBenchUpdate(const BenchOptions& b)
 		std::vector<double> ms;
 		for (uint32_t r = 0; r < b.reps; ++r)
 		{
-			auto s = frame(dev, *task, fb.value(), [] {});
+			auto s = frame(dev, *task, fb.value(), wait, [] {});
 			if (!s.ok())
 				return fail(s.error());
 			ms.push_back(s->update_ms);
@@ -206,7 +224,7 @@ int runBenchUpdate(const BenchOptions& b)
 				{
 					changed.assign(all.begin() + next_add, all.begin() + next_add + k);
 					next_add += k;
-					s = frame(dev, *task, fb.value(),
+					s = frame(dev, *task, fb.value(), wait,
 					          [&]
 					          {
 						          for (const auto& x : changed)
@@ -223,14 +241,14 @@ int runBenchUpdate(const BenchOptions& b)
 							objects.remove(x);
 					};
 					if (what == "remove")
-						s = frame(dev, *task, fb.value(), removeAll);
+						s = frame(dev, *task, fb.value(), wait, removeAll);
 					else
 					{
 						// Untimed: the k objects leave, then the timed frame brings the same objects back.
-						auto hide = frame(dev, *task, fb.value(), removeAll);
+						auto hide = frame(dev, *task, fb.value(), wait, removeAll);
 						if (!hide.ok())
 							return fail(hide.error());
-						s = frame(dev, *task, fb.value(),
+						s = frame(dev, *task, fb.value(), wait,
 						          [&]
 						          {
 							          for (const auto& x : changed)
@@ -243,7 +261,7 @@ int runBenchUpdate(const BenchOptions& b)
 					const std::vector<uint32_t> which = pick(k);
 					// A quarter turn about the object's own axis: a new value for ModelTrafo and NormalMatrix.
 					const math::Trafo3d turn = math::Trafo3d::rotation({0.0, 1.0, 0.0}, 0.5 * std::numbers::pi);
-					s = frame(dev, *task, fb.value(),
+					s = frame(dev, *task, fb.value(), wait,
 					          [&]
 					          {
 						          for (uint32_t i : which)
@@ -257,7 +275,7 @@ int runBenchUpdate(const BenchOptions& b)
 				{
 					// Undo, untimed: added objects leave (the scene stays at n; every add places objects never placed
 					// before) and removed ones return (removes always pick among the first n).
-					auto undo = frame(dev, *task, fb.value(),
+					auto undo = frame(dev, *task, fb.value(), wait,
 					                  [&]
 					                  {
 						                  for (const auto& x : changed)
@@ -323,6 +341,7 @@ int runBenchUpdate(const BenchOptions& b)
 		j["draw"] = draw_name;
 		j["objects"] = n;
 		j["reps"] = b.reps;
+		j["wait"] = b.update_wait;
 		j["generate_ms"] = generate_ms;
 		j["placement"] = {{"cpu_update_ms", place->update_ms}, {"upload_bytes", place->upload_bytes}};
 		j["idle"] = {{"cpu_update_ms", idle.update_ms}, {"upload_bytes", idle.upload_bytes}};

@@ -70,6 +70,7 @@ struct BenchOptions
 	uint64_t max_chunk_bytes = 0;  ///< heap arena chunk cap; 0 = the device's default
 	std::vector<std::string> update_ops; ///< update: operations to measure (add, remove, edit); empty = all
 	std::vector<uint32_t> update_k;      ///< update: changes per frame; empty = 1, 100, 10000
+	std::string update_wait = "block";   ///< update: how a frame waits for the GPU (block | spin)
 };
 int runBench(const BenchOptions& options);
 int runBenchMeshlet(const BenchOptions& options);

@@ -74,6 +74,11 @@ int main(int argc, char** argv)
 	    ->check(CLI::IsMember({"add", "remove", "readd", "edit"}));
 	bench_cmd->add_option("--k", bench.update_k, "update: objects changed per frame (default 1 100 10000)")
 	    ->check(CLI::Range(1u, 1000000u));
+	bench_cmd
+	    ->add_option("--wait", bench.update_wait,
+	                 "update: how each frame waits for the GPU: block (sleep in the driver, default) or spin (poll, "
+	                 "keeping the core and its caches)")
+	    ->check(CLI::IsMember({"block", "spin"}));
 
 	RenderOptions validate;
 	CLI::App* validate_cmd =

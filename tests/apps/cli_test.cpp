@@ -572,6 +572,7 @@ TEST(CliBench, UpdateUploadsBytesProportionalToTheChange)
 	EXPECT_EQ(j["bench"], "update");
 	EXPECT_EQ(j["objects"], 1000);
 	EXPECT_EQ(j["draw"], "auto");
+	EXPECT_EQ(j["wait"], "block");
 	EXPECT_EQ(j["idle"]["upload_bytes"], 0);
 	auto rows = rowsBy(j["results"], "op/k");
 	ASSERT_EQ(rows.size(), 8u) << j["results"].dump();
@@ -599,10 +600,12 @@ TEST(CliBench, UpdateUploadsBytesProportionalToTheChange)
 
 TEST(CliBench, UpdateOpAndKRestrictTheRows)
 {
-	// --k 7 3 (in that order, each capped at n/10 = 50) and --op edit remove: four rows, in k then op order.
-	const CliRun run = runCli("bench update --objects 500 --reps 1 --op edit --op remove --k 7 3 --json");
+	// --k 7 3 (in that order, each capped at n/10 = 50) and --op edit remove: four rows, in k then op order. The frames
+	// spin on the GPU's timeline instead of sleeping (--wait spin): only how the CPU waits changes, not the work.
+	const CliRun run = runCli("bench update --objects 500 --reps 1 --op edit --op remove --k 7 3 --wait spin --json");
 	ASSERT_EQ(run.exit_code, 0) << run.err;
 	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["wait"], "spin");
 	ASSERT_EQ(j["results"].size(), 4u) << j["results"].dump();
 	const char* want[4][2] = {{"edit", "7"}, {"remove", "7"}, {"edit", "3"}, {"remove", "3"}};
 	for (size_t i = 0; i < 4; ++i)
@@ -635,4 +638,5 @@ TEST(CliErrors, BadBenchOptionsAreOneLineAndNonZero)
 	expectOneLineError(runCli("bench update --draw all"), "--draw all");
 	expectOneLineError(runCli("bench update --objects 5"), "below 10");
 	expectOneLineError(runCli("bench update --objects 100 200"), "one --objects");
+	expectOneLineError(runCli("bench update --wait nap"), "--wait");
 }
