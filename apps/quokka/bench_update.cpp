@@ -168,11 +168,13 @@ int runBenchUpdate(const BenchOptions& b)
 		std::printf("quokka bench update on %s, heap path (--draw %s), unique-mesh scene of %u objects (generated in "
 		            "%.0f ms), %u frames per figure (median), GPU waits: %s\n",
 		            dev.info().name.c_str(), draw_name, n, generate_ms, b.reps, b.update_wait.c_str());
-	auto place = frame(dev, *task, fb.value(), wait, [] {});
+	// Every frame of the run: the same task, framebuffer and way of waiting.
+	auto step = [&](auto&& change) { return frame(dev, *task, fb.value(), wait, change); };
+	auto place = step([] {});
 	if (!place.ok())
 		return fail(place.error());
 	// One idle frame: the placement frame's deferred work (strategy choice, scans) must not land in the first figure.
-	auto first_idle = frame(dev, *task, fb.value(), wait, [] {});
+	auto first_idle = step([] {});
 	if (!first_idle.ok())
 		return fail(first_idle.error());
 	// Then R idle frames: what a frame costs when nothing changed (the medians below; bytes are the maximum).
@@ -181,7 +183,7 @@ int runBenchUpdate(const BenchOptions& b)
 		std::vector<double> ms;
 		for (uint32_t r = 0; r < b.reps; ++r)
 		{
-			auto s = frame(dev, *task, fb.value(), wait, [] {});
+			auto s = step([] {});
 			if (!s.ok())
 				return fail(s.error());
 			ms.push_back(s->update_ms);
@@ -224,12 +226,12 @@ int runBenchUpdate(const BenchOptions& b)
 				{
 					changed.assign(all.begin() + next_add, all.begin() + next_add + k);
 					next_add += k;
-					s = frame(dev, *task, fb.value(), wait,
-					          [&]
-					          {
-						          for (const auto& x : changed)
-							          objects.add(x);
-					          });
+					s = step(
+					    [&]
+					    {
+						    for (const auto& x : changed)
+							    objects.add(x);
+					    });
 				}
 				else if (what == "remove" || what == "readd")
 				{
@@ -241,19 +243,19 @@ int runBenchUpdate(const BenchOptions& b)
 							objects.remove(x);
 					};
 					if (what == "remove")
-						s = frame(dev, *task, fb.value(), wait, removeAll);
+						s = step(removeAll);
 					else
 					{
 						// Untimed: the k objects leave, then the timed frame brings the same objects back.
-						auto hide = frame(dev, *task, fb.value(), wait, removeAll);
+						auto hide = step(removeAll);
 						if (!hide.ok())
 							return fail(hide.error());
-						s = frame(dev, *task, fb.value(), wait,
-						          [&]
-						          {
-							          for (const auto& x : changed)
-								          objects.add(x);
-						          });
+						s = step(
+						    [&]
+						    {
+							    for (const auto& x : changed)
+								    objects.add(x);
+						    });
 					}
 				}
 				else
@@ -261,12 +263,12 @@ int runBenchUpdate(const BenchOptions& b)
 					const std::vector<uint32_t> which = pick(k);
 					// A quarter turn about the object's own axis: a new value for ModelTrafo and NormalMatrix.
 					const math::Trafo3d turn = math::Trafo3d::rotation({0.0, 1.0, 0.0}, 0.5 * std::numbers::pi);
-					s = frame(dev, *task, fb.value(), wait,
-					          [&]
-					          {
-						          for (uint32_t i : which)
-							          made->trafos[i].setValue(made->trafos[i].value() * turn);
-					          });
+					s = step(
+					    [&]
+					    {
+						    for (uint32_t i : which)
+							    made->trafos[i].setValue(made->trafos[i].value() * turn);
+					    });
 				}
 				if (!s.ok())
 					return fail(s.error());
@@ -275,15 +277,15 @@ int runBenchUpdate(const BenchOptions& b)
 				{
 					// Undo, untimed: added objects leave (the scene stays at n; every add places objects never placed
 					// before) and removed ones return (removes always pick among the first n).
-					auto undo = frame(dev, *task, fb.value(), wait,
-					                  [&]
-					                  {
-						                  for (const auto& x : changed)
-							                  if (what == "add")
-								                  objects.remove(x);
-							                  else
-								                  objects.add(x);
-					                  });
+					auto undo = step(
+					    [&]
+					    {
+						    for (const auto& x : changed)
+							    if (what == "add")
+								    objects.remove(x);
+							    else
+								    objects.add(x);
+					    });
 					if (!undo.ok())
 						return fail(undo.error());
 				}
