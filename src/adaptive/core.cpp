@@ -118,6 +118,52 @@ void destroyObject(AdaptiveObject* object) noexcept
 	t_destroying = false;
 }
 
+namespace
+{
+
+/// Objects whose last reference a Pin gave up (releaseLater), threaded through epoch_ like t_doomed (nobody can
+/// evaluate them: nothing else owns them). Released at the thread's next evaluation or commit, or at thread exit.
+thread_local AdaptiveObject* t_deferred = nullptr;
+thread_local bool t_deferred_closed = false; ///< the thread is exiting: release at once
+
+} // namespace
+
+void drainDeferred() noexcept
+{
+	while (AdaptiveObject* o = t_deferred)
+	{
+		t_deferred = reinterpret_cast<AdaptiveObject*>(uintptr_t(o->epoch_));
+		o->release();
+	}
+}
+
+namespace
+{
+
+struct DeferredReaper
+{
+	~DeferredReaper()
+	{
+		drainDeferred();
+		t_deferred_closed = true;
+	}
+};
+thread_local DeferredReaper t_deferred_reaper;
+
+} // namespace
+
+void deferRelease(AdaptiveObject* object) noexcept
+{
+	if (t_deferred_closed)
+	{
+		object->release();
+		return;
+	}
+	(void)&t_deferred_reaper; // odr-use: the reaper's destructor drains the list at thread exit
+	object->epoch_ = reinterpret_cast<uintptr_t>(t_deferred);
+	t_deferred = object;
+}
+
 } // namespace detail
 
 using detail::Link;
@@ -239,6 +285,8 @@ Link* newLink(AdaptiveObject* input, AdaptiveObject* consumer)
 void AdaptiveObject::beginEvaluation()
 {
 	QUOKKA_ASSERT(!(flags_ & kEvaluating), "cycle: an adaptive object read itself during its evaluation");
+	if (detail::t_deferred) [[unlikely]]
+		detail::drainDeferred();
 	flags_ |= kEvaluating;
 	cursor_ = nullptr;
 	epoch_ = ++t_epoch;
@@ -401,6 +449,8 @@ Transaction::~Transaction()
 	// Outermost scope: commit, also while unwinding (T11 [ours]). The scope stays "open" during the commit so that
 	// changes made by marking callbacks join it.
 	t_tx.depth = 1;
+	if (detail::t_deferred) [[unlikely]]
+		detail::drainDeferred(); // (destructors that transact join this commit)
 	commit();
 	t_tx.depth = 0;
 	t_tx.outer = nullptr;
@@ -601,12 +651,19 @@ void Transaction::markOutputs(AdaptiveObject* root) noexcept
 			c->flags_ |= AdaptiveObject::kOutOfDate;
 			if (c->callbacks_)
 			{
+				// The callbacks may drop the last reference to c itself (disposing the subscription that owns it):
+				// c is held until its marking step is done, then released like the commit's other references.
 				pin(s);
+				c->addRef();
 				t_walk = OutputWalk{e, i + 1};
 				c->runMarkingCallbacks();
+				if (c->out_count_)
+					chase(e, c);
+				releaseHeld(s, c); // may destroy c, unlinking it from e: the walk keeps the visited prefix
 				i = t_walk.next - 1;
 				t_walk.object = nullptr;
 				n = e->out_count_;
+				continue;
 			}
 			if (c->out_count_)
 				chase(e, c);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <quokka/adaptive/alist.hpp>
+#include <quokka/adaptive/reduce.hpp>
 
 using namespace quokka::adaptive;
 namespace adaptive = quokka::adaptive;

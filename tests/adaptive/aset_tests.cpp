@@ -12,6 +12,7 @@
 
 #include <quokka/adaptive/aset.hpp>
 #include <quokka/adaptive/change_queue.hpp>
+#include <quokka/adaptive/reduce.hpp>
 
 using namespace quokka::adaptive;
 namespace adaptive = quokka::adaptive;

@@ -265,7 +265,8 @@ private:
 	std::map<Key, Index> map_;
 };
 
-/// collect: one inner reader per outer index; output index = mapping of (outer index, inner index).
+/// collect/collecti: one inner reader per outer index (f(outer index, value)); output index = mapping of (outer index,
+/// inner index).
 template <typename T, typename U, typename F>
 class ListCollectReader final : public OpReader<ListTrace<U>>
 {
@@ -305,7 +306,7 @@ protected:
 			}
 			if (op)
 			{
-				ListReader<U> r = f_(*op).getReader();
+				ListReader<U> r = alist<U>(f_(i, *op)).getReader();
 				owner_.emplace(r.get(), i);
 				apply(i, r->getChanges(t), out);
 				inner_.insert_or_assign(i, std::move(r));
@@ -661,12 +662,22 @@ alist<T> filterA(const alist<T>& l, P p)
 	return filterAi(l, [p = std::move(p)](const Index&, const T& v) mutable { return p(v); });
 }
 
+/// Concatenation of the lists f(i, x) in order of the elements' indices i (FDA's AList.collecti). f runs once per
+/// element added or replaced; a change inside one inner list costs that change. The index passed is the element's
+/// Index in `l` (comparable with the indices of l's content, e.g. to look neighbours up).
+template <typename T, typename F>
+auto collecti(const alist<T>& l, F f)
+    -> alist<typename std::decay_t<std::invoke_result_t<F&, const Index&, const T&>>::ValueType>
+{
+	using U = typename std::decay_t<std::invoke_result_t<F&, const Index&, const T&>>::ValueType;
+	return detail::derivedList<U>(makeRef<detail::ListCollectReader<T, U, F>>(l.getReader(), std::move(f)));
+}
+
 /// Concatenation of the lists f(x) in order of x.
 template <typename T, typename F>
-auto collect(const alist<T>& l, F f) -> alist<typename std::invoke_result_t<F&, const T&>::ValueType>
+auto collect(const alist<T>& l, F f) -> alist<typename std::decay_t<std::invoke_result_t<F&, const T&>>::ValueType>
 {
-	using U = typename std::invoke_result_t<F&, const T&>::ValueType;
-	return detail::derivedList<U>(makeRef<detail::ListCollectReader<T, U, F>>(l.getReader(), std::move(f)));
+	return collecti(l, [f = std::move(f)](const Index&, const T& v) mutable { return f(v); });
 }
 
 /// Stable sort by f(value) (equal keys keep list order).
@@ -730,48 +741,6 @@ aset<T> toASet(const alist<T>& l)
 {
 	auto f = [](const Index&, const T& v) { return v; };
 	return detail::derivedSet<T>(makeRef<detail::MapToSetReader<Index, T, T, decltype(f)>>(l.getReader(), f));
-}
-
-/// Reduces the values of the list with `r` (aset.hpp Reduction): O(|delta|) while sub succeeds; a full refold when it
-/// fails, when the list has at most two elements or when the delta is as large as the list.
-template <typename T, typename S>
-aval<S> reduce(const alist<T>& l, Reduction<T, S> r)
-{
-	return detail::makeFunctionNode<S>(
-	    [reader = l.getReader(), r = std::move(r)](Token t, std::optional<S>& out) mutable
-	    {
-		    IndexList<T> before = reader->state(); // O(1) snapshot: old values of replaced/removed indices
-		    ListDelta<T> d = reader->getChanges(t);
-		    const IndexList<T>& st = reader->state();
-		    bool refold = !out || st.size() <= 2 || d.size() >= st.size();
-		    if (!refold)
-		    {
-			    S acc = *out;
-			    for (const auto& [i, op] : d)
-			    {
-				    if (const T* old = before.find(i))
-				    {
-					    std::optional<S> x = r.sub ? r.sub(acc, *old) : std::nullopt;
-					    if (!x)
-					    {
-						    refold = true;
-						    break;
-					    }
-					    acc = std::move(*x);
-				    }
-				    if (op)
-					    acc = r.add(acc, *op);
-			    }
-			    if (!refold)
-				    out = std::move(acc);
-		    }
-		    if (refold)
-		    {
-			    S acc = r.seed;
-			    st.forEach([&](const Index&, const T& v) { acc = r.add(acc, v); });
-			    out = std::move(acc);
-		    }
-	    });
 }
 
 /// Reader callback for lists: f(stateBefore, delta). See subscribeReader.

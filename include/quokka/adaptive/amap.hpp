@@ -62,6 +62,24 @@ struct MapTrace
 	static bool isEmpty(const Delta& d) { return d.empty(); }
 };
 
+/// The delta that turns map `from` into map `to`, keyed like them: Set(value) for every key that is new in `to` or
+/// whose value differs (operator==), Remove for every key only `from` has; nothing for equal entries. So
+/// MapTrace::apply(from, computeDelta(from, to)) leaves `to`, computeDelta(m, m) is empty, and deltas of successive
+/// versions combine (later wins) into the delta across them. Shares PMap::diff's cost: about O(d log n) between a
+/// version and one derived from it by d changes (shared subtrees are skipped), O(n + m) between unrelated maps.
+/// For lists (IndexList = PMap<Index, T>) this is the delta keyed by index.
+template <typename K, typename V>
+MapDelta<K, V> computeDelta(const PMap<K, V>& from, const PMap<K, V>& to)
+{
+	MapDelta<K, V> d;
+	PMap<K, V>::diff(
+	    from, to,
+	    [&d](const K& k, const V*, const V* now)
+	    { d.emplace_hint(d.end(), k, now ? std::optional<V>(*now) : std::optional<V>()); },
+	    [](const V& a, const V& b) { return valuesEqual(a, b); });
+	return d;
+}
+
 template <typename K, typename V>
 using MapReader = Ref<HistoryReader<MapTrace<K, V>>>;
 

@@ -9,7 +9,7 @@
 // Threading: owner thread only (core.hpp).
 //
 // [SECTION] index: SetDelta/SetTrace · aset, cset, asetOf · detail readers (choose, union, difference/intersect/xor,
-// collect, chooseA, mapUse, bind) · operators · contains/count/Reduction/reduce · reader callbacks.
+// collect, chooseA, mapUse, bind) · operators · contains/count · reader callbacks (reduce and reduceByA: reduce.hpp).
 #pragma once
 
 #include <functional>
@@ -860,56 +860,6 @@ aval<size_t> count(const aset<T>& s)
 {
 	return detail::readerValue<T, size_t>(s, [](auto& r, const SetDelta<T>&, std::optional<size_t>& out)
 	                                      { out = r.state().size(); });
-}
-
-/// An aggregate kept up to date from deltas (notes §2.7): add(s, x) folds an element in, sub(s, x) takes it out or
-/// returns nullopt when it cannot (then the whole state is folded again). A group has a total sub; a fold has none.
-template <typename T, typename S>
-struct Reduction
-{
-	S seed;
-	std::function<S(const S&, const T&)> add;
-	std::function<std::optional<S>(const S&, const T&)> sub; ///< may be empty: always refold on removal
-};
-
-/// Reduces the set with `r`: O(|delta|) per change while sub succeeds; a full refold when it fails, when the
-/// set has at most two elements, or when the delta is as large as the set (keeps float sums exact, notes R6).
-template <typename T, typename S>
-aval<S> reduce(const aset<T>& s, Reduction<T, S> r)
-{
-	return detail::readerValue<T, S>(s,
-	                                 [r = std::move(r)](auto& reader, const SetDelta<T>& d, std::optional<S>& out)
-	                                 {
-		                                 const auto& st = reader.state();
-		                                 bool refold = !out || st.size() <= 2 || d.size() >= st.size();
-		                                 if (!refold)
-		                                 {
-			                                 S acc = *out;
-			                                 for (const auto& [k, c] : d)
-			                                 {
-				                                 if (c > 0)
-					                                 acc = r.add(acc, k);
-				                                 else
-				                                 {
-					                                 std::optional<S> x = r.sub ? r.sub(acc, k) : std::nullopt;
-					                                 if (!x)
-					                                 {
-						                                 refold = true;
-						                                 break;
-					                                 }
-					                                 acc = std::move(*x);
-				                                 }
-			                                 }
-			                                 if (!refold)
-				                                 out = std::move(acc);
-		                                 }
-		                                 if (refold)
-		                                 {
-			                                 S acc = r.seed;
-			                                 st.forEach([&](const T& k, int) { acc = r.add(acc, k); });
-			                                 out = std::move(acc);
-		                                 }
-	                                 });
 }
 
 /// Reader callback for sets: f(stateBefore, delta). See subscribeReader.

@@ -41,7 +41,7 @@ public:
 	const T& getValue(Token token)
 	{
 		if (outOfDate()) [[unlikely]]
-			evaluate();
+			return evaluateAndRead(token);
 		registerRead(token);
 		return *value_;
 	}
@@ -55,19 +55,29 @@ protected:
 	/// Recomputes value_; reads inputs with Token{this}.
 	virtual void compute(Token token) = 0;
 
-	void evaluate()
+	/// Evaluates, then records the read. The node is pinned throughout (core.hpp, Pin): a computation that drops the
+	/// last outside reference to its own node cannot free it under the core, and a top-level read's result stays
+	/// readable until the thread's next evaluation. Deep chains continue on fresh stack segments (stack_guard.hpp).
+	const T& evaluateAndRead(Token token)
 	{
-		beginEvaluation();
-		try
-		{
-			compute(Token{this});
-		}
-		catch (...)
-		{
-			endEvaluation(false);
-			throw;
-		}
-		endEvaluation(true);
+		Pin pin(this);
+		withStackHeadroom(
+		    [this]
+		    {
+			    beginEvaluation();
+			    try
+			    {
+				    compute(Token{this});
+			    }
+			    catch (...)
+			    {
+				    endEvaluation(false);
+				    throw;
+			    }
+			    endEvaluation(true);
+		    });
+		registerRead(token);
+		return *value_;
 	}
 	std::optional<T> value_;
 };

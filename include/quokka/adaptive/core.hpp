@@ -18,6 +18,7 @@
 #include <utility>
 
 #include <quokka/base/assert.hpp>
+#include <quokka/base/stack_guard.hpp>
 
 namespace quokka::adaptive
 {
@@ -29,6 +30,8 @@ namespace detail
 struct Link;
 struct CallbackList;
 void destroyObject(AdaptiveObject* object) noexcept;
+void deferRelease(AdaptiveObject* object) noexcept;
+void drainDeferred() noexcept;
 /// One entry of an input's contiguous output array: the consumer (what marking walks) and the edge record.
 struct OutEdge
 {
@@ -136,6 +139,15 @@ public:
 		if (--refcount_ == 0)
 			detail::destroyObject(this);
 	}
+	/// As release(), but when this is the last reference the object is destroyed at the thread's next evaluation or
+	/// commit instead of now (Pin).
+	void releaseLater() noexcept
+	{
+		if (refcount_ == 1) [[unlikely]]
+			detail::deferRelease(this);
+		else
+			--refcount_;
+	}
 
 	/// Marks this object out of date: joins the transaction open (or committing) on this thread, or runs a
 	/// one-change transaction of its own when none is open.
@@ -184,6 +196,8 @@ private:
 	friend class Transaction;
 	friend struct detail::Link;
 	friend void detail::destroyObject(AdaptiveObject*) noexcept;
+	friend void detail::deferRelease(AdaptiveObject*) noexcept;
+	friend void detail::drainDeferred() noexcept;
 	friend class Subscription;
 	friend uint64_t addCallbackEntry(AdaptiveObject&, std::function<void()>, bool);
 	friend void removeCallbackEntry(AdaptiveObject&, uint64_t);
@@ -217,6 +231,23 @@ private:
 	detail::Link* inputs_head_ = nullptr;
 	detail::Link* inputs_tail_ = nullptr;
 	detail::Link* cursor_ = nullptr; ///< last input confirmed by the running evaluation
+};
+
+/// Holds a reference on an object while the core runs user code on it (an evaluation and the read that follows it), so
+/// that user code dropping the last outside reference to that very object cannot free it under the core. If the pin
+/// turns out to hold the last reference, the object dies at the thread's next evaluation or commit rather than at
+/// once: the value a top-level read returns stays readable until then, as for any read (valid until the next
+/// evaluation).
+class Pin
+{
+public:
+	explicit Pin(AdaptiveObject* object) noexcept : object_(object) { object_->addRef(); }
+	~Pin() { object_->releaseLater(); }
+	Pin(const Pin&) = delete;
+	Pin& operator=(const Pin&) = delete;
+
+private:
+	AdaptiveObject* object_;
 };
 
 /// Move-only RAII handle of a callback registration: destroying it (or calling dispose) unsubscribes. Disposing twice

@@ -37,20 +37,27 @@ public:
 protected:
 	explicit OpReader(uint32_t flags = 0) : AdaptiveObject(flags) {}
 
+	/// Pulls with the reader pinned (a computation may drop the last reference to it; the delta is returned by value,
+	/// so the pin releases at once) and on a fresh stack segment when the running one is low (stack_guard.hpp).
 	Delta pullChanges(Token token)
 	{
+		Ref<AdaptiveObject> pin(this);
 		Delta d;
-		beginEvaluation();
-		try
-		{
-			d = compute(Token{this});
-		}
-		catch (...)
-		{
-			endEvaluation(false);
-			throw;
-		}
-		endEvaluation(true);
+		withStackHeadroom(
+		    [this, &d]
+		    {
+			    beginEvaluation();
+			    try
+			    {
+				    d = compute(Token{this});
+			    }
+			    catch (...)
+			    {
+				    endEvaluation(false);
+				    throw;
+			    }
+			    endEvaluation(true);
+		    });
 		registerRead(token);
 		return d;
 	}

@@ -273,6 +273,97 @@ public:
 		return ok;
 	}
 
+	/// Calls f(key, old, now) — `old` the value in `a` or nullptr, `now` the value in `b` or nullptr — for every key
+	/// whose entry differs between the two maps (present in one only, or `eq(old, now)` false), in ascending key order.
+	/// Subtrees both versions share (one node, as path copying leaves every subtree off a changed path) are skipped
+	/// whole: comparing a map with a version derived from it by d changes costs about O(d log n), unrelated maps
+	/// O(n + m). Two in-order cursors whose items are single entries or whole subtrees; when both cursors are at the
+	/// same subtree, every key either consumed lies below that subtree's keys, so the subtree contributes nothing.
+	template <typename F, typename Eq = std::equal_to<>>
+	static void diff(const PMap& a, const PMap& b, F&& f, Eq eq = Eq())
+	{
+		struct Item
+		{
+			Node* n;
+			bool whole; ///< the subtree rooted at n, or n's own entry
+		};
+		std::vector<Item> x, y;
+		auto push = [](std::vector<Item>& c, Node* n)
+		{
+			if (n)
+				c.push_back(Item{n, true});
+		};
+		auto expand = [&push](std::vector<Item>& c)
+		{
+			Node* n = c.back().n;
+			c.pop_back();
+			push(c, n->right.p);
+			c.push_back(Item{n, false});
+			push(c, n->left.p);
+		};
+		auto height = [](const Node* n) { return 1 + std::max<int32_t>(n->hl, n->hr); };
+		push(x, a.root_.p);
+		push(y, b.root_.p);
+		while (!x.empty() && !y.empty())
+		{
+			const Item p = x.back();
+			const Item q = y.back();
+			if (p.whole && q.whole)
+			{
+				if (p.n == q.n)
+				{
+					x.pop_back();
+					y.pop_back();
+					continue;
+				}
+				// Expand the taller subtree (both when equal): shared subtrees meet at equal heights.
+				int32_t hp = height(p.n), hq = height(q.n);
+				if (hp >= hq)
+					expand(x);
+				if (hq >= hp)
+					expand(y);
+			}
+			else if (p.whole)
+				expand(x);
+			else if (q.whole)
+				expand(y);
+			else if (a.less_(p.n->key, q.n->key))
+			{
+				f(p.n->key, static_cast<const V*>(&p.n->value), static_cast<const V*>(nullptr));
+				x.pop_back();
+			}
+			else if (a.less_(q.n->key, p.n->key))
+			{
+				f(q.n->key, static_cast<const V*>(nullptr), static_cast<const V*>(&q.n->value));
+				y.pop_back();
+			}
+			else
+			{
+				if (p.n != q.n && !eq(p.n->value, q.n->value))
+					f(q.n->key, static_cast<const V*>(&p.n->value), static_cast<const V*>(&q.n->value));
+				x.pop_back();
+				y.pop_back();
+			}
+		}
+		auto rest = [](std::vector<Item>& c, auto&& g)
+		{
+			while (!c.empty())
+			{
+				Item i = c.back();
+				c.pop_back();
+				if (i.whole)
+				{
+					auto each = [&g](const K& k, const V& v) { g(k, &v); };
+					walk(i.n, each);
+				}
+				else
+					g(i.n->key, &i.n->value);
+			}
+		};
+		rest(x, [&f](const K& k, const V* v) { f(k, v, static_cast<const V*>(nullptr)); });
+		rest(y, [&f](const K& k, const V* v) { f(k, static_cast<const V*>(nullptr), v); });
+	}
+
 	/// True when both maps are the same version (O(1); unequal versions may still hold equal content).
 	bool sameVersion(const PMap& o) const { return root_.p == o.root_.p; }
 	friend bool operator==(const PMap& a, const PMap& b)
