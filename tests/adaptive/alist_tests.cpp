@@ -415,6 +415,35 @@ TEST(AListCollect, ConcatenatesInnerListsInOrder)
 	EXPECT_EQ(forced(c), VI({0, 1, 2, 0, 1, 2}));
 }
 
+TEST(AListCollecti, PassesEachElementsIndexAndFollowsReplacements)
+{
+	clist<int> outer{1, 2, 3};
+	std::vector<std::pair<Index, int>> calls;
+	auto c = collecti(alist<int>(outer),
+	                  [&](const Index& i, int x)
+	                  {
+		                  calls.emplace_back(i, x);
+		                  return alistOf<int>({x, x * 10});
+	                  });
+	EXPECT_EQ(forced(c), VI({1, 10, 2, 20, 3, 30}));
+	ASSERT_EQ(calls.size(), 3u);
+	for (size_t p = 0; p < 3; ++p)
+		EXPECT_EQ(calls[p].first, outer.indexAt(p)) << "element " << p << " gets its own index";
+	calls.clear();
+	transact([&] { outer.setAt(1, 5); }); // replaced: its old inner list goes, f runs again for it alone
+	EXPECT_EQ(forced(c), VI({1, 10, 5, 50, 3, 30}));
+	ASSERT_EQ(calls.size(), 1u);
+	EXPECT_EQ(calls[0], std::make_pair(outer.indexAt(1), 5));
+	calls.clear();
+	Index inserted;
+	transact([&] { inserted = outer.insertAt(0, 7); });
+	EXPECT_EQ(forced(c), VI({7, 70, 1, 10, 5, 50, 3, 30}));
+	ASSERT_EQ(calls.size(), 1u);
+	EXPECT_EQ(calls[0].first, inserted);
+	transact([&] { outer.removeAt(2); });
+	EXPECT_EQ(forced(c), VI({7, 70, 1, 10, 3, 30}));
+}
+
 // ---- differential --------------------------------------------------------------------------------------------------
 
 namespace
@@ -461,7 +490,7 @@ LExpr genList(LEnv& env, int depth)
 			return r;
 		};
 	};
-	switch (env.rand(9))
+	switch (env.rand(10))
 	{
 	case 0:
 		return LExpr{map(a.list, [k](int x) { return x * k % 11; }),
@@ -531,6 +560,36 @@ LExpr genList(LEnv& env, int depth)
 			             return VI(r.begin() + lo, r.begin() + hi);
 		             },
 		             cat("subA(", a.desc, ",v", j, ")")};
+	}
+	case 8:
+	{
+		// collecti: f also checks that the index it receives holds x in the input list at that moment.
+		int li = env.rand(int(env.lists.size()));
+		clist<int> inner = env.lists[size_t(li)];
+		auto input = a.list.history();
+		return LExpr{collecti(a.list,
+		                      [inner, input, &env](const Index& i, int x)
+		                      {
+			                      const int* at = input->state().find(i);
+			                      if (!at || *at != x)
+				                      env.history.push_back("collecti: wrong index passed");
+			                      return x % 3 == 0 ? alist<int>(map(inner, [x](int y) { return y + x; }))
+			                                        : alistOf<int>({x});
+		                      }),
+		             [ra, &env, li]
+		             {
+			             VI r;
+			             for (int x : ra())
+			             {
+				             if (x % 3 == 0)
+					             for (int y : env.models[size_t(li)])
+						             r.push_back(y + x);
+				             else
+					             r.push_back(x);
+			             }
+			             return r;
+		             },
+		             cat("collecti(", a.desc, ",l", li, ")")};
 	}
 	default:
 		return LExpr{sortBy(toASet(a.list), [](int x) { return -x; }),
@@ -649,6 +708,7 @@ bool runListCase(uint32_t seed)
 		for (auto& kv : mirror)
 			got_mirror.push_back(kv.second);
 		bool ok = got_mirror == want && toVector(e.list.force()) == want && toVector(reader->state()) == want;
+		ok = ok && std::find(env.history.begin(), env.history.end(), "collecti: wrong index passed") == env.history.end();
 		if (ok && env.rand(2))
 		{
 			second->pull();
