@@ -2,7 +2,8 @@
 //
 // Shapes: up-to-date reads, one change + three re-evaluations (with a heap-allocation counter), marking throughput on
 // linear chains, diamonds and walls up to 10^6 nodes, fan-out 1 → N, an aset reader under 1–100 changes per
-// transaction at 10^3 / 10^5 / 10^6 elements, and pulling an unchanged reader.
+// transaction at 10^3 / 10^5 / 10^6 elements, pulling an unchanged reader, top-down re-evaluation of chains up to 10^6
+// deep (fresh stack segments beyond ~10^5), and reduceByA under one changed cell.
 // Every benchmark reports physical units: ns per iteration (Google Benchmark's time), plus items/s (= nodes marked
 // per second, or changed elements per second) and `allocs` (heap allocations per iteration, counted by the global
 // operator new below).
@@ -20,6 +21,8 @@
 #include <quokka/adaptive/alist.hpp>
 #include <quokka/adaptive/aset.hpp>
 #include <quokka/adaptive/aval.hpp>
+#include <quokka/adaptive/reduce.hpp>
+#include <quokka/base/stack_guard.hpp>
 
 namespace
 {
@@ -363,6 +366,61 @@ void BM_ListReaderAppendRemove(benchmark::State& state)
 	}
 }
 BENCHMARK(BM_ListReaderAppendRemove)->RangeMultiplier(100)->Range(1000, 100000)->Unit(benchmark::kMicrosecond);
+
+// ---- deep evaluation -----------------------------------------------------------------------------------------------
+
+void BM_ChainTopDownReevaluate(benchmark::State& state)
+{
+	// A change at the bottom of an n-deep map chain, then one read of the top: every level re-evaluates inside its
+	// consumer's evaluation (n nested evaluations; beyond ~10^5 they continue on fresh stack segments).
+	auto n = state.range(0);
+	cval<int> c(0);
+	aval<int> x = c;
+	for (int64_t k = 0; k < n; ++k)
+		x = map(x, inc);
+	x.force();
+	int i = 0;
+	const uint64_t switches = quokka::stackSegmentStats().switches;
+	for (auto _ : state)
+	{
+		c.setValue(++i);
+		benchmark::DoNotOptimize(x.force());
+	}
+	state.SetItemsProcessed(state.iterations() * n);
+	state.counters["segments"] =
+	    benchmark::Counter(double(quokka::stackSegmentStats().switches - switches), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_ChainTopDownReevaluate)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMicrosecond);
+
+// ---- reduceByA -----------------------------------------------------------------------------------------------------
+
+void BM_ReduceByAOneCellChange(benchmark::State& state)
+{
+	// n elements, each with its own cell, summed by reduceByA; one cell changes per transaction: the cost follows the
+	// change (one sub + one add), not n.
+	auto n = int(state.range(0));
+	std::vector<cval<int>> cells;
+	cells.reserve(size_t(n));
+	cset<int> ids;
+	for (int k = 0; k < n; ++k)
+	{
+		cells.emplace_back(k);
+		ids.add(k);
+	}
+	auto total = reduceByA(
+	    aset<int>(ids), [&](int k) { return aval<int>(cells[size_t(k)]); },
+	    Reduction<int, int>{0, [](int s, int v) { return s + v; },
+	                        [](int s, int v) { return std::optional<int>(s - v); }});
+	total.force();
+	int i = 0;
+	for (auto _ : state)
+	{
+		cells[size_t(i % n)].setValue(i);
+		++i;
+		benchmark::DoNotOptimize(total.force());
+	}
+}
+BENCHMARK(BM_ReduceByAOneCellChange)->RangeMultiplier(100)->Range(1000, 100000)->Unit(benchmark::kMicrosecond);
 
 } // namespace
 

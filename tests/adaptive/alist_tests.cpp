@@ -708,7 +708,8 @@ bool runListCase(uint32_t seed)
 		for (auto& kv : mirror)
 			got_mirror.push_back(kv.second);
 		bool ok = got_mirror == want && toVector(e.list.force()) == want && toVector(reader->state()) == want;
-		ok = ok && std::find(env.history.begin(), env.history.end(), "collecti: wrong index passed") == env.history.end();
+		ok = ok &&
+		     std::find(env.history.begin(), env.history.end(), "collecti: wrong index passed") == env.history.end();
 		if (ok && env.rand(2))
 		{
 			second->pull();

@@ -3,8 +3,8 @@
 // values recomputed from scratch after every transaction.
 #include <gtest/gtest.h>
 
-#include "differential.hpp"
 #include "../test_seed.hpp"
+#include "differential.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -62,14 +62,15 @@ TEST(ASetReduceByA, SumsTheCellsOfTheElements)
 		cells.emplace_back(i * 100);
 	cset<int> ids{1, 2, 3};
 	int calls = 0;
-	auto total = reduceByA(aset<int>(ids),
-	                       [&](int id)
-	                       {
-		                       ++calls;
-		                       return aval<int>(cells[size_t(id)]);
-	                       },
-	                       Reduction<int, int>{0, [](int s, int x) { return s + x; },
-	                                           [](int s, int x) { return std::optional<int>(s - x); }});
+	auto total = reduceByA(
+	    aset<int>(ids),
+	    [&](int id)
+	    {
+		    ++calls;
+		    return aval<int>(cells[size_t(id)]);
+	    },
+	    Reduction<int, int>{0, [](int s, int x) { return s + x; },
+	                        [](int s, int x) { return std::optional<int>(s - x); }});
 	EXPECT_EQ(total.force(), 600);
 	EXPECT_EQ(calls, 3);
 	cells[2].setValue(5); // a cell of a member
@@ -103,7 +104,8 @@ TEST(ASetReduceByA, AChangedCellCostsOneSubAndOneAddWhateverTheSize)
 		ids.add(i);
 	}
 	Counted counted;
-	auto total = reduceByA(aset<int>(ids), [&](int id) { return aval<int>(cells[size_t(id)]); }, counted.sum());
+	auto total = reduceByA(
+	    aset<int>(ids), [&](int id) { return aval<int>(cells[size_t(id)]); }, counted.sum());
 	EXPECT_EQ(total.force(), 999 * 1000 / 2);
 	counted = Counted{0, 0};
 	cells[500].setValue(10500);
@@ -127,9 +129,10 @@ TEST(ASetReduceByA, ElementsSharingACellCountItOncePerElement)
 {
 	cval<int> shared(5), other(1);
 	cset<int> ids{1, 2, 3};
-	auto total = reduceByA(aset<int>(ids), [&](int id) { return id == 3 ? aval<int>(other) : aval<int>(shared); },
-	                       Reduction<int, int>{0, [](int s, int x) { return s + x; },
-	                                           [](int s, int x) { return std::optional<int>(s - x); }});
+	auto total = reduceByA(
+	    aset<int>(ids), [&](int id) { return id == 3 ? aval<int>(other) : aval<int>(shared); },
+	    Reduction<int, int>{0, [](int s, int x) { return s + x; },
+	                        [](int s, int x) { return std::optional<int>(s - x); }});
 	EXPECT_EQ(total.force(), 11);
 	shared.setValue(10);
 	EXPECT_EQ(total.force(), 21);
@@ -147,7 +150,8 @@ TEST(ASetReduceByA, FoldWithoutInverseRefoldsOnRemoval)
 {
 	std::vector<cval<int>> cells{cval<int>(4), cval<int>(2), cval<int>(9)};
 	cset<int> ids{0, 1, 2};
-	auto least = reduceByA(aset<int>(ids), [&](int id) { return aval<int>(cells[size_t(id)]); }, minimum());
+	auto least = reduceByA(
+	    aset<int>(ids), [&](int id) { return aval<int>(cells[size_t(id)]); }, minimum());
 	EXPECT_EQ(least.force(), 2);
 	cells[1].setValue(7);
 	EXPECT_EQ(least.force(), 4);
@@ -164,14 +168,15 @@ TEST(AListReduceByA, FollowsCellsReplacementsAndIndices)
 	std::vector<cval<int>> cells{cval<int>(1), cval<int>(10), cval<int>(100)};
 	clist<int> l{0, 1, 2, 1}; // element values pick a cell; cell 1 is used twice
 	std::vector<Index> seen;
-	auto total = reduceByAi(alist<int>(l),
-	                        [&](const Index& i, int c)
-	                        {
-		                        seen.push_back(i);
-		                        return aval<int>(cells[size_t(c)]);
-	                        },
-	                        Reduction<int, int>{0, [](int s, int x) { return s + x; },
-	                                            [](int s, int x) { return std::optional<int>(s - x); }});
+	auto total = reduceByAi(
+	    alist<int>(l),
+	    [&](const Index& i, int c)
+	    {
+		    seen.push_back(i);
+		    return aval<int>(cells[size_t(c)]);
+	    },
+	    Reduction<int, int>{0, [](int s, int x) { return s + x; },
+	                        [](int s, int x) { return std::optional<int>(s - x); }});
 	EXPECT_EQ(total.force(), 121);
 	ASSERT_EQ(seen.size(), 4u);
 	for (size_t p = 0; p < 4; ++p)
@@ -184,7 +189,8 @@ TEST(AListReduceByA, FollowsCellsReplacementsAndIndices)
 	EXPECT_EQ(total.force(), 201);
 	cells[1].setValue(0);
 	EXPECT_FALSE(total.outOfDate());
-	auto plain = reduceByA(alist<int>(l), [&](int c) { return aval<int>(cells[size_t(c)]); }, minimum());
+	auto plain = reduceByA(
+	    alist<int>(l), [&](int c) { return aval<int>(cells[size_t(c)]); }, minimum());
 	EXPECT_EQ(plain.force(), 1);
 	cells[0].setValue(500);
 	EXPECT_EQ(plain.force(), 100);
@@ -218,7 +224,8 @@ bool runReduceByACase(uint32_t seed)
 	auto set_sum = reduceByA(aset<int>(set), cell, sum);
 	auto set_min = reduceByA(aset<int>(set), cell, minimum());
 	auto list_sum = reduceByA(alist<int>(list), cell, sum);
-	auto list_min = reduceByAi(alist<int>(list), [&](const Index&, int c) { return cell(c); }, minimum());
+	auto list_min = reduceByAi(
+	    alist<int>(list), [&](const Index&, int c) { return cell(c); }, minimum());
 	std::vector<std::string> history;
 	for (int tx = 0; tx < 12; ++tx)
 	{

@@ -214,6 +214,8 @@ TEST(Reentrancy, CustomComputationDroppingTheLastHandleToItsOwnNode)
 
 TEST(Reentrancy, InnerComputationDroppingItsHandleIsKeptByTheReadingConsumer)
 {
+	// `slot` is the inner node's only owner; the outer computation reads it through the slot and the inner
+	// computation clears the slot: from then on the edge of the outer evaluation owns the inner node.
 	const int64_t live = liveObjectCount();
 	cval<int> src(2);
 	cval<bool> use_inner(true);
@@ -225,23 +227,18 @@ TEST(Reentrancy, InnerComputationDroppingItsHandleIsKeptByTheReadingConsumer)
 			    slot.reset();
 			    return v;
 		    });
-		aval<int> inner = *slot;
 		aval<int> outer = custom(
-		    [&, keep = std::optional<aval<int>>(inner)](Token t) mutable
+		    [&](Token t)
 		    {
-			    if (!use_inner.getValue(t) || !keep)
+			    if (!use_inner.getValue(t) || !slot)
 				    return -1;
-			    aval<int> x = *keep;
-			    keep.reset(); // from now on only the edge of this evaluation owns the inner node
-			    return x.getValue(t);
+			    return slot->getValue(t);
 		    });
-		inner = {};
 		EXPECT_EQ(outer.force(), 102);
 		EXPECT_FALSE(slot.has_value());
 		src.setValue(3);
 		EXPECT_TRUE(outer.outOfDate()); // the inner node is alive and linked: the change reached outer
-		use_inner.setValue(false);
-		EXPECT_EQ(outer.force(), -1); // no longer read: the inner node is freed with its edge
+		EXPECT_EQ(outer.force(), -1);   // the slot is empty now: the inner node is no longer read and is freed
 	}
 	EXPECT_EQ(liveObjectCount(), live + 2);
 }
