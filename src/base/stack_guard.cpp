@@ -19,7 +19,7 @@ namespace quokka
 
 namespace detail
 {
-thread_local uintptr_t t_stack_floor = 0;
+constinit thread_local uintptr_t t_stack_floor = 0;
 } // namespace detail
 
 namespace

@@ -36,8 +36,8 @@ inline constexpr size_t kStackSegmentBytes = size_t(16) << 20;
 namespace detail
 {
 /// Lowest stack address (plus headroom) f may start from on this thread's current stack; 0 until first measured.
-/// Trivially destructible: usable from any destructor at thread exit.
-extern thread_local uintptr_t t_stack_floor;
+/// Trivially destructible: usable from any destructor at thread exit; constinit: read without a TLS init wrapper.
+extern constinit thread_local uintptr_t t_stack_floor;
 /// Runs fn(arg) on a fresh segment (or in place when the stack turns out to have room after measuring it).
 void runWithFreshStack(void (*fn)(void*), void* arg);
 } // namespace detail
