@@ -1,5 +1,5 @@
 // User code that releases the object the core is processing (issue #35, defect 2). Marking callbacks, value and
-// reader callbacks, custom computations and collection functions run while the core holds raw pointers to the node
+// reader callbacks, custom computations, collection functions and resource destructors run while the core holds raw pointers to the node
 // they belong to; each test here drops the last reference to that node from inside such code. The core must keep the
 // node alive until its step is done (these tests fail under ASan with heap-use-after-free otherwise) and then free it:
 // every test ends with the live-object count back where it started.
@@ -12,6 +12,7 @@
 #include <quokka/adaptive/alist.hpp>
 #include <quokka/adaptive/aset.hpp>
 #include <quokka/adaptive/aval.hpp>
+#include <quokka/adaptive/resource.hpp>
 
 using namespace quokka::adaptive;
 namespace adaptive = quokka::adaptive;
@@ -282,5 +283,26 @@ TEST(Reentrancy, ListFunctionDroppingTheListDuringItsOwnEvaluation)
 	}
 	EXPECT_EQ(total, 9);
 	src.append(4); // next commit: the deferred history is freed
+	EXPECT_EQ(liveObjectCount(), live + 1);
+}
+
+TEST(Reentrancy, ResourceWhoseDestroyDropsTheLastHandleToIt)
+{
+	const int64_t live = liveObjectCount();
+	cval<int> src(2);
+	int destroyed = 0;
+	std::optional<AdaptiveResource<int>> res;
+	res = makeResource<int>([&](Token t) { return src.getValue(t) * 10; }, nullptr,
+	                        [&](int& v)
+	                        {
+		                        ++destroyed;
+		                        EXPECT_EQ(v, 20);
+		                        res.reset(); // the user's last handle, from inside the destruction it triggered
+	                        });
+	res->acquire();
+	EXPECT_EQ(res->force(), 20);
+	res->release(); // `res` is the only handle; the last release destroys the value; destroy drops the node's last handle
+	EXPECT_EQ(destroyed, 1) << "destroyed exactly once";
+	EXPECT_FALSE(res.has_value());
 	EXPECT_EQ(liveObjectCount(), live + 1);
 }

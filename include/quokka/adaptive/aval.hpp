@@ -41,8 +41,9 @@ public:
 	const T& getValue(Token token)
 	{
 		if (outOfDate()) [[unlikely]]
-			return evaluateAndRead(token);
-		registerRead(token);
+			evaluateAndRegister(token);
+		else
+			registerRead(token);
 		return *value_;
 	}
 
@@ -55,10 +56,10 @@ protected:
 	/// Recomputes value_; reads inputs with Token{this}.
 	virtual void compute(Token token) = 0;
 
-	/// Evaluates, then records the read. The node is pinned throughout (core.hpp, Pin): a computation that drops the
+	/// Evaluates, then records the read (getValue returns the value). The node is pinned throughout (core.hpp, Pin): a computation that drops the
 	/// last outside reference to its own node cannot free it under the core, and a top-level read's result stays
 	/// readable until the thread's next evaluation. Deep chains continue on fresh stack segments (stack_guard.hpp).
-	const T& evaluateAndRead(Token token)
+	void evaluateAndRegister(Token token)
 	{
 		Pin pin(this);
 		withStackHeadroom(
@@ -77,7 +78,6 @@ protected:
 			    endEvaluation(true);
 		    });
 		registerRead(token);
-		return *value_;
 	}
 	std::optional<T> value_;
 };

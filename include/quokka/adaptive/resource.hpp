@@ -40,6 +40,8 @@ public:
 		QUOKKA_ASSERT(acquired_ > 0, "AdaptiveResource released more often than acquired");
 		if (--acquired_ == 0)
 		{
+			// destroy_ is user code: it may drop the last handle to this node (held until the release is done).
+			Ref<AdaptiveObject> keep(this);
 			destroyValue();
 			if (this->outputCount() > 0)
 				this->markOutdated();
@@ -69,8 +71,10 @@ private:
 	{
 		if (this->value_)
 		{
-			destroy_(*this->value_);
+			// Taken out first: a destroy_ that re-enters (through the node's own destruction) finds nothing to free.
+			T value = std::move(*this->value_);
 			this->value_.reset();
+			destroy_(value);
 		}
 	}
 
