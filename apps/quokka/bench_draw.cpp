@@ -215,9 +215,9 @@ nlohmann::ordered_json ratio(double x, double floor)
 int runBenchDraw(const BenchOptions& b)
 {
 	if (!b.path.empty() && b.path != "classic" && b.path != "heap")
-		return fail("bench draw: unknown --path '" + b.path + "' (available: classic, heap)");
+		return usage("bench draw: unknown --path '" + b.path + "' (available: classic, heap)");
 	if (!b.draw.empty() && b.draw != "all" && !heap::parseStrategy(b.draw).ok())
-		return fail("bench draw: unknown --draw '" + b.draw + "' (available: all, auto, indirect, megacall)");
+		return usage("bench draw: unknown --draw '" + b.draw + "' (available: all, auto, indirect, megacall)");
 	auto device = createBenchDevice(b);
 	if (!device.ok())
 		return fail(device.error());

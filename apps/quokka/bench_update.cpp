@@ -97,14 +97,16 @@ void frameCamera(SceneGlobals& g, const math::Box3d& bounds)
 int runBenchUpdate(const BenchOptions& b)
 {
 	if (!b.path.empty() && b.path != "heap")
-		return fail("bench update: --path '" + b.path + "' is not measured (the update benchmark runs on heap only)");
+		return usage("bench update: --path '" + b.path + "' is not measured (the update benchmark runs on heap only)");
 	if (b.draw == "all")
-		return fail("bench update: --draw all is for bench draw (pick one of auto, indirect, megacall)");
+		return usage("bench update: --draw all is for bench draw (pick one of auto, indirect, megacall)");
 	auto strategy = heap::parseStrategy(b.draw.empty() ? "auto" : b.draw);
 	if (!strategy.ok())
-		return fail("bench update: " + strategy.error().message);
+		return usage("bench update: " + strategy.error().message);
 	if (b.objects.size() > 1)
-		return fail("bench update: takes one --objects count, got " + std::to_string(b.objects.size()));
+		return usage("bench update: takes one --objects count, got " + std::to_string(b.objects.size()));
+	if (!b.objects.empty() && b.objects[0] < 10)
+		return usage("bench update: --objects " + std::to_string(b.objects[0]) + " is below 10 (k is capped at n/10)");
 	auto device = createBenchDevice(b);
 	if (!device.ok())
 		return fail(device.error());

@@ -13,7 +13,7 @@ int runBench(const BenchOptions& options)
 		return runBenchDraw(options);
 	if (options.name == "update")
 		return runBenchUpdate(options);
-	return fail("unknown benchmark '" + options.name + "' (available: meshlet, draw, update)");
+	return usage("unknown benchmark '" + options.name + "' (available: meshlet, draw, update)");
 }
 
 } // namespace quokka::app

@@ -107,7 +107,7 @@ int runRender(const RenderOptions& o)
 	if (o.scene == "meshlets")
 		return runRenderMeshlets(o);
 	if (o.scene != "triangle")
-		return fail("unknown scene '" + o.scene + "' (available: triangle, grid, city, meshlets; or --gltf FILE)");
+		return usage("unknown scene '" + o.scene + "' (available: triangle, grid, city, meshlets; or --gltf FILE)");
 	auto device = createRenderDevice(o);
 	if (!device.ok())
 		return fail(device.error());

@@ -23,9 +23,11 @@ struct DeviceOptions
 	Result<gpu::DeviceDesc> desc() const;
 };
 
-/// Prints "quokka: error: <message>" on stderr and returns 1.
+/// Prints "quokka: error: <message>" on stderr and returns 1 (a run-time failure).
 int fail(const Error& error);
 int fail(const std::string& message);
+/// Prints "quokka: error: <message> (see quokka --help)" on stderr and returns 2 (bad arguments or settings).
+int usage(const std::string& message);
 
 struct InfoOptions
 {
@@ -51,6 +53,10 @@ struct RenderOptions
 	std::string path = "classic"; ///< classic | heap
 	std::string draw = "auto";    ///< heap draw strategy: auto | indirect | megacall
 	uint64_t max_chunk_bytes = 0; ///< heap arena chunk cap; 0 = the device's default
+
+	/// What is rendered, for reports and the default output name: the scene, or the glTF file's name without folder
+	/// and extension.
+	std::string label() const;
 };
 int runRender(const RenderOptions& options);
 /// `quokka validate`: renders a scene on the heap path and runs every heap diagnostic (cmd_validate.cpp).

@@ -40,4 +40,10 @@ int fail(const std::string& message)
 	return 1;
 }
 
+int usage(const std::string& message)
+{
+	std::fprintf(stderr, "quokka: error: %s (see quokka --help)\n", message.c_str());
+	return 2;
+}
+
 } // namespace quokka::app

@@ -1,8 +1,13 @@
 // quokka — command-line front end: parses arguments and dispatches to one command (STYLE R15).
 #include "commands.hpp"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
+
+#include <quokka/base/version.hpp>
 
 #ifdef QUOKKA_JEMALLOC
 // jemalloc reads this at its initialisation: back the heap with transparent huge pages (the kernel's default policy,
@@ -17,6 +22,7 @@ int main(int argc, char** argv)
 	using namespace quokka::app;
 	CLI::App app{"quokka — incremental, GPU-driven rendering of huge, living scenes on Vulkan"};
 	app.require_subcommand(1);
+	app.set_version_flag("--version", std::string("quokka ") + QUOKKA_VERSION_STRING);
 
 	InfoOptions info;
 	CLI::App* info_cmd = app.add_subcommand("info", "print the Vulkan device, driver, features and limits");
@@ -26,10 +32,13 @@ int main(int argc, char** argv)
 	RenderOptions render;
 	CLI::App* render_cmd = app.add_subcommand("render", "render a scene offscreen and write a PNG");
 	render.device.addTo(*render_cmd);
-	render_cmd->add_option("--scene", render.scene, "built-in scene: triangle, grid, city, meshlets");
-	render_cmd->add_option("--gltf", render.gltf, "render a glTF 2.0 file (.gltf or .glb) instead of a built-in scene");
-	render_cmd->add_option("--objects", render.objects, "objects of a generated scene (grid: 1000, city: 20000)")
-	    ->check(CLI::Range(1u, 10000000u));
+	CLI::Option* render_scene =
+	    render_cmd->add_option("--scene", render.scene, "built-in scene: triangle, grid, city, meshlets");
+	render_cmd->add_option("--gltf", render.gltf, "render a glTF 2.0 file (.gltf or .glb) instead of a built-in scene")
+	    ->excludes(render_scene);
+	CLI::Option* render_objects =
+	    render_cmd->add_option("--objects", render.objects, "objects of a generated scene (grid: 1000, city: 20000)")
+	        ->check(CLI::Range(1u, 10000000u));
 	render_cmd->add_option("--seed", render.seed, "seed of a generated scene");
 	render_cmd->add_option("--path", render.path, "render path: classic, heap")
 	    ->check(CLI::IsMember({"classic", "heap"}));
@@ -89,7 +98,8 @@ int main(int argc, char** argv)
 	validate.samples = 1;
 	validate_cmd->add_option("--scene", validate.scene, "built-in scene: grid, city")
 	    ->check(CLI::IsMember({"grid", "city"}));
-	validate_cmd->add_option("--gltf", validate.gltf, "a glTF 2.0 file instead of a built-in scene");
+	validate_cmd->add_option("--gltf", validate.gltf, "a glTF 2.0 file instead of a built-in scene")
+	    ->excludes(validate_cmd->get_option("--scene"));
 	validate_cmd->add_option("--objects", validate.objects, "objects of a generated scene")
 	    ->check(CLI::Range(1u, 10000000u));
 	validate_cmd->add_option("--seed", validate.seed, "seed of a generated scene");
@@ -129,23 +139,72 @@ int main(int argc, char** argv)
 	{
 		return app.exit(e);
 	}
+	catch (const CLI::CallForVersion& e)
+	{
+		return app.exit(e);
+	}
 	catch (const CLI::ParseError& e)
 	{
 		std::fprintf(stderr, "quokka: error: %s (see quokka --help)\n", e.what());
 		return 2;
 	}
 
-	if (info_cmd->parsed())
-		return runInfo(info);
 	if (render_cmd->parsed())
-		return runRender(render);
-	if (bench_cmd->parsed())
-		return runBench(bench);
-	if (validate_cmd->parsed())
+	{
+		// Options that mean nothing for what is rendered, or an output that could not be what was asked for.
+		if (render_objects->count() > 0 &&
+		    (!render.gltf.empty() || render.scene == "triangle" || render.scene == "meshlets"))
+			return usage("--objects sets the size of a generated scene (grid, city), not of " +
+			             (render.gltf.empty() ? "--scene " + render.scene : std::string("a glTF file")));
+		if (render.scene == "meshlets" && render_cmd->count("--path") > 0)
+			return usage("--path picks the renderer of scene-graph scenes; the meshlets scene has its own "
+			             "(--meshlet-path)");
+		if (render_cmd->count("--out") > 0)
+		{
+			const std::string& out = render.out;
+			const size_t slash = out.rfind('/');
+			const std::string name = slash == std::string::npos ? out : out.substr(slash + 1);
+			const size_t dot = name.rfind('.');
+			std::string ext = dot == std::string::npos || dot == 0 ? "" : name.substr(dot + 1);
+			for (char& c : ext)
+				c = char(std::tolower(static_cast<unsigned char>(c)));
+			if (out.empty() || out == "-" || name.empty())
+				return usage("--out needs a file name (the image is written as PNG)");
+			if (!ext.empty() && ext != "png")
+				return usage("--out '" + out + "': the image is written as PNG, name a .png file");
+		}
+	}
+	// Settings that are wrong are usage errors (exit 2) before any work starts: --device and the environment
+	// (QUOKKA_DEVICE, QUOKKA_VALIDATION).
+	const DeviceOptions* device = info_cmd->parsed()     ? &info.device
+	                              : render_cmd->parsed() ? &render.device
+	                              : bench_cmd->parsed()  ? &bench.device
+	                                                     : &validate.device;
+	if (auto desc = device->desc(); !desc.ok())
+		return usage(desc.error().message);
+	else if (std::string problem = desc.value().environmentError(); !problem.empty())
+		return usage(problem);
+
+	int rc = 0;
+	if (info_cmd->parsed())
+		rc = runInfo(info);
+	else if (render_cmd->parsed())
+		rc = runRender(render);
+	else if (bench_cmd->parsed())
+		rc = runBench(bench);
+	else if (validate_cmd->parsed())
 	{
 		if (validate.scene == "triangle" && validate.gltf.empty())
 			validate.scene = "grid";
-		return runValidate(validate);
+		rc = runValidate(validate);
 	}
-	return fail("no command given (see quokka --help)");
+	else
+		return fail("no command given (see quokka --help)");
+	// Output that could not be written (a full disk, a closed pipe) is an error, not a silent short report.
+	if (std::fflush(stdout) != 0 || std::ferror(stdout))
+	{
+		std::fprintf(stderr, "quokka: error: cannot write standard output: %s\n", std::strerror(errno));
+		return rc != 0 ? rc : 1;
+	}
+	return rc;
 }

@@ -105,9 +105,20 @@ Result<RenderTargets> createRenderTargets(gpu::Device& device, const RenderOptio
 	return t;
 }
 
+std::string RenderOptions::label() const
+{
+	if (gltf.empty())
+		return scene;
+	const size_t slash = gltf.find_last_of("/\\");
+	std::string name = slash == std::string::npos ? gltf : gltf.substr(slash + 1);
+	if (const size_t dot = name.rfind('.'); dot != std::string::npos && dot > 0)
+		name.resize(dot);
+	return name.empty() ? std::string("gltf") : name;
+}
+
 Result<std::string> writeRenderOutput(gpu::Device& device, const RenderTargets& targets, const RenderOptions& o)
 {
-	const std::string out = o.out.empty() ? "quokka-" + o.scene + ".png" : o.out;
+	const std::string out = o.out.empty() ? "quokka-" + o.label() + ".png" : o.out;
 	auto pixels = gpu::readImageRgba8(device, *targets.color);
 	if (!pixels.ok())
 		return pixels.error();
@@ -118,7 +129,9 @@ Result<std::string> writeRenderOutput(gpu::Device& device, const RenderTargets& 
 nlohmann::ordered_json renderJson(const RenderOptions& o, const gpu::Device& device, const FrameSeries& frames)
 {
 	nlohmann::ordered_json j;
-	j["scene"] = o.scene;
+	j["scene"] = o.gltf.empty() ? o.scene : "gltf";
+	if (!o.gltf.empty())
+		j["gltf"] = o.gltf;
 	j["width"] = o.width;
 	j["height"] = o.height;
 	j["samples"] = o.samples;
@@ -145,8 +158,9 @@ void printRenderJson(nlohmann::ordered_json& j, const gpu::Device& device, const
 void printRenderHeader(const RenderOptions& o, const gpu::Device& device, const FrameSeries& frames)
 {
 	const auto [min_it, max_it] = std::minmax_element(frames.frame_ms.begin(), frames.frame_ms.end());
-	std::printf("quokka render: scene %s, %ux%u, %ux MSAA, %u frame(s) on %s (%s)\n", o.scene.c_str(), o.width,
-	            o.height, o.samples, o.frames, device.info().name.c_str(), device.info().type.c_str());
+	const std::string what = o.gltf.empty() ? "scene " + o.scene : "glTF " + o.gltf;
+	std::printf("quokka render: %s, %ux%u, %ux MSAA, %u frame(s) on %s (%s)\n", what.c_str(), o.width, o.height,
+	            o.samples, o.frames, device.info().name.c_str(), device.info().type.c_str());
 	if (!frames.frame_ms.empty())
 		std::printf("  frame ms (%s clock): median %.3f, min %.3f, max %.3f; CPU encode median %.3f ms\n",
 		            gpu::timingSourceName(frames.source), median(frames.frame_ms), *min_it, *max_it,

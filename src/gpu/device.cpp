@@ -65,12 +65,26 @@ DeviceDesc DeviceDesc::fromEnvironment()
 	}
 	if (const char* v = std::getenv("QUOKKA_VALIDATION"); v && *v && std::strcmp(v, "0") != 0)
 	{
-		desc.validation = true;
-		desc.sync_validation = std::strcmp(v, "sync") == 0;
+		if (std::strcmp(v, "1") == 0 || std::strcmp(v, "sync") == 0)
+		{
+			desc.validation = true;
+			desc.sync_validation = std::strcmp(v, "sync") == 0;
+		}
+		else
+			desc.invalid_validation_text = v;
 	}
 	if (const char* dir = std::getenv("QUOKKA_CACHE_DIR"); dir && *dir)
 		desc.cache_dir = dir;
 	return desc;
+}
+
+std::string DeviceDesc::environmentError() const
+{
+	if (!invalid_kind_text.empty())
+		return "QUOKKA_DEVICE='" + invalid_kind_text + "' is not one of auto, gpu, cpu";
+	if (!invalid_validation_text.empty())
+		return "QUOKKA_VALIDATION='" + invalid_validation_text + "' is not one of 0, 1, sync";
+	return {};
 }
 
 std::string DeviceInfo::apiVersionString() const
@@ -558,9 +572,8 @@ Result<void> Device::createLogicalDevice()
 
 Result<std::unique_ptr<Device>> Device::create(const DeviceDesc& desc)
 {
-	if (!desc.invalid_kind_text.empty())
-		return makeError(ErrorCode::InvalidArgument,
-		                 "QUOKKA_DEVICE='" + desc.invalid_kind_text + "' is not one of auto, gpu, cpu");
+	if (std::string problem = desc.environmentError(); !problem.empty())
+		return makeError(ErrorCode::InvalidArgument, problem);
 	std::unique_ptr<Device> device(new Device());
 	QUOKKA_TRY(device->init(desc));
 	return device;

@@ -5,6 +5,9 @@
 #include <quokka/gpu/image.hpp>
 #include <quokka/gpu/image_io.hpp>
 
+#include <quokka/base/file_io.hpp>
+
+#include <cstdlib>
 #include <cstring>
 
 #define STB_IMAGE_IMPLEMENTATION
@@ -89,10 +92,16 @@ Result<void> writePng(const std::string& path, const Rgba8Image& image)
 {
 	if (image.width == 0 || image.height == 0 || image.pixels.size() != size_t(image.width) * image.height * 4)
 		return makeError(ErrorCode::InvalidArgument, "writePng: image is empty or its pixel count is wrong");
-	if (!stbi_write_png(path.c_str(), int(image.width), int(image.height), 4, image.pixels.data(),
-	                    int(image.width * 4)))
-		return makeError(ErrorCode::Io, "cannot write PNG '" + path + "'");
-	return {};
+	// Encoded in memory, then written completely or not at all (stbi_write_png ignores failed writes: a full disk
+	// left a truncated file and reported success).
+	int len = 0;
+	unsigned char* png =
+	    stbi_write_png_to_mem(image.pixels.data(), int(image.width * 4), int(image.width), int(image.height), 4, &len);
+	if (!png)
+		return makeError(ErrorCode::OutOfMemory, "cannot encode PNG '" + path + "': out of memory");
+	Result<void> written = writeFileAtomically(path, std::span<const uint8_t>(png, size_t(len)));
+	STBIW_FREE(png);
+	return written;
 }
 
 Result<Rgba8Image> readPng(const std::string& path)

@@ -1,8 +1,8 @@
 // User code that releases the object the core is processing (issue #35, defect 2). Marking callbacks, value and
-// reader callbacks, custom computations, collection functions and resource destructors run while the core holds raw pointers to the node
-// they belong to; each test here drops the last reference to that node from inside such code. The core must keep the
-// node alive until its step is done (these tests fail under ASan with heap-use-after-free otherwise) and then free it:
-// every test ends with the live-object count back where it started.
+// reader callbacks, custom computations, collection functions and resource destructors run while the core holds raw
+// pointers to the node they belong to; each test here drops the last reference to that node from inside such code. The
+// core must keep the node alive until its step is done (these tests fail under ASan with heap-use-after-free otherwise)
+// and then free it: every test ends with the live-object count back where it started.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -301,7 +301,8 @@ TEST(Reentrancy, ResourceWhoseDestroyDropsTheLastHandleToIt)
 	                        });
 	res->acquire();
 	EXPECT_EQ(res->force(), 20);
-	res->release(); // `res` is the only handle; the last release destroys the value; destroy drops the node's last handle
+	res->release(); // `res` is the only handle; the last release destroys the value; destroy drops the node's last
+	                // handle
 	EXPECT_EQ(destroyed, 1) << "destroyed exactly once";
 	EXPECT_FALSE(res.has_value());
 	EXPECT_EQ(liveObjectCount(), live + 1);

@@ -186,7 +186,7 @@ TEST(CliErrors, AbsentDeviceKindFailsCleanlyWhenThereIsNoGpu)
 
 TEST(CliRender, UnwritableOutputIsOneLineAndNonZero)
 {
-	expectOneLineError(runCli("render --width 16 --height 16 --out /nonexistent-dir/x.png"), "cannot write PNG");
+	expectOneLineError(runCli("render --width 16 --height 16 --out /nonexistent-dir/x.png"), "/nonexistent-dir/x.png");
 }
 
 TEST(CliRender, MeshletSceneWritesAPngAndReportsTheManager)
@@ -639,4 +639,111 @@ TEST(CliErrors, BadBenchOptionsAreOneLineAndNonZero)
 	expectOneLineError(runCli("bench update --objects 5"), "below 10");
 	expectOneLineError(runCli("bench update --objects 100 200"), "one --objects");
 	expectOneLineError(runCli("bench update --wait nap"), "--wait");
+}
+
+// ---- trust: no silent wrong results, exit codes as documented (issue #36) -------------------------------------------
+
+namespace
+{
+
+/// Bad arguments or settings: one line, exit code 2 (docs/cli.md).
+void expectUsageError(const CliRun& run, const std::string& fragment)
+{
+	expectOneLineError(run, fragment);
+	EXPECT_EQ(run.exit_code, 2) << run.err;
+}
+
+} // namespace
+
+TEST(CliTrust, AFullDeviceIsAnErrorNotATruncatedImage)
+{
+	if (!std::filesystem::exists("/dev/full"))
+		GTEST_SKIP() << "no /dev/full here";
+	const CliRun run = runCli("render --width 64 --height 64 --out /dev/full");
+	expectOneLineError(run, "No space left");
+	EXPECT_EQ(run.exit_code, 1);
+	EXPECT_EQ(run.out.find("wrote"), std::string::npos) << run.out;
+	EXPECT_TRUE(std::filesystem::is_character_file("/dev/full"));
+}
+
+TEST(CliTrust, AReportThatCannotBeWrittenIsAnError)
+{
+	if (!std::filesystem::exists("/dev/full"))
+		GTEST_SKIP() << "no /dev/full here";
+	const CliRun run = runCli("info --json >/dev/full");
+	expectOneLineError(run, "cannot write standard output");
+	EXPECT_EQ(run.exit_code, 1);
+}
+
+TEST(CliTrust, AFailedRenderLeavesAnEarlierImageAsItWas)
+{
+	const std::string png = tempPath("kept.png");
+	ASSERT_EQ(runCli("render --width 16 --height 16 --out " + png).exit_code, 0);
+	const auto before = std::filesystem::file_size(png);
+	// The same output, but the run fails (a bad setting) before anything is written.
+	const CliRun run = runCli("render --width 16 --height 16 --out " + png, "QUOKKA_VALIDATION=banana");
+	EXPECT_EQ(run.exit_code, 2);
+	EXPECT_EQ(std::filesystem::file_size(png), before);
+	auto image = quokka::gpu::readPng(png);
+	EXPECT_TRUE(image.ok());
+	std::filesystem::remove(png);
+}
+
+TEST(CliTrust, BadArgumentsAndSettingsExitWithTwo)
+{
+	expectUsageError(runCli("render --scene bogus --width 16 --height 16"), "unknown scene 'bogus'");
+	expectUsageError(runCli("info --device bogus"), "bogus");
+	expectUsageError(runCli("info", "QUOKKA_DEVICE=bogus"), "QUOKKA_DEVICE='bogus'");
+	expectUsageError(runCli("info", "QUOKKA_VALIDATION=banana"), "QUOKKA_VALIDATION='banana'");
+	expectUsageError(runCli("bench frob"), "unknown benchmark 'frob'");
+	expectUsageError(runCli("bench update --objects 5"), "below 10");
+	expectUsageError(runCli("bench update --path classic"), "heap only");
+	expectUsageError(runCli("render --width abc"), "--width");
+	expectUsageError(runCli("paint"), "paint");
+}
+
+TEST(CliTrust, ConflictingOrMeaninglessOptionsAreRejected)
+{
+	expectUsageError(runCli("render --scene grid --gltf model.gltf"), "--gltf");
+	expectUsageError(runCli("render --objects 5 --width 16 --height 16"), "--objects");
+	expectUsageError(runCli("render --gltf model.gltf --objects 5"), "--objects");
+	expectUsageError(runCli("render --scene meshlets --path heap"), "--path");
+	expectUsageError(runCli("render --out ''"), "--out");
+	expectUsageError(runCli("render --out -"), "--out");
+	expectUsageError(runCli("render --out picture.jpg"), "picture.jpg");
+	expectUsageError(runCli("validate --scene grid --gltf model.gltf"), "--gltf");
+}
+
+TEST(CliTrust, VersionPrintsTheVersionAndExitsZero)
+{
+	const CliRun run = runCli("--version");
+	EXPECT_EQ(run.exit_code, 0) << run.err;
+	EXPECT_EQ(run.out, "quokka 0.1.0\n");
+}
+
+TEST(CliTrust, GltfRunsAreLabelledByTheirFile)
+{
+	// The report names the file, and the default output is named after it (not quokka-triangle.png).
+	const std::string dir = tempPath("label");
+	std::filesystem::create_directories(dir);
+	const float positions[9] = {-1, 0, 0, 1, 0, 0, 0, 1.5f, 0};
+	std::ofstream(dir + "/wing.bin", std::ios::binary)
+	    .write(reinterpret_cast<const char*>(positions), sizeof(positions));
+	std::ofstream(dir + "/wing.gltf") << R"({"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0]}],
+	  "nodes":[{"mesh":0}],"meshes":[{"primitives":[{"attributes":{"POSITION":0}}]}],
+	  "buffers":[{"byteLength":36,"uri":"wing.bin"}],"bufferViews":[{"buffer":0,"byteLength":36}],
+	  "accessors":[{"bufferView":0,"componentType":5126,"count":3,"type":"VEC3","min":[-1,0,0],"max":[1,1.5,0]}]})";
+	const CliRun run = runCli("render --gltf wing.gltf --width 32 --height 32", "cd " + dir + " &&");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	EXPECT_NE(run.out.find("glTF wing.gltf"), std::string::npos) << run.out;
+	EXPECT_EQ(run.out.find("scene triangle"), std::string::npos) << run.out;
+	EXPECT_TRUE(std::filesystem::exists(dir + "/quokka-wing.png"));
+	EXPECT_FALSE(std::filesystem::exists(dir + "/quokka-triangle.png"));
+	const CliRun json =
+	    runCli("render --gltf wing.gltf --width 32 --height 32 --json --out w.png", "cd " + dir + " &&");
+	ASSERT_EQ(json.exit_code, 0) << json.err;
+	const auto j = nlohmann::json::parse(json.out);
+	EXPECT_EQ(j["scene"], "gltf");
+	EXPECT_EQ(j["gltf"], "wing.gltf");
+	std::filesystem::remove_all(dir);
 }

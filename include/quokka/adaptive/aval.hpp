@@ -56,9 +56,10 @@ protected:
 	/// Recomputes value_; reads inputs with Token{this}.
 	virtual void compute(Token token) = 0;
 
-	/// Evaluates, then records the read (getValue returns the value). The node is pinned throughout (core.hpp, Pin): a computation that drops the
-	/// last outside reference to its own node cannot free it under the core, and a top-level read's result stays
-	/// readable until the thread's next evaluation. Deep chains continue on fresh stack segments (stack_guard.hpp).
+	/// Evaluates, then records the read (getValue returns the value). The node is pinned throughout (core.hpp, Pin): a
+	/// computation that drops the last outside reference to its own node cannot free it under the core, and a top-level
+	/// read's result stays readable until the thread's next evaluation. Deep chains continue on fresh stack segments
+	/// (stack_guard.hpp).
 	void evaluateAndRegister(Token token)
 	{
 		Pin pin(this);

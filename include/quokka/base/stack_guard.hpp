@@ -47,7 +47,10 @@ void runWithFreshStack(void (*fn)(void*), void* arg);
 template <typename F>
 inline void withStackHeadroom(F&& f)
 {
-	auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+	// The address of a local approximates the stack pointer (__builtin_frame_address would force a frame pointer on
+	// every function this is inlined into).
+	char probe;
+	auto sp = reinterpret_cast<uintptr_t>(&probe);
 	uintptr_t floor = detail::t_stack_floor;
 	if (sp >= floor && floor != 0) [[likely]]
 	{

@@ -2,3 +2,4 @@
 #pragma once
 
 #define QUOKKA_VERSION 100 // 0.1.0
+#define QUOKKA_VERSION_STRING "0.1.0"

@@ -64,11 +64,15 @@ struct DeviceDesc
 	bool print_validation = true;
 
 	/// Reads QUOKKA_DEVICE (auto|gpu|cpu), QUOKKA_VALIDATION (0|1|sync) and QUOKKA_CACHE_DIR. A malformed
-	/// QUOKKA_DEVICE is reported by Device::create, not silently ignored.
+	/// QUOKKA_DEVICE or QUOKKA_VALIDATION is reported by Device::create, not silently ignored.
 	static DeviceDesc fromEnvironment();
+	/// The first problem of the environment's settings ("" when none): what create() fails with.
+	std::string environmentError() const;
 
 	/// Set by fromEnvironment() when QUOKKA_DEVICE holds an unknown value; create() fails with it.
 	std::string invalid_kind_text;
+	/// Set by fromEnvironment() when QUOKKA_VALIDATION is not 0, 1 or sync; create() fails with it.
+	std::string invalid_validation_text;
 };
 
 /// Features the later modules need. `required` ones are checked at creation; the rest are enabled when present.
