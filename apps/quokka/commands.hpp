@@ -48,6 +48,7 @@ struct RenderOptions
 	bool json = false;
 	std::string meshlet_path = "auto"; ///< `--scene meshlets`: auto | vertex | mesh
 	std::string gltf;                  ///< `--gltf FILE`: import instead of a built-in scene
+	bool gltf_any_path = false;        ///< `--gltf-any-path`: the file's URIs may leave its folder
 	uint32_t objects = 0;              ///< generated scenes; 0 = the scene's default
 	uint64_t seed = 1;
 	std::string path = "classic"; ///< classic | heap

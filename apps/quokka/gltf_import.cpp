@@ -678,7 +678,71 @@ private:
 	GeneratedScene out_;
 };
 
-Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobals& globals)
+/// tinygltf's file access, confined to the model's folder unless the options allow any path. tinygltf looks a URI up
+/// as `folder/uri` and then `./uri` (relative to the working directory): every candidate and every read is checked.
+struct FileAccess
+{
+	std::filesystem::path root; ///< the model's folder, canonical
+	std::string base;           ///< the folder as given to tinygltf, which joins it and a URI with '/'
+	bool any_path = false;
+	std::string refused; ///< the first path refused, for the error message
+
+	bool allowed(const std::string& p) const
+	{
+		if (any_path)
+			return true;
+		std::error_code ec;
+		const std::filesystem::path real = std::filesystem::weakly_canonical(p, ec);
+		const std::filesystem::path rel = ec ? std::filesystem::path() : real.lexically_relative(root);
+		return !rel.empty() && rel.is_relative() && *rel.begin() != "..";
+	}
+	void refuse(const std::string& p)
+	{
+		if (refused.empty())
+			refused = p;
+	}
+	static bool exists(const std::string& p, void* self)
+	{
+		auto* access = static_cast<FileAccess*>(self);
+		if (!tinygltf::FileExists(p, nullptr))
+			return false;
+		if (access->allowed(p))
+			return true;
+		access->refuse(p); // there, but outside: named in the error if nothing else is found
+		return false;
+	}
+	/// No `~` or variable expansion. tinygltf joins the folder (or ".") and the URI with '/', so an absolute URI
+	/// arrives as "folder//abs" or ".//abs": it is turned back into "/abs", which the policy then judges.
+	static std::string expand(const std::string& p, void* self)
+	{
+		const std::string& base = static_cast<FileAccess*>(self)->base;
+		for (const std::string& prefix : {base, std::string(".")})
+			if (!prefix.empty() && p.size() > prefix.size() + 1 && p.compare(0, prefix.size(), prefix) == 0 &&
+			    p[prefix.size()] == '/' && p[prefix.size() + 1] == '/')
+				return p.substr(prefix.size() + 1);
+		return p;
+	}
+	static bool read(std::vector<unsigned char>* out, std::string* err, const std::string& p, void* self)
+	{
+		if (!static_cast<FileAccess*>(self)->allowed(p))
+		{
+			static_cast<FileAccess*>(self)->refuse(p);
+			if (err)
+				*err += "'" + p + "' is outside the model's folder";
+			return false;
+		}
+		return tinygltf::ReadWholeFile(out, err, p, nullptr);
+	}
+	static bool write(std::string* err, const std::string&, const std::vector<unsigned char>&, void*)
+	{
+		if (err)
+			*err += "the importer writes no files";
+		return false;
+	}
+};
+
+Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobals& globals,
+                                      const GltfImportOptions& options)
 {
 	auto fail = [&](ErrorCode code, const std::string& problem)
 	{ return makeError(code, cat("glTF '", path, "': ", oneLine(problem))); };
@@ -709,6 +773,15 @@ Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobal
 	tinygltf::Model model;
 	std::string err, warn;
 	const std::string base_dir = std::filesystem::path(path).parent_path().string();
+	FileAccess access;
+	access.any_path = options.any_path;
+	access.base = base_dir;
+	access.root = std::filesystem::weakly_canonical(
+	    base_dir.empty() ? std::filesystem::path(".") : std::filesystem::path(base_dir), ec);
+	if (ec)
+		return fail(ErrorCode::Io, cat("cannot resolve its folder: ", ec.message()));
+	loader.SetFsCallbacks(tinygltf::FsCallbacks{&FileAccess::exists, &FileAccess::expand, &FileAccess::read,
+	                                            &FileAccess::write, &access});
 	const bool loaded =
 	    binary ? loader.LoadBinaryFromMemory(&model, &err, &warn, bytes.data(), unsigned(bytes.size()), base_dir)
 	           : loader.LoadASCIIFromString(&model, &err, &warn, reinterpret_cast<const char*>(bytes.data()),
@@ -718,6 +791,10 @@ Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobal
 		std::string problem = oneLine(err.empty() ? warn : err);
 		if (problem.empty())
 			problem = "tinygltf could not parse it";
+		if (!access.refused.empty())
+			return fail(ErrorCode::InvalidArgument,
+			            cat("refusing to read '", access.refused,
+			                "': it is outside the model's folder (--gltf-any-path allows any path)"));
 		// A buffer file the document references but that cannot be read is an Io error, not bad input.
 		if (problem.find("File not found") != std::string::npos)
 			return fail(ErrorCode::Io, problem);
@@ -729,12 +806,13 @@ Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobal
 
 } // namespace
 
-Result<GeneratedScene> importGltf(const std::string& path, const SceneGlobals& globals)
+Result<GeneratedScene> importGltf(const std::string& path, const SceneGlobals& globals,
+                                  const GltfImportOptions& options)
 {
 	// tinygltf and the standard library may throw (bad_alloc, json type errors); nothing escapes (STYLE R5).
 	try
 	{
-		return importGltfImpl(path, globals);
+		return importGltfImpl(path, globals, options);
 	}
 	catch (const std::bad_alloc&)
 	{

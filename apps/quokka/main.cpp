@@ -36,6 +36,8 @@ int main(int argc, char** argv)
 	    render_cmd->add_option("--scene", render.scene, "built-in scene: triangle, grid, city, meshlets");
 	render_cmd->add_option("--gltf", render.gltf, "render a glTF 2.0 file (.gltf or .glb) instead of a built-in scene")
 	    ->excludes(render_scene);
+	render_cmd->add_flag("--gltf-any-path", render.gltf_any_path,
+	                     "let the glTF file's buffer and image URIs leave its folder (trusted input only)");
 	CLI::Option* render_objects =
 	    render_cmd->add_option("--objects", render.objects, "objects of a generated scene (grid: 1000, city: 20000)")
 	        ->check(CLI::Range(1u, 10000000u));
@@ -100,6 +102,8 @@ int main(int argc, char** argv)
 	    ->check(CLI::IsMember({"grid", "city"}));
 	validate_cmd->add_option("--gltf", validate.gltf, "a glTF 2.0 file instead of a built-in scene")
 	    ->excludes(validate_cmd->get_option("--scene"));
+	validate_cmd->add_flag("--gltf-any-path", validate.gltf_any_path,
+	                       "let the glTF file's buffer and image URIs leave its folder (trusted input only)");
 	validate_cmd->add_option("--objects", validate.objects, "objects of a generated scene")
 	    ->check(CLI::Range(1u, 10000000u));
 	validate_cmd->add_option("--seed", validate.seed, "seed of a generated scene");

@@ -44,7 +44,7 @@ void placeCamera(SceneGlobals& g, const math::Box3d& bounds, uint32_t frame, uin
 Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g)
 {
 	if (!o.gltf.empty())
-		return importGltf(o.gltf, g);
+		return importGltf(o.gltf, g, GltfImportOptions{o.gltf_any_path});
 	if (o.scene == "grid")
 		return makeGridScene(g, o.objects ? o.objects : 1000, o.seed);
 	if (o.scene == "city")

@@ -67,8 +67,18 @@ struct UniqueMeshScene
 /// ~1.5 KiB of host memory per object. Errors: InvalidArgument (objects outside 1…10,000,000, a bad triangle count).
 Result<UniqueMeshScene> makeUniqueMeshScene(const SceneGlobals& globals, uint32_t objects, uint64_t seed,
                                             const UniqueMeshOptions& options = {});
+/// How a glTF file may reach other files.
+struct GltfImportOptions
+{
+	/// false (default): buffer and image URIs must resolve inside the model's folder (after following symbolic links;
+	/// no absolute paths, no `..` out of it; `data:` URIs always work). true: any path the process can read, for
+	/// trusted input.
+	bool any_path = false;
+};
 /// Imports a .gltf or .glb file. Errors (one line naming the file and the problem): Io (missing or unreadable file),
-/// InvalidArgument (malformed file), Unsupported (valid glTF this importer does not handle).
-Result<GeneratedScene> importGltf(const std::string& path, const SceneGlobals& globals);
+/// InvalidArgument (malformed file, or a URI outside the model's folder), Unsupported (valid glTF this importer does
+/// not handle).
+Result<GeneratedScene> importGltf(const std::string& path, const SceneGlobals& globals,
+                                  const GltfImportOptions& options = {});
 
 } // namespace quokka::app

@@ -747,3 +747,25 @@ TEST(CliTrust, GltfRunsAreLabelledByTheirFile)
 	EXPECT_EQ(j["gltf"], "wing.gltf");
 	std::filesystem::remove_all(dir);
 }
+
+TEST(CliTrust, GltfBuffersOutsideTheModelsFolderAreRefusedUnlessAllowed)
+{
+	const std::string dir = tempPath("confined");
+	std::filesystem::create_directories(dir + "/model");
+	const float positions[9] = {-1, 0, 0, 1, 0, 0, 0, 1.5f, 0};
+	std::ofstream(dir + "/secret.bin", std::ios::binary)
+	    .write(reinterpret_cast<const char*>(positions), sizeof(positions));
+	std::ofstream(dir + "/model/up.gltf") << R"({"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0]}],
+	  "nodes":[{"mesh":0}],"meshes":[{"primitives":[{"attributes":{"POSITION":0}}]}],
+	  "buffers":[{"byteLength":36,"uri":"../secret.bin"}],"bufferViews":[{"buffer":0,"byteLength":36}],
+	  "accessors":[{"bufferView":0,"componentType":5126,"count":3,"type":"VEC3","min":[-1,0,0],"max":[1,1.5,0]}]})";
+	const std::string args = "render --gltf " + dir + "/model/up.gltf --width 16 --height 16 --out " + dir + "/o.png";
+	const CliRun refused = runCli(args);
+	expectOneLineError(refused, "outside the model's folder");
+	EXPECT_EQ(refused.exit_code, 1);
+	EXPECT_FALSE(std::filesystem::exists(dir + "/o.png"));
+	const CliRun allowed = runCli(args + " --gltf-any-path");
+	EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+	EXPECT_TRUE(std::filesystem::exists(dir + "/o.png"));
+	std::filesystem::remove_all(dir);
+}

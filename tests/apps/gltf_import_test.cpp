@@ -411,6 +411,60 @@ TEST_F(GltfImport, MissingExternalBufferIsIo)
 	expectOneLineNaming(result.error(), path);
 }
 
+TEST_F(GltfImport, UrisStayInsideTheModelsFolderUnlessAnyPathIsAllowed)
+{
+	// The same triangle with its buffer outside the model's folder: by absolute path, by `..`, through a symbolic
+	// link inside the folder, and one that is only found relative to the working directory. Each is refused with the
+	// path named; the absolute one loads when any path is allowed; a buffer in a subfolder always loads.
+	GltfBuilder b;
+	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}})}})});
+	const fs::path model_dir = dir_ / "model";
+	const fs::path outside_dir = dir_ / "outside";
+	fs::create_directories(model_dir / "sub");
+	fs::create_directories(outside_dir);
+	for (const fs::path& bin : {outside_dir / "tri.bin", model_dir / "sub" / "tri.bin"})
+		std::ofstream(bin, std::ios::binary).write(reinterpret_cast<const char*>(b.bin.data()), long(b.bin.size()));
+	fs::create_symlink(outside_dir / "tri.bin", model_dir / "link.bin");
+	auto withUri = [&](const std::string& uri, const char* name)
+	{
+		json d = b.doc;
+		d["buffers"] = json::array({{{"byteLength", b.bin.size()}, {"uri", uri}}});
+		const std::string path = (model_dir / name).string();
+		std::ofstream(path) << d.dump();
+		return path;
+	};
+	for (const auto& [uri, name] :
+	     std::vector<std::pair<std::string, const char*>>{{(outside_dir / "tri.bin").string(), "absolute.gltf"},
+	                                                      {"../outside/tri.bin", "dotdot.gltf"},
+	                                                      {"link.bin", "link.gltf"}})
+	{
+		const std::string path = withUri(uri, name);
+		auto result = app::importGltf(path, globals_);
+		ASSERT_FALSE(result.ok()) << uri;
+		EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument) << uri;
+		EXPECT_NE(result.error().message.find("outside the model's folder"), std::string::npos)
+		    << result.error().message;
+		EXPECT_NE(result.error().message.find("refusing to read"), std::string::npos) << result.error().message;
+		expectOneLineNaming(result.error(), path);
+	}
+	// Only in the working directory (tinygltf also looks there): refused too.
+	const fs::path cwd = fs::current_path();
+	fs::current_path(outside_dir);
+	auto in_cwd = app::importGltf(withUri("tri.bin", "cwd.gltf"), globals_);
+	fs::current_path(cwd);
+	ASSERT_FALSE(in_cwd.ok());
+	EXPECT_NE(in_cwd.error().message.find("outside the model's folder"), std::string::npos) << in_cwd.error().message;
+
+	auto trusted = app::importGltf(withUri((outside_dir / "tri.bin").string(), "absolute.gltf"), globals_,
+	                               app::GltfImportOptions{true});
+	ASSERT_TRUE(trusted.ok()) << trusted.error().message;
+	EXPECT_EQ(trusted.value().triangles, 1u);
+	auto inside = app::importGltf(withUri("sub/tri.bin", "inside.gltf"), globals_);
+	ASSERT_TRUE(inside.ok()) << inside.error().message;
+	EXPECT_EQ(inside.value().triangles, 1u);
+}
+
 TEST_F(GltfImport, MalformedJsonIsInvalidArgument)
 {
 	const std::string path = file("broken.gltf");
