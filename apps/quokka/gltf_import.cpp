@@ -22,6 +22,8 @@
 
 #include <quokka/fx/stock.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <glm/gtc/quaternion.hpp>
 
 // stb_image is static here so that it neither clashes with nor depends on the PNG-only copy in quokka::gpu; tinygltf
@@ -191,6 +193,15 @@ public:
 
 	Result<GeneratedScene> run()
 	{
+		// glTF 2.x only: a 1.0 file parses into nothing drawable, a 3.0 one may mean anything.
+		const std::string& version = model_.asset.version;
+		if (version.empty())
+			return fail(ErrorCode::InvalidArgument, "has no asset.version (glTF 2.0 requires it)");
+		if (version.rfind("2.", 0) != 0)
+			return fail(ErrorCode::Unsupported, cat("glTF version '", version, "' is not supported (2.x only)"));
+		if (!model_.asset.minVersion.empty() && model_.asset.minVersion.rfind("2.0", 0) != 0)
+			return fail(ErrorCode::Unsupported,
+			            cat("needs glTF ", model_.asset.minVersion, " or later (2.0 is supported)"));
 		if (!model_.extensionsRequired.empty())
 			return fail(ErrorCode::Unsupported, cat("requires the extension ", model_.extensionsRequired.front()));
 
@@ -211,6 +222,9 @@ public:
 				return fail(ErrorCode::InvalidArgument, cat("the default scene ", s, " does not exist"));
 			roots = model_.scenes[size_t(s)].nodes;
 		}
+		else if (model_.defaultScene >= 0)
+			return fail(ErrorCode::InvalidArgument,
+			            cat("the default scene ", model_.defaultScene, " does not exist (the file has no scenes)"));
 		else
 		{
 			// No scene: every node that is nobody's child is a root.
@@ -249,6 +263,8 @@ public:
 			for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
 				stack.emplace_back(*it, world);
 		}
+		if (out_.objects.empty())
+			return fail(ErrorCode::InvalidArgument, "has nothing to draw (no mesh primitive in the scene it shows)");
 		return std::move(out_);
 	}
 
@@ -678,6 +694,22 @@ private:
 	GeneratedScene out_;
 };
 
+/// The asset.version a glTF document declares, read before tinygltf (which cannot parse glTF 1.0 and would report
+/// whatever 1.0 construct it trips over first); nullopt when the JSON does not say.
+std::optional<std::string> declaredVersion(const unsigned char* json, size_t size)
+{
+	const nlohmann::json doc = nlohmann::json::parse(json, json + size, nullptr, /*allow_exceptions*/ false);
+	if (doc.is_discarded() || !doc.is_object())
+		return std::nullopt;
+	const auto asset = doc.find("asset");
+	if (asset == doc.end() || !asset->is_object())
+		return std::nullopt;
+	const auto version = asset->find("version");
+	if (version == asset->end() || !version->is_string())
+		return std::nullopt;
+	return version->get<std::string>();
+}
+
 /// tinygltf's file access, confined to the model's folder unless the options allow any path. tinygltf looks a URI up
 /// as `folder/uri` and then `./uri` (relative to the working directory): every candidate and every read is checked.
 struct FileAccess
@@ -760,6 +792,13 @@ Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobal
 		return fail(ErrorCode::Unsupported, "files of 4 GiB or more are not supported");
 
 	const bool binary = bytes.size() >= 4 && std::memcmp(bytes.data(), "glTF", 4) == 0;
+	if (binary && bytes.size() >= 8)
+	{
+		const uint32_t container = uint32_t(bytes[4]) | uint32_t(bytes[5]) << 8 | uint32_t(bytes[6]) << 16 |
+		                           uint32_t(bytes[7]) << 24; // GLB header: container version
+		if (container != 2)
+			return fail(ErrorCode::Unsupported, cat("glTF-Binary version ", container, " is not supported (2 only)"));
+	}
 	if (binary && bytes.size() >= 12)
 	{
 		const uint32_t declared = uint32_t(bytes[8]) | uint32_t(bytes[9]) << 8 | uint32_t(bytes[10]) << 16 |
@@ -767,6 +806,22 @@ Result<GeneratedScene> importGltfImpl(const std::string& path, const SceneGlobal
 		if (declared > bytes.size())
 			return fail(ErrorCode::InvalidArgument,
 			            cat("truncated .glb: its header says ", declared, " bytes, the file has ", bytes.size()));
+	}
+
+	{
+		// The JSON: the whole file, or a .glb's first chunk (length at byte 12, type at 16, data from 20).
+		const unsigned char* json = bytes.data();
+		size_t json_size = bytes.size();
+		if (binary)
+		{
+			json_size = bytes.size() >= 20 ? size_t(uint32_t(bytes[12]) | uint32_t(bytes[13]) << 8 |
+			                                        uint32_t(bytes[14]) << 16 | uint32_t(bytes[15]) << 24)
+			                               : 0;
+			json = bytes.data() + std::min<size_t>(20, bytes.size());
+			json_size = std::min(json_size, bytes.size() - std::min<size_t>(20, bytes.size()));
+		}
+		if (auto version = declaredVersion(json, json_size); version && version->rfind("2.", 0) != 0)
+			return fail(ErrorCode::Unsupported, cat("glTF version '", *version, "' is not supported (2.x only)"));
 	}
 
 	tinygltf::TinyGLTF loader;

@@ -396,6 +396,69 @@ TEST_F(GltfImport, TruncatedGlbIsInvalidArgument)
 	EXPECT_NE(result.error().message.find("truncated"), std::string::npos) << result.error().message;
 }
 
+TEST_F(GltfImport, VersionsOtherThanTwoAreUnsupported)
+{
+	GltfBuilder b;
+	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}})}})});
+	for (const char* version : {"1.0", "3.0", "1"})
+	{
+		b.doc["asset"]["version"] = version;
+		const std::string path = file("versioned.gltf");
+		b.writeGltf(path);
+		auto result = app::importGltf(path, globals_);
+		ASSERT_FALSE(result.ok()) << version;
+		EXPECT_EQ(result.error().code, ErrorCode::Unsupported) << version;
+		EXPECT_NE(result.error().message.find(std::string("version '") + version + "'"), std::string::npos)
+		    << result.error().message;
+		expectOneLineNaming(result.error(), path);
+	}
+	// A glTF 1.0-style document (string ids, no asset.version at all is also refused).
+	const std::string old_style = file("old.gltf");
+	std::ofstream(old_style) << R"({"asset":{"version":"1.0"},"scene":"defaultScene",
+	  "scenes":{"defaultScene":{"nodes":["node_1"]}},"nodes":{"node_1":{"meshes":["mesh_1"]}}})";
+	auto old = app::importGltf(old_style, globals_);
+	ASSERT_FALSE(old.ok());
+	EXPECT_EQ(old.error().code, ErrorCode::Unsupported) << old.error().message;
+	// A .glb whose container says version 1.
+	b.doc["asset"]["version"] = "2.0";
+	const std::string glb = file("v1.glb");
+	b.writeGlb(glb);
+	{
+		std::fstream f(glb, std::ios::in | std::ios::out | std::ios::binary);
+		f.seekp(4);
+		const uint32_t one = 1;
+		f.write(reinterpret_cast<const char*>(&one), 4);
+	}
+	auto v1 = app::importGltf(glb, globals_);
+	ASSERT_FALSE(v1.ok());
+	EXPECT_EQ(v1.error().code, ErrorCode::Unsupported);
+	EXPECT_NE(v1.error().message.find("glTF-Binary version 1"), std::string::npos) << v1.error().message;
+}
+
+TEST_F(GltfImport, FilesWithNothingToDrawOrAMissingDefaultSceneAreErrors)
+{
+	GltfBuilder b;
+	b.setScene({b.addNode({{"translation", {1.0, 0.0, 0.0}}})}); // a node, no mesh
+	const std::string empty = file("empty.gltf");
+	b.writeGltf(empty);
+	auto nothing = app::importGltf(empty, globals_);
+	ASSERT_FALSE(nothing.ok());
+	EXPECT_EQ(nothing.error().code, ErrorCode::InvalidArgument);
+	EXPECT_NE(nothing.error().message.find("nothing to draw"), std::string::npos) << nothing.error().message;
+
+	GltfBuilder c;
+	const int pos = c.addFloats(kTrianglePositions, 3, "VEC3");
+	c.addNode({{"mesh", c.addMesh({{"POSITION", pos}})}});
+	c.doc["scene"] = 0; // names scene 0, but there is no scenes array
+	const std::string noscenes = file("noscenes.gltf");
+	c.writeGltf(noscenes);
+	auto missing = app::importGltf(noscenes, globals_);
+	ASSERT_FALSE(missing.ok());
+	EXPECT_EQ(missing.error().code, ErrorCode::InvalidArgument);
+	EXPECT_NE(missing.error().message.find("no scenes"), std::string::npos) << missing.error().message;
+}
+
 TEST_F(GltfImport, MissingExternalBufferIsIo)
 {
 	GltfBuilder b;

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -65,27 +66,24 @@ void reduceStep(const Reduction<V, S>& r, std::optional<S>& result, size_t size,
 	}
 }
 
-/// reduceByA: one adaptive cell per element (keyed by the element for sets, by its Index for lists). The input reader
-/// and every cell read are explicit inputs; inputChanged collects the marked cells, which are re-read on the next
-/// evaluation. Several elements may share one cell (reverse map cell → keys). Subclasses pull the input and call
-/// leave(key) / enter(key, cell).
-template <typename Key, typename V, typename S>
-class ReduceByANode : public AValNode<S>
+/// reduceByA over the collection whose trace is `Trace` (a set: keys are the elements, f(x); a list: keys are the
+/// indices, f(i, x)). One adaptive cell per element; the input reader and every cell read are explicit inputs;
+/// inputChanged collects the marked cells, which are re-read on the next evaluation. Several elements may share one
+/// cell (reverse map cell → keys).
+template <typename Trace, typename Key, typename V, typename S, typename F>
+class ReduceByANode final : public AValNode<S>
 {
 public:
-	explicit ReduceByANode(Reduction<V, S> r)
-	    : AValNode<S>(AdaptiveObject::kExplicitInputs | AdaptiveObject::kWantsInputChanged), r_(std::move(r))
+	ReduceByANode(Ref<HistoryReader<Trace>> input, F f, Reduction<V, S> r)
+	    : AValNode<S>(AdaptiveObject::kExplicitInputs | AdaptiveObject::kWantsInputChanged), input_(std::move(input)),
+	      f_(std::move(f)), r_(std::move(r))
 	{
 	}
 
 protected:
-	/// Pulls the input's changes, calling leave/enter for each.
-	virtual void pullInput(Token t) = 0;
-	virtual const AdaptiveObject* input() const = 0;
-
 	void inputChanged(AdaptiveObject* in) override
 	{
-		if (in != input())
+		if (in != input_.get())
 			dirty_.insert(in);
 	}
 
@@ -93,10 +91,19 @@ protected:
 	{
 		std::unordered_set<AdaptiveObject*> dirty;
 		dirty.swap(dirty_);
-		pending_ = &dirty;
 		left_.clear();
 		entered_.clear();
-		pullInput(t);
+		for (const auto& [k, change] : input_->getChanges(t))
+		{
+			if constexpr (std::is_same_v<Trace, SetTrace<Key>>)
+				change < 0 ? leave(k, dirty) : enter(k, aval<V>(f_(k)), t);
+			else
+			{
+				leave(k, dirty); // removed or replaced
+				if (change)
+					enter(k, aval<V>(f_(k, *change)), t);
+			}
+		}
 		for (AdaptiveObject* cell : dirty)
 		{
 			auto it = users_.find(cell);
@@ -113,7 +120,6 @@ protected:
 				e.last = std::move(v);
 			}
 		}
-		pending_ = nullptr;
 		reduceStep(
 		    r_, this->value_, entries_.size(), left_.size() + entered_.size(),
 		    [this](auto&& out, auto&& in)
@@ -132,8 +138,9 @@ protected:
 		entered_.clear();
 	}
 
+private:
 	/// The element `k` left (or is replaced): its contribution goes, and its cell when no other element uses it.
-	void leave(const Key& k)
+	void leave(const Key& k, std::unordered_set<AdaptiveObject*>& dirty)
 	{
 		auto it = entries_.find(k);
 		if (it == entries_.end())
@@ -145,7 +152,7 @@ protected:
 		if (users.empty())
 		{
 			users_.erase(cell);
-			pending_->erase(cell);
+			dirty.erase(cell);
 			this->removeInput(cell);
 		}
 		entries_.erase(it);
@@ -159,71 +166,18 @@ protected:
 		entries_.insert_or_assign(k, Entry{std::move(cell), std::move(v)});
 	}
 
-private:
 	struct Entry
 	{
 		aval<V> cell;
 		V last;
 	};
+	Ref<HistoryReader<Trace>> input_;
+	F f_;
 	Reduction<V, S> r_;
 	std::map<Key, Entry> entries_;
 	std::unordered_map<AdaptiveObject*, std::vector<Key>> users_;
 	std::unordered_set<AdaptiveObject*> dirty_;
-	std::unordered_set<AdaptiveObject*>* pending_ = nullptr; ///< the marked cells this evaluation re-reads
-	std::vector<V> left_, entered_;                          ///< this evaluation's contributions out and in
-};
-
-template <typename T, typename V, typename S, typename F>
-class SetReduceByANode final : public ReduceByANode<T, V, S>
-{
-public:
-	SetReduceByANode(SetReader<T> input, F f, Reduction<V, S> r)
-	    : ReduceByANode<T, V, S>(std::move(r)), input_(std::move(input)), f_(std::move(f))
-	{
-	}
-
-protected:
-	const AdaptiveObject* input() const override { return input_.get(); }
-	void pullInput(Token t) override
-	{
-		for (const auto& [x, c] : input_->getChanges(t))
-		{
-			if (c < 0)
-				this->leave(x);
-			else
-				this->enter(x, aval<V>(f_(x)), t);
-		}
-	}
-
-private:
-	SetReader<T> input_;
-	F f_;
-};
-
-template <typename T, typename V, typename S, typename F>
-class ListReduceByANode final : public ReduceByANode<Index, V, S>
-{
-public:
-	ListReduceByANode(ListReader<T> input, F f, Reduction<V, S> r)
-	    : ReduceByANode<Index, V, S>(std::move(r)), input_(std::move(input)), f_(std::move(f))
-	{
-	}
-
-protected:
-	const AdaptiveObject* input() const override { return input_.get(); }
-	void pullInput(Token t) override
-	{
-		for (const auto& [i, op] : input_->getChanges(t))
-		{
-			this->leave(i); // removed or replaced
-			if (op)
-				this->enter(i, aval<V>(f_(i, *op)), t);
-		}
-	}
-
-private:
-	ListReader<T> input_;
-	F f_;
+	std::vector<V> left_, entered_; ///< this evaluation's contributions out and in
 };
 
 } // namespace detail
@@ -279,7 +233,8 @@ aval<S> reduce(const alist<T>& l, Reduction<T, S> r)
 template <typename T, typename V, typename S, typename F>
 aval<S> reduceByA(const aset<T>& s, F f, Reduction<V, S> r)
 {
-	return aval<S>(makeRef<detail::SetReduceByANode<T, V, S, F>>(s.getDeltaReader(), std::move(f), std::move(r)));
+	using Node = detail::ReduceByANode<SetTrace<T>, T, V, S, F>;
+	return aval<S>(makeRef<Node>(s.getDeltaReader(), std::move(f), std::move(r)));
 }
 
 /// Reduces the adaptive values f(i, x) of the list's elements (i: the element's Index) with `r` (FDA:
@@ -288,7 +243,8 @@ template <typename T, typename V, typename S, typename F>
 aval<S> reduceByAi(const alist<T>& l, F f, Reduction<V, S> r)
 {
 	auto reader = makeRef<HistoryReader<ListTrace<T>>>(l.history(), false); // deltas only: no state snapshot
-	return aval<S>(makeRef<detail::ListReduceByANode<T, V, S, F>>(std::move(reader), std::move(f), std::move(r)));
+	using Node = detail::ReduceByANode<ListTrace<T>, Index, V, S, F>;
+	return aval<S>(makeRef<Node>(std::move(reader), std::move(f), std::move(r)));
 }
 
 /// reduceByAi with f(x).
