@@ -6,7 +6,7 @@
 // adaptive cell the element maps to (FDA's ASet/AList.reduceByA), so a cell that changes costs its own sub + add, not
 // a pass over the collection. Every evaluation costs O(|delta| + changed cells) while sub succeeds. It refolds
 // everything when there is no result yet, when sub fails, when at most two contributions remain, or when as many
-// contributions changed as there are (so float sums stay exact after a clear or a reset, notes R6).
+// contributions changed as there are (so float sums stay exact after a clear or a reset).
 // Contributions are combined in no particular order: add must be commutative. Threading: owner thread only.
 #pragma once
 
