@@ -22,19 +22,40 @@ namespace
 {
 constexpr double kPi = 3.14159265358979323846;
 
-/// Camera of frame `frame` of `frames`: orbits the bounds' centre once over the run, from 35° above the horizon.
+/// Camera of frame `frame` of `frames`: orbits the bounds' centre once over the run, from 35° above the horizon. The
+/// distance fits the bounds' eight corners as seen from that direction into both fields of view, leaving 8 % of the
+/// half-width and half-height as margin: no view direction and no aspect ratio (tall or wide images) clips the scene,
+/// and a flat scene fills the image as far as it can.
 void placeCamera(SceneGlobals& g, const math::Box3d& bounds, uint32_t frame, uint32_t frames, double aspect)
 {
 	const math::V3d c = bounds.isEmpty() ? math::V3d(0.0) : bounds.center();
 	const double r = std::max(0.5 * glm::length(bounds.size()), 1e-3);
 	const double a = 0.6 + 2.0 * kPi * double(frame) / double(std::max(frames, 1u));
 	const double e = 35.0 * kPi / 180.0;
-	const math::V3d eye = c + 1.9 * r * math::V3d(std::cos(e) * std::cos(a), std::sin(e), std::cos(e) * std::sin(a));
+	const double fovy = 50.0 * kPi / 180.0;
+	const math::V3d back(std::cos(e) * std::cos(a), std::sin(e), std::cos(e) * std::sin(a)); // centre → eye
+	const math::V3d right = glm::normalize(glm::cross(math::V3d(0, 1, 0), back));
+	const math::V3d up = glm::cross(back, right);
+	const double ty = std::tan(0.5 * fovy) / 1.08, tx = aspect * std::tan(0.5 * fovy) / 1.08;
+	// A corner p (relative to c) at depth d - dot(p, back) needs d ≥ |x| / tan + dot(p, back) in each direction.
+	double d = 1e-3 * r, nearest = 0.0;
+	if (!bounds.isEmpty())
+		for (int i = 0; i < 8; ++i)
+		{
+			const math::V3d p = math::V3d(i & 1 ? bounds.max.x : bounds.min.x, i & 2 ? bounds.max.y : bounds.min.y,
+			                              i & 4 ? bounds.max.z : bounds.min.z) -
+			                    c;
+			const double z = glm::dot(p, back);
+			d = std::max({d, std::abs(glm::dot(p, right)) / tx + z, std::abs(glm::dot(p, up)) / ty + z});
+			nearest = std::max(nearest, z);
+		}
+	d = std::max(d, nearest + 0.05 * r); // every corner in front of the camera
+	const math::V3d eye = c + d * back;
 	adaptive::transact(
 	    [&]
 	    {
 		    g.view.setValue(math::lookAt(eye, c, math::V3d(0, 1, 0)));
-		    g.proj.setValue(math::perspective(50.0 * kPi / 180.0, aspect, 0.02 * r, 10.0 * r));
+		    g.proj.setValue(math::perspective(fovy, aspect, std::max(0.5 * (d - nearest), 0.01 * r), d + 2.0 * r));
 		    g.light_location.setValue(math::V3f(eye + math::V3d(0.0, r, 0.0)));
 	    });
 }

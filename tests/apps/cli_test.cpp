@@ -1,6 +1,7 @@
 // End-to-end tests of the `quokka` CLI: exit codes, one-line errors, JSON output and the written PNG.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -768,4 +769,38 @@ TEST(CliTrust, GltfBuffersOutsideTheModelsFolderAreRefusedUnlessAllowed)
 	EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
 	EXPECT_TRUE(std::filesystem::exists(dir + "/o.png"));
 	std::filesystem::remove_all(dir);
+}
+
+TEST(CliTrust, TheCameraFramesTheWholeSceneForTallAndWideImages)
+{
+	// Nothing may touch the image border, whatever the aspect ratio: the outermost rows and columns are background.
+	for (const auto& [w, h] : std::vector<std::pair<int, int>>{{60, 160}, {200, 40}, {96, 96}})
+	{
+		const std::string png = tempPath("framed.png");
+		const CliRun run = runCli("render --scene grid --objects 100 --samples 1 --width " + std::to_string(w) +
+		                          " --height " + std::to_string(h) + " --out " + png);
+		ASSERT_EQ(run.exit_code, 0) << run.err;
+		auto image = quokka::gpu::readPng(png);
+		ASSERT_TRUE(image.ok()) << image.error().message;
+		const auto bg = image->at(0, 0);
+		uint32_t border = 0;
+		for (uint32_t x = 0; x < image->width; ++x)
+			border += (image->at(x, 0) != bg) + (image->at(x, image->height - 1) != bg);
+		for (uint32_t y = 0; y < image->height; ++y)
+			border += (image->at(0, y) != bg) + (image->at(image->width - 1, y) != bg);
+		EXPECT_EQ(border, 0u) << w << "x" << h << ": the scene touches the border";
+		// And it is framed, not lost in the middle: it spans most of the image's limiting dimension.
+		uint32_t x0 = image->width, x1 = 0, y0 = image->height, y1 = 0;
+		for (uint32_t y = 0; y < image->height; ++y)
+			for (uint32_t x = 0; x < image->width; ++x)
+				if (image->at(x, y) != bg)
+				{
+					x0 = std::min(x0, x), x1 = std::max(x1, x);
+					y0 = std::min(y0, y), y1 = std::max(y1, y);
+				}
+		ASSERT_LE(x0, x1) << w << "x" << h << ": nothing drawn";
+		const double span = std::max(double(x1 - x0 + 1) / w, double(y1 - y0 + 1) / h);
+		EXPECT_GT(span, 0.6) << w << "x" << h << ": the scene spans only " << span << " of the image";
+		std::filesystem::remove(png);
+	}
 }
