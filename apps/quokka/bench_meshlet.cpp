@@ -383,7 +383,7 @@ void printText(const nlohmann::ordered_json& j, const PathFigures& transfer, con
 	            j["device"].get<std::string>().c_str(), j["timing_source"].get<std::string>().c_str(),
 	            j["working_set_bytes"].get<double>() / (1 << 20), j["reps"].get<uint32_t>());
 	std::printf("  allocator   OffsetAllocator %.1f M pairs/s (%.1f ns/pair; target >= 20 M/s), naive best-fit "
-	            "%.3f M pairs/s: x%.0f\n",
+	            "%.3f M pairs/s: %.0f times faster\n",
 	            fast / 1e6, 1e9 / fast, a["naive_best_fit_pairs_per_s"].get<double>() / 1e6,
 	            a["ratio_vs_naive"].get<double>());
 	std::printf("              core clock %.2f GHz (%.2f-%.2f over the runs): %.0f cycles per pair\n",
@@ -410,7 +410,7 @@ void printText(const nlohmann::ordered_json& j, const PathFigures& transfer, con
 int runBenchMeshlet(const BenchOptions& o)
 {
 	nlohmann::ordered_json j;
-	j["benchmark"] = "meshlet";
+	j["bench"] = "meshlet";
 	j["allocator"] = allocatorFigures(o);
 
 	auto desc = o.device.desc();
@@ -421,8 +421,12 @@ int runBenchMeshlet(const BenchOptions& o)
 		return fail(created.error());
 	gpu::Device& device = *created.value();
 	const bool cpu = device.info().is_cpu;
+	const uint64_t range = device.info().max_storage_buffer_range & ~uint64_t(255);
+	if (o.mib && (uint64_t(o.mib) << 20) > range)
+		return usage("bench meshlet: --mib " + std::to_string(o.mib) + " exceeds what one storage buffer of " +
+		             device.info().name + " may cover (" + std::to_string(range >> 20) + " MiB)");
 	const uint64_t mib = o.mib ? o.mib : (cpu ? 64 : 512);
-	const uint64_t bytes = std::min<uint64_t>(mib << 20, device.info().max_storage_buffer_range & ~uint64_t(255));
+	const uint64_t bytes = std::min<uint64_t>(mib << 20, range);
 	gpu::FrameTimer timer(device);
 	j["device"] = device.info().name;
 	j["device_type"] = cpu ? "cpu" : "gpu";

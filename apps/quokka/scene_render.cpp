@@ -107,8 +107,6 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 		QUOKKA_TRY_ASSIGN(timing, timer.resolve());
 		const runtime::TaskStats& s = task->stats();
-		if (f == 0)
-			run.prepared_first = s.passes.prepared;
 		run.update_ms.push_back(s.update_ms);
 		run.frames.encode_ms.push_back(s.encode_ms);
 		run.gpu_ms.push_back(timing.ms);
@@ -118,6 +116,7 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		                         s.passes.uniform_uploads + s.heap.uniform_uploads});
 		run.last = s;
 	}
+	run.prepared_first = run.per_frame.empty() ? 0 : run.per_frame.front().prepared;
 	run.task = std::move(task);
 	return run;
 }
@@ -217,7 +216,8 @@ int runRenderScene(const RenderOptions& o)
 		j["descriptor_pushes"] = p.descriptor_pushes;
 		j["vertex_binds"] = p.vertex_binds;
 		j["prepared_first_frame"] = r.prepared_first;
-		j["uniform_uploads_last_frame"] = p.uniform_uploads;
+		// The same counts as per_frame (on the heap path: objects added and uniforms uploaded by the heap).
+		j["uniform_uploads_last_frame"] = r.per_frame.empty() ? 0 : r.per_frame.back().uniform_uploads;
 		j["pipelines"] = session->runtime->context().stats().pipelines_created;
 		nlohmann::ordered_json frames = nlohmann::ordered_json::array();
 		for (const FrameRecord& f : r.per_frame)

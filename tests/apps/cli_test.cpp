@@ -219,7 +219,7 @@ TEST(CliBench, MeshletJsonHasEveryFigureWithItsSameRunRatio)
 	const CliRun run = runCli("bench meshlet --json --mib 4 --ops 20000 --reps 1");
 	ASSERT_EQ(run.exit_code, 0) << run.err;
 	const auto j = nlohmann::json::parse(run.out);
-	EXPECT_EQ(j["benchmark"], "meshlet");
+	EXPECT_EQ(j["bench"], "meshlet");
 	EXPECT_GT(j["allocator"]["offset_allocator_pairs_per_s"].get<double>(), 0.0);
 	EXPECT_GT(j["allocator"]["ratio_vs_naive"].get<double>(), 0.0);
 	EXPECT_EQ(j["allocator"]["failed_allocations"], 0);
@@ -701,6 +701,7 @@ TEST(CliTrust, BadArgumentsAndSettingsExitWithTwo)
 	expectUsageError(runCli("bench update --path classic"), "heap only");
 	expectUsageError(runCli("render --width abc"), "--width");
 	expectUsageError(runCli("paint"), "paint");
+	expectUsageError(runCli("bench meshlet --mib 65536 --reps 1 --ops 1000"), "--mib 65536");
 }
 
 TEST(CliTrust, ConflictingOrMeaninglessOptionsAreRejected)
@@ -802,5 +803,22 @@ TEST(CliTrust, TheCameraFramesTheWholeSceneForTallAndWideImages)
 		const double span = std::max(double(x1 - x0 + 1) / w, double(y1 - y0 + 1) / h);
 		EXPECT_GT(span, 0.6) << w << "x" << h << ": the scene spans only " << span << " of the image";
 		std::filesystem::remove(png);
+	}
+}
+
+TEST(CliTrust, RenderJsonAgreesWithItselfOnBothPaths)
+{
+	for (const char* path : {"classic", "heap"})
+	{
+		const CliRun run = runCli(std::string("render --scene grid --objects 60 --width 48 --height 32 --samples 1 ") +
+		                          "--frames 2 --json --out /dev/null --path " + path);
+		ASSERT_EQ(run.exit_code, 0) << run.err;
+		const auto j = nlohmann::json::parse(run.out);
+		ASSERT_EQ(j["per_frame"].size(), 2u);
+		EXPECT_EQ(j["prepared_first_frame"], j["per_frame"][0]["prepared"]) << path;
+		EXPECT_GE(j["prepared_first_frame"].get<int>(), 60) << path;
+		EXPECT_EQ(j["uniform_uploads_last_frame"], j["per_frame"][1]["uniform_uploads"]) << path;
+		EXPECT_GT(j["uniform_uploads_last_frame"].get<int>(), 0) << path << ": the orbiting camera re-uploads";
+		EXPECT_EQ(j["draw_calls"], j["per_frame"][1]["draw_calls"]) << path;
 	}
 }
