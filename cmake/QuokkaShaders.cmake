@@ -7,7 +7,7 @@ function(quokka_embed_shaders)
   set(outdir ${CMAKE_CURRENT_BINARY_DIR}/shaders_${ARG_TARGET})
   file(MAKE_DIRECTORY ${outdir})
   set(header_decls "")
-  set(include_flags -I${CMAKE_SOURCE_DIR}/shaders)
+  set(include_flags -I${PROJECT_SOURCE_DIR}/include)
   foreach(dir ${ARG_INCLUDE_DIRS})
     list(APPEND include_flags -I${dir})
   endforeach()
@@ -56,5 +56,5 @@ namespace ${ARG_NAMESPACE}
 {
 ${header_decls}} // namespace ${ARG_NAMESPACE}
 ")
-  target_include_directories(${ARG_TARGET} PUBLIC ${outdir})
+  target_include_directories(${ARG_TARGET} PUBLIC $<BUILD_INTERFACE:${outdir}>)
 endfunction()

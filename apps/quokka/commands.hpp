@@ -12,16 +12,30 @@
 namespace quokka::app
 {
 
-/// Options every GPU command shares: --device, --validate.
+/// Options every GPU command shares: --device, --validate, --no-cache.
 struct DeviceOptions
 {
 	std::string device = "";
 	bool validate = false;
+	bool no_cache = false;
 
 	void addTo(CLI::App& cmd);
-	/// The environment's DeviceDesc with the command-line overrides applied.
+	/// The environment's DeviceDesc with the command-line overrides applied. The shader and pipeline caches live in
+	/// QUOKKA_CACHE_DIR, else defaultCacheDir(); --no-cache keeps them in memory only.
 	Result<gpu::DeviceDesc> desc() const;
 };
+
+/// $XDG_CACHE_HOME/quokka, else $HOME/.cache/quokka (the XDG base directory rule); empty when neither is set to an
+/// absolute path.
+std::string defaultCacheDir();
+
+/// Progress on stderr for work that takes a while (scene generation, shader and pipeline compiles, frames): one status
+/// line, overwritten in place and erased when the next output comes. Shown only when enabled — stderr is a terminal
+/// and neither --quiet nor --json was given (main decides).
+void enableProgress(bool enabled);
+void progress(const std::string& status);
+/// Erases the status line (before other output).
+void clearProgress();
 
 /// Prints "quokka: error: <message>" on stderr and returns 1 (a run-time failure).
 int fail(const Error& error);
@@ -54,6 +68,10 @@ struct RenderOptions
 	std::string path = "classic"; ///< classic | heap
 	std::string draw = "auto";    ///< heap draw strategy: auto | indirect | megacall
 	uint64_t max_chunk_bytes = 0; ///< heap arena chunk cap; 0 = the device's default
+	std::string view;             ///< `--view AZ,EL`: the camera's direction in degrees (empty: 34°, 35°)
+	bool ortho = false;           ///< `--ortho`: orthographic projection
+	int camera = -1;              ///< `--camera N`: the glTF file's camera N; -1 = a camera framing the scene
+	bool quiet = false;           ///< `--quiet`: no progress on stderr
 
 	/// What is rendered, for reports and the default output name: the scene, or the glTF file's name without folder
 	/// and extension.

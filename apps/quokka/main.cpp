@@ -1,11 +1,14 @@
 // quokka — command-line front end: parses arguments and dispatches to one command (STYLE R15).
 #include "commands.hpp"
+#include "scene_run.hpp"
 
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
+
+#include <unistd.h>
 
 #include <quokka/base/version.hpp>
 
@@ -62,6 +65,12 @@ int main(int argc, char** argv)
 	                 "meshlets scene: auto (mesh shaders where available), vertex or mesh")
 	    ->check(CLI::IsMember({"auto", "vertex", "mesh"}));
 	render_cmd->add_flag("--json", render.json, "one JSON object on stdout");
+	render_cmd->add_option("--view", render.view,
+	                       "camera direction AZIMUTH,ELEVATION in degrees (grid, city, glTF; default 34,35)");
+	render_cmd->add_flag("--ortho", render.ortho, "orthographic projection (grid, city, glTF)");
+	render_cmd->add_option("--camera", render.camera, "use the glTF file's camera N (0 = the first)")
+	    ->check(CLI::Range(0, 1 << 20));
+	render_cmd->add_flag("--quiet", render.quiet, "no progress on stderr");
 
 	BenchOptions bench;
 	CLI::App* bench_cmd = app.add_subcommand("bench", "run a benchmark and print medians and same-run ratios");
@@ -114,6 +123,7 @@ int main(int argc, char** argv)
 	validate_cmd->add_option("--frames", validate.frames, "frames to render before validating")
 	    ->check(CLI::Range(1u, 100000u));
 	validate_cmd->add_flag("--json", validate.json, "one JSON object on stdout");
+	validate_cmd->add_flag("--quiet", validate.quiet, "no progress on stderr");
 	bench_cmd->add_flag("--json", bench.json, "one JSON object on stdout");
 	bench_cmd->add_option("--ops", bench.ops, "allocator alloc+free pairs per run")
 	    ->check(CLI::Range(1000, 1000000000));
@@ -160,6 +170,20 @@ int main(int argc, char** argv)
 		    (!render.gltf.empty() || render.scene == "triangle" || render.scene == "meshlets"))
 			return usage("--objects sets the size of a generated scene (grid, city), not of " +
 			             (render.gltf.empty() ? "--scene " + render.scene : std::string("a glTF file")));
+		const bool camera_options =
+		    render_cmd->count("--view") + render_cmd->count("--ortho") + render_cmd->count("--camera") > 0;
+		if (camera_options && render.gltf.empty() && (render.scene == "triangle" || render.scene == "meshlets"))
+			return usage(
+			    "--view, --ortho and --camera place the camera of grid, city and glTF scenes, not of --scene " +
+			    render.scene);
+		if (render_cmd->count("--camera") > 0 && render.gltf.empty())
+			return usage("--camera N picks a camera of the glTF file (--gltf FILE)");
+		if (render_cmd->count("--camera") > 0 && (render_cmd->count("--view") + render_cmd->count("--ortho")) > 0)
+			return usage("--camera uses the file's camera; --view and --ortho place a framed one (give one or the "
+			             "other)");
+		if (render_cmd->count("--view") > 0)
+			if (auto spec = viewSpecOf(render); !spec.ok())
+				return usage(spec.error().message);
 		if (render.scene == "meshlets" && render_cmd->count("--path") > 0)
 			return usage("--path picks the renderer of scene-graph scenes; the meshlets scene has its own "
 			             "(--meshlet-path)");
@@ -189,6 +213,9 @@ int main(int argc, char** argv)
 	else if (std::string problem = desc.value().environmentError(); !problem.empty())
 		return usage(problem);
 
+	// Progress lines only where a person watches: a terminal, no --quiet, no --json.
+	enableProgress(isatty(STDERR_FILENO) == 1 && ((render_cmd->parsed() && !render.quiet && !render.json) ||
+	                                              (validate_cmd->parsed() && !validate.quiet && !validate.json)));
 	int rc = 0;
 	if (info_cmd->parsed())
 		rc = runInfo(info);

@@ -112,6 +112,7 @@ void report(const RenderOptions& o, gpu::Device& device, const meshlet::MeshletM
 		nlohmann::ordered_json j = renderJson(o, device, run.frames);
 		j["meshlet_path"] = meshlet::meshletPathName(run.path);
 		j["draw_calls"] = draw_stats.draw_calls;
+		j["pipeline_binds"] = draw_stats.pipeline_binds;
 		j["objects"] = draw_stats.objects;
 		j["meshlets"] = draw_stats.meshlets;
 		j["triangles"] = draw_stats.triangles;

@@ -22,23 +22,22 @@ namespace
 {
 constexpr double kPi = 3.14159265358979323846;
 
-/// Camera of frame `frame` of `frames`: orbits the bounds' centre once over the run, from 35° above the horizon. The
-/// distance fits the bounds' eight corners as seen from that direction into both fields of view, leaving 8 % of the
-/// half-width and half-height as margin: no view direction and no aspect ratio (tall or wide images) clips the scene,
-/// and a flat scene fills the image as far as it can.
-void placeCamera(SceneGlobals& g, const math::Box3d& bounds, uint32_t frame, uint32_t frames, double aspect)
+/// The framed camera of frame `frame` of `frames` (ViewSpec says how it orbits and fits).
+void placeCamera(SceneGlobals& g, const math::Box3d& bounds, uint32_t frame, uint32_t frames, double aspect,
+                 const ViewSpec& view)
 {
 	const math::V3d c = bounds.isEmpty() ? math::V3d(0.0) : bounds.center();
 	const double r = std::max(0.5 * glm::length(bounds.size()), 1e-3);
-	const double a = 0.6 + 2.0 * kPi * double(frame) / double(std::max(frames, 1u));
-	const double e = 35.0 * kPi / 180.0;
+	const double a = view.azimuth_deg * kPi / 180.0 + 2.0 * kPi * double(frame) / double(std::max(frames, 1u));
+	const double e = view.elevation_deg * kPi / 180.0;
 	const double fovy = 50.0 * kPi / 180.0;
 	const math::V3d back(std::cos(e) * std::cos(a), std::sin(e), std::cos(e) * std::sin(a)); // centre → eye
 	const math::V3d right = glm::normalize(glm::cross(math::V3d(0, 1, 0), back));
 	const math::V3d up = glm::cross(back, right);
 	const double ty = std::tan(0.5 * fovy) / 1.08, tx = aspect * std::tan(0.5 * fovy) / 1.08;
-	// A corner p (relative to c) at depth d - dot(p, back) needs d ≥ |x| / tan + dot(p, back) in each direction.
-	double d = 1e-3 * r, nearest = 0.0;
+	// Perspective: a corner p (relative to c) at depth d − dot(p, back) needs d ≥ |x| / tan + dot(p, back) in each
+	// direction. Orthographic: the corners' extent across the view, widened to the image's aspect.
+	double d = 1e-3 * r, nearest = 0.0, farthest = 0.0, half_w = 1e-3 * r, half_h = 1e-3 * r;
 	if (!bounds.isEmpty())
 		for (int i = 0; i < 8; ++i)
 		{
@@ -48,15 +47,42 @@ void placeCamera(SceneGlobals& g, const math::Box3d& bounds, uint32_t frame, uin
 			const double z = glm::dot(p, back);
 			d = std::max({d, std::abs(glm::dot(p, right)) / tx + z, std::abs(glm::dot(p, up)) / ty + z});
 			nearest = std::max(nearest, z);
+			farthest = std::min(farthest, z);
+			half_w = std::max(half_w, 1.08 * std::abs(glm::dot(p, right)));
+			half_h = std::max(half_h, 1.08 * std::abs(glm::dot(p, up)));
 		}
-	d = std::max(d, nearest + 0.05 * r); // every corner in front of the camera
+	math::Trafo3d proj;
+	if (view.ortho)
+	{
+		half_w = std::max(half_w, half_h * aspect);
+		half_h = half_w / aspect;
+		d = nearest + 0.1 * r;
+		proj = math::orthographic(-half_w, half_w, -half_h, half_h, 0.05 * r, d - farthest + 0.05 * r);
+	}
+	else
+	{
+		d = std::max(d, nearest + 0.05 * r); // every corner in front of the camera
+		proj = math::perspective(fovy, aspect, std::max(0.5 * (d - nearest), 0.01 * r), d + 2.0 * r);
+	}
 	const math::V3d eye = c + d * back;
 	adaptive::transact(
 	    [&]
 	    {
 		    g.view.setValue(math::lookAt(eye, c, math::V3d(0, 1, 0)));
-		    g.proj.setValue(math::perspective(fovy, aspect, std::max(0.5 * (d - nearest), 0.01 * r), d + 2.0 * r));
+		    g.proj.setValue(proj);
 		    g.light_location.setValue(math::V3f(eye + math::V3d(0.0, r, 0.0)));
+	    });
+}
+
+/// The glTF file's camera `camera`, for an image of `aspect`; the light sits at the camera.
+void useFileCamera(SceneGlobals& g, const gltf::Camera& camera, double aspect)
+{
+	adaptive::transact(
+	    [&]
+	    {
+		    g.view.setValue(camera.view);
+		    g.proj.setValue(camera.projection(aspect));
+		    g.light_location.setValue(math::V3f(camera.view.inverse().transformPos(math::V3d(0.0))));
 	    });
 }
 
@@ -65,7 +91,7 @@ void placeCamera(SceneGlobals& g, const math::Box3d& bounds, uint32_t frame, uin
 Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g)
 {
 	if (!o.gltf.empty())
-		return importGltf(o.gltf, g, GltfImportOptions{o.gltf_any_path});
+		return importGltf(o.gltf, g, o.gltf_any_path);
 	if (o.scene == "grid")
 		return makeGridScene(g, o.objects ? o.objects : 1000, o.seed);
 	if (o.scene == "city")
@@ -75,10 +101,37 @@ Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g)
 }
 
 /// Renders `frames` frames of `scene` (orbiting unless `orbit` is false) into `fb`.
+Result<ViewSpec> viewSpecOf(const RenderOptions& o)
+{
+	ViewSpec v;
+	v.ortho = o.ortho;
+	v.camera = o.camera;
+	if (!o.view.empty())
+	{
+		double az = 0.0, el = 0.0;
+		char tail = 0;
+		if (std::sscanf(o.view.c_str(), "%lf,%lf%c", &az, &el, &tail) != 2 || !std::isfinite(az) || !std::isfinite(el))
+			return makeError(ErrorCode::InvalidArgument,
+			                 "--view '" + o.view + "': expected AZIMUTH,ELEVATION in degrees, e.g. 30,20");
+		if (el < -89.0 || el > 89.0)
+			return makeError(ErrorCode::InvalidArgument,
+			                 "--view '" + o.view + "': the elevation must be within -89…89 degrees");
+		v.azimuth_deg = az;
+		v.elevation_deg = el;
+	}
+	return v;
+}
+
 Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::Framebuffer& fb,
                            const GeneratedScene& scene, SceneGlobals& g, uint32_t frames, bool orbit,
-                           const runtime::RenderOptions& options)
+                           const runtime::RenderOptions& options, const ViewSpec& view)
 {
+	if (view.camera >= 0 && size_t(view.camera) >= scene.cameras.size())
+		return makeError(ErrorCode::InvalidArgument,
+		                 scene.cameras.empty() ? std::string("--camera: the scene has no cameras")
+		                                       : "--camera " + std::to_string(view.camera) + ": the scene has " +
+		                                             std::to_string(scene.cameras.size()) + " camera(s), 0…" +
+		                                             std::to_string(scene.cameras.size() - 1));
 	adaptive::cset<scene::RenderObjectPtr> objects;
 	adaptive::transact(
 	    [&]
@@ -96,7 +149,13 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 	const double aspect = double(fb.width) / double(fb.height);
 	for (uint32_t f = 0; f < frames; ++f)
 	{
-		placeCamera(g, scene.bounds, orbit ? f : 0, frames, aspect);
+		progress(f == 0 ? std::string("first frame (") + std::to_string(scene.objects.size()) +
+		                      " objects; compiles shaders and pipelines the cache does not hold)…"
+		                : "frame " + std::to_string(f + 1) + " of " + std::to_string(frames) + "…");
+		if (view.camera >= 0)
+			useFileCamera(g, scene.cameras[size_t(view.camera)], aspect);
+		else
+			placeCamera(g, scene.bounds, orbit ? f : 0, frames, aspect, view);
 		const auto t0 = std::chrono::steady_clock::now();
 		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
 		timer.begin(list);
@@ -116,6 +175,7 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		                         s.passes.uniform_uploads + s.heap.uniform_uploads});
 		run.last = s;
 	}
+	clearProgress();
 	run.prepared_first = run.per_frame.empty() ? 0 : run.per_frame.front().prepared;
 	run.task = std::move(task);
 	return run;
@@ -132,8 +192,10 @@ scene::FramebufferSignature signatureFor(uint32_t samples)
 Result<SceneSession> openScene(const RenderOptions& o)
 {
 	SceneSession s;
+	progress("creating the device…");
 	QUOKKA_TRY_ASSIGN(device, createRenderDevice(o));
 	s.device = std::move(device);
+	progress(o.gltf.empty() ? "generating the " + o.scene + " scene…" : "importing " + o.gltf + "…");
 	QUOKKA_TRY_ASSIGN(scene, loadScene(o, s.globals));
 	s.scene = std::move(scene);
 	QUOKKA_TRY_ASSIGN(rt, runtime::Runtime::create(*s.device));
@@ -164,8 +226,11 @@ int runRenderScene(const RenderOptions& o)
 	auto options = renderOptionsOf(o.path, o.draw, o.max_chunk_bytes);
 	if (!options.ok())
 		return fail(options.error());
+	auto view = viewSpecOf(o);
+	if (!view.ok())
+		return fail(view.error());
 	auto run = runFrames(dev, *session->runtime, *session->framebuffer, session->scene, session->globals, o.frames,
-	                     true, options.value());
+	                     true, options.value(), view.value());
 	if (!run.ok())
 		return fail(run.error());
 	// --validate on the heap path also runs the heap's diagnostics over every chunk and slot.
@@ -209,6 +274,8 @@ int runRenderScene(const RenderOptions& o)
 		}
 		j["objects"] = session->scene.objects.size();
 		j["triangles"] = session->scene.triangles;
+		j["lines"] = session->scene.lines;
+		j["points"] = session->scene.points;
 		j["cpu_update_ms"] = {{"median", median(r.update_ms)}, {"first", r.update_ms.front()}};
 		j["gpu_ms"] = {{"median", median(r.gpu_ms)}};
 		j["draw_calls"] = p.draws + r.last.heap.draw_calls;
@@ -235,6 +302,9 @@ int runRenderScene(const RenderOptions& o)
 	else
 	{
 		printRenderHeader(o, dev, r.frames);
+		if (session->scene.lines + session->scene.points > 0)
+			std::printf("  %llu lines, %llu points\n", (unsigned long long)session->scene.lines,
+			            (unsigned long long)session->scene.points);
 		std::printf(
 		    "  %zu objects, %llu triangles: %u draw calls, %u pipeline binds, %llu pipelines; CPU update %.2f ms "
 		    "(first frame %.1f ms), encode %.2f ms; GPU %.2f ms (%s)\n",

@@ -33,6 +33,21 @@ struct SceneRun
 	uint32_t prepared_first = 0;
 };
 
+/// Where the camera looks from (render's --view, --ortho, --camera). The framed camera orbits the bounds' centre over
+/// the frames starting at `azimuth_deg`, from `elevation_deg` above the horizon, and fits the bounds' eight corners
+/// into the image with 8 % margin (perspective, 50° vertical field of view, or orthographic). `camera` ≥ 0 uses the
+/// glTF file's camera of that index instead, for every frame.
+struct ViewSpec
+{
+	double azimuth_deg = 0.6 * 180.0 / 3.14159265358979323846; ///< 0° looks from +x at the centre, 90° from +z
+	double elevation_deg = 35.0;
+	bool ortho = false;
+	int camera = -1;
+};
+/// The ViewSpec of `o`'s --view/--ortho/--camera. Errors: InvalidArgument (a malformed --view, an elevation outside
+/// −89…89°).
+Result<ViewSpec> viewSpecOf(const RenderOptions& o);
+
 /// What `render --scene`/`--gltf` and `validate` set up before their frames: the device, the scene with its camera
 /// globals, a runtime and a framebuffer of `o`'s size and samples. close() drops the GPU objects (before
 /// validationExit reads the device's error count); the device goes last.
@@ -55,11 +70,12 @@ Result<SceneSession> openScene(const RenderOptions& o);
 
 /// The built-in scene or glTF file `o` names.
 Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g);
-/// Renders `frames` frames of `scene` (the camera orbiting unless `orbit` is false) into `fb` with `options`; the
-/// task stays in SceneRun::task for diagnostics.
+/// Renders `frames` frames of `scene` (the camera orbiting unless `orbit` is false) into `fb` with `options`, seen as
+/// `view` says; the task stays in SceneRun::task for diagnostics. Errors: InvalidArgument for a camera index the scene
+/// does not have; as the renderer.
 Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::Framebuffer& fb,
                            const GeneratedScene& scene, SceneGlobals& g, uint32_t frames, bool orbit,
-                           const runtime::RenderOptions& options);
+                           const runtime::RenderOptions& options, const ViewSpec& view = {});
 /// A single-colour-attachment sRGB signature with `samples`.
 scene::FramebufferSignature signatureFor(uint32_t samples);
 /// The runtime options of --path/--draw/--max-chunk-bytes. Errors: InvalidArgument for unknown names.

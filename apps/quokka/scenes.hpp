@@ -1,4 +1,4 @@
-// scenes.hpp — the CLI's scene sources: seeded built-in generators (grid, city, unique meshes) and glTF 2.0 import.
+// scenes.hpp — the CLI's scene sources: seeded built-in generators (grid, city, unique meshes) and glTF 2.0 files.
 //
 // Every source returns plain scene::RenderObjects whose uniforms read the shared camera and light cvals of
 // SceneGlobals (ViewTrafo, ProjTrafo, LightLocation), so orbiting the camera is one cval write per frame. Objects
@@ -13,6 +13,7 @@
 
 #include <quokka/adaptive/aval.hpp>
 #include <quokka/base/result.hpp>
+#include <quokka/gltf/gltf.hpp>
 #include <quokka/math/math.hpp>
 #include <quokka/scene/render_object.hpp>
 
@@ -35,6 +36,9 @@ struct GeneratedScene
 	std::vector<scene::RenderObjectPtr> objects;
 	math::Box3d bounds; ///< world space
 	uint64_t triangles = 0;
+	uint64_t lines = 0;                ///< glTF line primitives
+	uint64_t points = 0;               ///< glTF point primitives
+	std::vector<gltf::Camera> cameras; ///< a glTF file's cameras
 };
 
 /// N unique meshes of 10–100 triangles, each with its own trafo and colour, on a square grid.
@@ -67,18 +71,9 @@ struct UniqueMeshScene
 /// ~1.5 KiB of host memory per object. Errors: InvalidArgument (objects outside 1…10,000,000, a bad triangle count).
 Result<UniqueMeshScene> makeUniqueMeshScene(const SceneGlobals& globals, uint32_t objects, uint64_t seed,
                                             const UniqueMeshOptions& options = {});
-/// How a glTF file may reach other files.
-struct GltfImportOptions
-{
-	/// false (default): buffer and image URIs must resolve inside the model's folder (after following symbolic links;
-	/// no absolute paths, no `..` out of it; `data:` URIs always work). true: any path the process can read, for
-	/// trusted input.
-	bool any_path = false;
-};
-/// Imports a .gltf or .glb file. Errors (one line naming the file and the problem): Io (missing or unreadable file),
-/// InvalidArgument (malformed file, or a URI outside the model's folder), Unsupported (valid glTF this importer does
-/// not handle).
-Result<GeneratedScene> importGltf(const std::string& path, const SceneGlobals& globals,
-                                  const GltfImportOptions& options = {});
+/// Imports a .gltf or .glb file with gltf::importFile (its objects carry `globals`' uniforms). `any_path`: buffer and
+/// image URIs may point anywhere (default: inside the model's folder only). Errors as gltf::importFile, with the
+/// confinement message naming --gltf-any-path.
+Result<GeneratedScene> importGltf(const std::string& path, const SceneGlobals& globals, bool any_path = false);
 
 } // namespace quokka::app

@@ -4,7 +4,7 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 
-#include "gpu/scatter_copy.glsl.h"
+#include "quokka/gpu/scatter_copy.glsl.h"
 
 layout(local_size_x = QUOKKA_GPU_SCATTER_GROUP_SIZE) in;
 

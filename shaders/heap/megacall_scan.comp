@@ -7,7 +7,7 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 
-#include "heap/megacall_scan.glsl.h"
+#include "quokka/heap/megacall_scan.glsl.h"
 
 layout(local_size_x = QUOKKA_HEAP_SCAN_GROUP_SIZE) in;
 

@@ -4,8 +4,8 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 
-#include "gpu/dispatch.glsl.h"
-#include "heap/megacall_scan.glsl.h"
+#include "quokka/gpu/dispatch.glsl.h"
+#include "quokka/heap/megacall_scan.glsl.h"
 
 layout(local_size_x = QUOKKA_HEAP_ADD_GROUP_SIZE) in;
 

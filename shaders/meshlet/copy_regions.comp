@@ -7,8 +7,8 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 
-#include "meshlet/copy_regions.glsl.h"
-#include "meshlet/meshlet_record.glsl.h"
+#include "quokka/meshlet/copy_regions.glsl.h"
+#include "quokka/meshlet/meshlet_record.glsl.h"
 
 layout(local_size_x = QUOKKA_MESHLET_COPY_GROUP_SIZE) in;
 

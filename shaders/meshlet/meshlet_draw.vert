@@ -4,7 +4,7 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 
-#include "meshlet/meshlet_record.glsl.h"
+#include "quokka/meshlet/meshlet_record.glsl.h"
 
 layout(set = 0, binding = 0, std430) readonly buffer Records
 {

@@ -4,8 +4,8 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
 
-#include "gpu/dispatch.glsl.h"
-#include "meshlet/meshlet_record.glsl.h"
+#include "quokka/gpu/dispatch.glsl.h"
+#include "quokka/meshlet/meshlet_record.glsl.h"
 
 layout(local_size_x = 64) in;
 

@@ -10,6 +10,8 @@
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
+
+#include <quokka/base/file_io.hpp>
 #include <quokka/gpu/shader.hpp>
 
 #include <algorithm>
@@ -943,17 +945,9 @@ Result<void> Device::savePipelineCache()
 	QUOKKA_VK_TRY(vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()));
 	std::error_code ec;
 	std::filesystem::create_directories(desc_.cache_dir, ec);
-	const auto path = pipelineCachePath(desc_.cache_dir);
-	const auto tmp = path.string() + ".tmp";
-	{
-		std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-		if (!out.write(data.data(), std::streamsize(size)))
-			return makeError(ErrorCode::Io, "cannot write pipeline cache " + tmp);
-	}
-	std::filesystem::rename(tmp, path, ec); // atomic replace: a concurrent reader sees the old or the new file
-	if (ec)
-		return makeError(ErrorCode::Io, "cannot replace pipeline cache " + path.string() + ": " + ec.message());
-	return {};
+	// A temporary file per process, then a rename: concurrent runs sharing the cache never see a torn file.
+	return writeFileAtomically(pipelineCachePath(desc_.cache_dir).string(),
+	                           std::span(reinterpret_cast<const uint8_t*>(data.data()), size));
 }
 
 } // namespace quokka::gpu

@@ -463,8 +463,8 @@ uint32_t dispatch1d(CommandList& list, const Pipeline& pipeline, uint64_t count_
 	const uint64_t groups = (count_x + local - 1) / local;
 	if (groups == 0)
 		return 0;
-	// One row: the kernels loop (shaders/gpu/dispatch.glsl.h). vkCmdDispatchBase cannot extend a row either: base +
-	// count must stay within maxComputeWorkGroupCount too (VUID-vkCmdDispatchBase-groupCountX-00424).
+	// One row: the kernels loop (include/quokka/gpu/dispatch.glsl.h). vkCmdDispatchBase cannot extend a row either:
+	// base + count must stay within maxComputeWorkGroupCount too (VUID-vkCmdDispatchBase-groupCountX-00424).
 	uint64_t cap = list.device().info().max_compute_work_group_count[0];
 	if (max_groups != 0)
 		cap = std::min<uint64_t>(cap, max_groups);

@@ -1,6 +1,8 @@
 // Run-time GLSL compilation (shaderc) behind a content-hash cache.
 #include <quokka/gpu/shader.hpp>
 
+#include <quokka/base/file_io.hpp>
+
 #include <shaderc/shaderc.h>
 #include <xxhash.h>
 
@@ -207,12 +209,11 @@ Result<SpirvCode> ShaderCompiler::compile(const ShaderSource& source)
 		std::memcpy(words->data(), shaderc_result_get_bytes(result), bytes);
 		if (!disk_dir_.empty())
 		{
-			// Write then rename, so a concurrent reader never sees a torn file.
-			const std::string tmp = disk_path.string() + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&words));
-			std::ofstream(tmp, std::ios::binary)
-			    .write(reinterpret_cast<const char*>(words->data()), std::streamsize(bytes));
-			std::error_code ec;
-			std::filesystem::rename(tmp, disk_path, ec);
+			// Complete or absent (a temporary file per process, then a rename), so neither a concurrent reader nor a
+			// concurrent writer of the same key ever sees a torn file. The cache is best effort: a failed write only
+			// costs the next run a compile.
+			(void)writeFileAtomically(disk_path.string(),
+			                          std::span(reinterpret_cast<const uint8_t*>(words->data()), bytes));
 		}
 		std::lock_guard lock(mutex_);
 		++stats_.compiles;

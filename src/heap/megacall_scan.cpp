@@ -243,7 +243,7 @@ void probe(uint i)
 
 void main()
 {
-	// A grid-stride loop over the emits, as quokkaGridNext() in shaders/gpu/dispatch.glsl.h (run-time sources have no
+	// A grid-stride loop over the emits, as quokkaGridNext() in include/quokka/gpu/dispatch.glsl.h (run-time sources have no
 	// includes): dispatch1d() launches at most maxComputeWorkGroupCount[0] workgroups.
 	uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
 	for (uint i = gl_GlobalInvocationID.x; i < emit_count; i = i + stride < i ? emit_count : i + stride)

@@ -73,6 +73,14 @@ Trafo3d perspective(double fovy, double aspect, double near_z, double far_z)
 	return Trafo3d::fromMatrix(p);
 }
 
+Trafo3d orthographic(double left, double right, double bottom, double top, double near_z, double far_z)
+{
+	M44d p = glm::orthoRH_ZO(left, right, bottom, top, near_z, far_z);
+	p[1][1] = -p[1][1];
+	p[3][1] = -p[3][1];
+	return Trafo3d::fromMatrix(p);
+}
+
 void Box3d::extend(const V3d& p)
 {
 	min = glm::min(min, p);

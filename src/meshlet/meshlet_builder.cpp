@@ -1,5 +1,5 @@
 // Meshlet building with meshoptimizer (Arseny Kapoulkine, MIT): meshopt_buildMeshlets + meshopt_computeMeshletBounds,
-// then packing into the payload layout of shaders/meshlet/meshlet_record.glsl.h.
+// then packing into the payload layout of include/quokka/meshlet/meshlet_record.glsl.h.
 #include <quokka/meshlet/meshlet_builder.hpp>
 
 #include <algorithm>

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <meshlet/copy_regions.glsl.h>
+#include <quokka/meshlet/copy_regions.glsl.h>
 
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/pipeline.hpp>

@@ -143,6 +143,7 @@ Result<MeshletDrawStats> MeshletRenderer::draw(gpu::CommandList& list, const Mes
 	object_buffer.value()->flush();
 
 	pipeline_->bind(list);
+	stats.pipeline_binds = 1;
 	pipeline_->pushBuffer(list, 0, *manager.metadataBuffer());
 	pipeline_->pushBuffer(list, 1, *manager.dataBuffer());
 	pipeline_->pushBuffer(list, 2, *object_buffer.value());

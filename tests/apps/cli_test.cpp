@@ -15,54 +15,10 @@
 
 #include <quokka/gpu/image_io.hpp>
 
+#include "cli_run.hpp"
+
 namespace
 {
-
-struct CliRun
-{
-	int exit_code = -1;
-	std::string out;
-	std::string err;
-};
-
-std::string tempPath(const std::string& name)
-{
-	return (std::filesystem::temp_directory_path() / ("quokka-cli-" + std::to_string(::getpid()) + "-" + name))
-	    .string();
-}
-
-// Runs `env QUOKKA_CLI args` through the shell, capturing stdout and stderr separately.
-CliRun runCli(const std::string& args, const std::string& env = "")
-{
-	const std::string err_path = tempPath("stderr.txt");
-	const std::string command = env + " " QUOKKA_CLI_PATH " " + args + " 2>" + err_path;
-	CliRun run;
-	FILE* pipe = popen(command.c_str(), "r");
-	if (!pipe)
-		return run;
-	std::array<char, 4096> buf;
-	size_t n;
-	while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0)
-		run.out.append(buf.data(), n);
-	const int status = pclose(pipe);
-	run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	std::ifstream in(err_path);
-	std::stringstream ss;
-	ss << in.rdbuf();
-	run.err = ss.str();
-	std::filesystem::remove(err_path);
-	return run;
-}
-
-// The CLI contract: a failure is one line "quokka: error: …" on stderr and a non-zero exit.
-void expectOneLineError(const CliRun& run, const std::string& fragment)
-{
-	EXPECT_NE(run.exit_code, 0);
-	ASSERT_FALSE(run.err.empty());
-	EXPECT_EQ(run.err.rfind("quokka: error: ", 0), 0u) << run.err;
-	EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << "more than one line: " << run.err;
-	EXPECT_NE(run.err.find(fragment), std::string::npos) << run.err;
-}
 
 TEST(CliInfo, JsonNamesTheDeviceAndItsLimits)
 {
@@ -643,18 +599,6 @@ TEST(CliErrors, BadBenchOptionsAreOneLineAndNonZero)
 }
 
 // ---- trust: no silent wrong results, exit codes as documented (issue #36) -------------------------------------------
-
-namespace
-{
-
-/// Bad arguments or settings: one line, exit code 2 (docs/cli.md).
-void expectUsageError(const CliRun& run, const std::string& fragment)
-{
-	expectOneLineError(run, fragment);
-	EXPECT_EQ(run.exit_code, 2) << run.err;
-}
-
-} // namespace
 
 TEST(CliTrust, AFullDeviceIsAnErrorNotATruncatedImage)
 {

@@ -83,6 +83,8 @@ TEST(ReadmeExample, MatchesTheReadme)
 	    block(QUOKKA_SOURCE_DIR "/tests/classic/readme_example_test.cpp", "--- README begin", "--- README end");
 	ASSERT_FALSE(readme.empty());
 	EXPECT_EQ(readme, here);
+	// The installed-package example program carries the same block (tests/package builds and runs it).
+	EXPECT_EQ(readme, block(QUOKKA_SOURCE_DIR "/examples/hello_triangle.cpp", "--- README begin", "--- README end"));
 }
 
 TEST(ReadmeExample, RendersTheTriangleInItsLatestColour)

@@ -165,8 +165,8 @@ void pushStorageBuffers(CommandList& list, const Pipeline& pipeline, std::initia
 
 /// Records a dispatch for `count_x` invocations along x: ceil(count_x / local size) workgroups in one row, at most
 /// maxComputeWorkGroupCount[0] of them (65,535 on lavapipe) and at most `max_groups` when that is not 0. Kernels visit
-/// their elements with a grid-stride loop (shaders/gpu/dispatch.glsl.h), so fewer workgroups than elements need is
-/// never wrong. Returns the number of workgroups launched (0 for an empty dispatch, which records nothing).
+/// their elements with a grid-stride loop (include/quokka/gpu/dispatch.glsl.h), so fewer workgroups than elements need
+/// is never wrong. Returns the number of workgroups launched (0 for an empty dispatch, which records nothing).
 uint32_t dispatch1d(CommandList& list, const Pipeline& pipeline, uint64_t count_x, uint32_t max_groups = 0);
 
 } // namespace quokka::gpu

@@ -4,12 +4,12 @@
 // removals — are one region each, and vkCmdCopyBuffer costs the driver CPU time per region (~0.25 µs on the H200
 // host's NVIDIA driver: 22,000 regions took 4–7 ms to record, docs/benchmarks.md). The scatter reads a table of
 // regions instead — 16 bytes written per region, one dispatch. Users: the heap's arena pages and StagingRing.
-// Layouts: shaders/gpu/scatter_copy.glsl.h.
+// Layouts: include/quokka/gpu/scatter_copy.glsl.h.
 #pragma once
 
 #include <cstdint>
 
-#include <gpu/scatter_copy.glsl.h>
+#include <quokka/gpu/scatter_copy.glsl.h>
 
 #include <quokka/base/result.hpp>
 #include <quokka/gpu/buffer.hpp>

@@ -5,7 +5,7 @@
 // the record it belongs to with qkFindRecord (quokka/fx/megacall_glsl.hpp). MegacallScan::record writes what that
 // search needs: every record's firstEmit (a multi-level scan, no cap on the record count), the indirect arguments and
 // the tile index. probeSlot runs the very same search text on the GPU and compares it with a CPU replay; checkScan
-// validates the scan's outputs from host copies. Layouts and limits: shaders/heap/megacall_scan.glsl.h.
+// validates the scan's outputs from host copies. Layouts and limits: include/quokka/heap/megacall_scan.glsl.h.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <heap/megacall_scan.glsl.h>
+#include <quokka/heap/megacall_scan.glsl.h>
 
 #include <quokka/base/result.hpp>
 #include <quokka/gpu/buffer.hpp>

@@ -59,6 +59,9 @@ Trafo3d operator*(const Trafo3d& a, const Trafo3d& b);
 Trafo3d lookAt(const V3d& eye, const V3d& target, const V3d& up);
 /// Vulkan perspective projection: vertical field of view in radians, aspect = width / height, depth 0 at `near`.
 Trafo3d perspective(double fovy_radians, double aspect, double near_z, double far_z);
+/// Vulkan orthographic projection of the view-space box [left, right] × [bottom, top] × [−far, −near] (y down in clip
+/// space like perspective(), depth 0 at `near`).
+Trafo3d orthographic(double left, double right, double bottom, double top, double near_z, double far_z);
 
 /// Axis-aligned box; empty when min > max (the default).
 struct Box3d

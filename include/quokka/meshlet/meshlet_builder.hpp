@@ -2,7 +2,7 @@
 //
 // buildMeshletBatch() clusters a mesh with meshoptimizer (≤ 128 vertices and ≤ 128 triangles per meshlet, the
 // builder limits of notes/meshlets.md §2.1), computes each meshlet's AABB, bounding sphere and normal cone, and packs
-// the payload described in shaders/meshlet/meshlet_record.glsl.h: u8 local indices, f32 positions, octahedral
+// the payload described in include/quokka/meshlet/meshlet_record.glsl.h: u8 local indices, f32 positions, octahedral
 // normals. The result is what MeshletManager::addBatch() uploads. Procedural meshes for scenes, tests and benchmarks
 // live here too.
 #pragma once

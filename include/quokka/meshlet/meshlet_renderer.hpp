@@ -57,10 +57,11 @@ struct MeshletRendererDesc
 /// Draw statistics of the last draw().
 struct MeshletDrawStats
 {
-	uint32_t draw_calls = 0; ///< vkCmdDraw* calls (1 unless a mesh-shader draw exceeds 4,194,240 meshlets)
-	uint32_t objects = 0;    ///< drawn objects (indirect commands of the vertex-pulling path)
-	uint64_t meshlets = 0;   ///< instances
-	uint64_t triangles = 0;  ///< Σ primitive_count of the drawn meshlets
+	uint32_t draw_calls = 0;     ///< vkCmdDraw* calls (1 unless a mesh-shader draw exceeds 4,194,240 meshlets)
+	uint32_t pipeline_binds = 0; ///< 1 when anything was drawn: one pipeline serves every object
+	uint32_t objects = 0;        ///< drawn objects (indirect commands of the vertex-pulling path)
+	uint64_t meshlets = 0;       ///< instances
+	uint64_t triangles = 0;      ///< Σ primitive_count of the drawn meshlets
 };
 
 class MeshletRenderer

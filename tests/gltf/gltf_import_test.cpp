@@ -1,212 +1,27 @@
-// gltf_import_test.cpp — importGltf() on small .gltf/.glb files the tests write themselves (JSON by nlohmann, the
-// binary buffer and GLB container by hand, a PNG by stb_image_write): hierarchy trafos, vertex and index data, u8
-// index widening, base colour textures, computed flat normals, bounds, and one-line errors for bad files. CPU only.
-#include "scenes.hpp"
+// gltf_import_test.cpp — gltf::importFile() on small .gltf/.glb files the tests write themselves (JSON by nlohmann,
+// the binary buffer and GLB container by hand, a PNG by stb_image_write): hierarchy trafos, vertex and index data, u8
+// index widening, base colour textures, computed flat normals, bounds, confined file access, and one-line errors for
+// bad files. CPU only; gltf_render_test.cpp draws what this imports.
+#include "gltf_builder.hpp"
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-#include <stb_image_write.h>
-#include <unistd.h>
-
 namespace
 {
 
 using namespace quokka;
-using nlohmann::json;
+using namespace quokka::gltf::test;
 namespace fs = std::filesystem;
-
-constexpr int kFloat = 5126;
-constexpr int kU8 = 5121;
-constexpr int kU16 = 5123;
-constexpr int kU32 = 5125;
-
-/// Builds a glTF document and its one binary buffer, then writes it as .gltf (data URI) or .glb.
-struct GltfBuilder
-{
-	json doc = {{"asset", {{"version", "2.0"}}}};
-	std::vector<uint8_t> bin;
-
-	template <typename T>
-	int addView(const std::vector<T>& values, size_t stride = 0)
-	{
-		while (bin.size() % 4 != 0)
-			bin.push_back(0);
-		json view = {{"buffer", 0}, {"byteOffset", bin.size()}, {"byteLength", values.size() * sizeof(T)}};
-		if (stride != 0)
-			view["byteStride"] = stride;
-		const auto* p = reinterpret_cast<const uint8_t*>(values.data());
-		bin.insert(bin.end(), p, p + values.size() * sizeof(T));
-		doc["bufferViews"].push_back(view);
-		return int(doc["bufferViews"].size()) - 1;
-	}
-	int addAccessor(int view, int component_type, size_t count, const char* type, size_t offset = 0)
-	{
-		doc["accessors"].push_back({{"bufferView", view},
-		                            {"byteOffset", offset},
-		                            {"componentType", component_type},
-		                            {"count", count},
-		                            {"type", type}});
-		return int(doc["accessors"].size()) - 1;
-	}
-	int addFloats(const std::vector<float>& values, int components, const char* type)
-	{
-		return addAccessor(addView(values), kFloat, values.size() / size_t(components), type);
-	}
-	/// A mesh of one primitive; returns the mesh index.
-	int addMesh(json attributes, int indices = -1, int material = -1, int mode = -1)
-	{
-		json prim = {{"attributes", std::move(attributes)}};
-		if (indices >= 0)
-			prim["indices"] = indices;
-		if (material >= 0)
-			prim["material"] = material;
-		if (mode >= 0)
-			prim["mode"] = mode;
-		doc["meshes"].push_back({{"primitives", json::array({prim})}});
-		return int(doc["meshes"].size()) - 1;
-	}
-	int addNode(json node)
-	{
-		doc["nodes"].push_back(std::move(node));
-		return int(doc["nodes"].size()) - 1;
-	}
-	void setScene(std::vector<int> roots)
-	{
-		doc["scenes"] = json::array({{{"nodes", roots}}});
-		doc["scene"] = 0;
-	}
-
-	void writeGlb(const std::string& path)
-	{
-		while (bin.size() % 4 != 0)
-			bin.push_back(0);
-		json d = doc;
-		if (!bin.empty())
-			d["buffers"] = json::array({{{"byteLength", bin.size()}}});
-		std::string text = d.dump();
-		while (text.size() % 4 != 0)
-			text.push_back(' ');
-		std::vector<uint8_t> out;
-		auto u32 = [&](uint32_t v)
-		{
-			for (int i = 0; i < 4; ++i)
-				out.push_back(uint8_t(v >> (8 * i)));
-		};
-		const uint32_t total = 12 + 8 + uint32_t(text.size()) + (bin.empty() ? 0 : 8 + uint32_t(bin.size()));
-		out.insert(out.end(), {'g', 'l', 'T', 'F'});
-		u32(2);
-		u32(total);
-		u32(uint32_t(text.size()));
-		u32(0x4E4F534A); // JSON
-		out.insert(out.end(), text.begin(), text.end());
-		if (!bin.empty())
-		{
-			u32(uint32_t(bin.size()));
-			u32(0x004E4942); // BIN
-			out.insert(out.end(), bin.begin(), bin.end());
-		}
-		std::ofstream(path, std::ios::binary)
-		    .write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size()));
-	}
-
-	void writeGltf(const std::string& path)
-	{
-		json d = doc;
-		if (!bin.empty())
-		{
-			std::string uri = "data:application/octet-stream;base64,";
-			uri.append(base64(bin));
-			d["buffers"] = json::array({{{"byteLength", bin.size()}, {"uri", uri}}});
-		}
-		std::ofstream(path) << d.dump(1);
-	}
-
-	static std::string base64(const std::vector<uint8_t>& data)
-	{
-		static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-		std::string out;
-		for (size_t i = 0; i < data.size(); i += 3)
-		{
-			uint32_t v = uint32_t(data[i]) << 16;
-			if (i + 1 < data.size())
-				v |= uint32_t(data[i + 1]) << 8;
-			if (i + 2 < data.size())
-				v |= data[i + 2];
-			out.push_back(kAlphabet[(v >> 18) & 63]);
-			out.push_back(kAlphabet[(v >> 12) & 63]);
-			out.push_back(i + 1 < data.size() ? kAlphabet[(v >> 6) & 63] : '=');
-			out.push_back(i + 2 < data.size() ? kAlphabet[v & 63] : '=');
-		}
-		return out;
-	}
-};
-
-/// PNG bytes of `pixels` (rows top to bottom, `components` bytes per pixel), written by stb_image_write.
-std::vector<uint8_t> encodePng(int width, int height, int components, const std::vector<uint8_t>& pixels)
-{
-	std::vector<uint8_t> png;
-	stbi_write_png_to_func(
-	    [](void* ctx, void* data, int size)
-	    {
-		    auto* out = static_cast<std::vector<uint8_t>*>(ctx);
-		    out->insert(out->end(), static_cast<uint8_t*>(data), static_cast<uint8_t*>(data) + size);
-	    },
-	    &png, width, height, components, pixels.data(), width * components);
-	return png;
-}
-
-template <typename T>
-std::vector<T> bytesAs(const scene::ArrayBuffer& b)
-{
-	std::vector<T> out(b.size() / sizeof(T));
-	if (!out.empty())
-		std::memcpy(out.data(), b.data(), out.size() * sizeof(T));
-	return out;
-}
-
-template <typename T>
-T uniformAs(const scene::RenderObject& o, const std::string& name)
-{
-	return std::get<T>(o.uniforms.at(name).force());
-}
 
 const std::vector<float> kTrianglePositions = {0, 0, 0, 1, 0, 0, 0, 1, 0};
 const std::vector<float> kTriangleNormals = {0, 0, 1, 0, 0, 1, 0, 0, 1};
 
-class GltfImport : public ::testing::Test
-{
-protected:
-	void SetUp() override
-	{
-		std::string name = "quokka_gltf_test_";
-		name.append(std::to_string(getpid())).append("_");
-		name.append(::testing::UnitTest::GetInstance()->current_test_info()->name());
-		dir_ = fs::temp_directory_path() / name;
-		fs::create_directories(dir_);
-	}
-	void TearDown() override
-	{
-		std::error_code ec;
-		fs::remove_all(dir_, ec);
-	}
-	std::string file(const char* name) const { return (dir_ / name).string(); }
-
-	static void expectOneLineNaming(const Error& e, const std::string& path)
-	{
-		EXPECT_EQ(e.message.find('\n'), std::string::npos) << e.message;
-		EXPECT_NE(e.message.find(path), std::string::npos) << e.message;
-	}
-
-	fs::path dir_;
-	app::SceneGlobals globals_;
-};
+using GltfImport = GltfFixture;
 
 TEST_F(GltfImport, HierarchyTrafosVertexDataAndBounds)
 {
@@ -228,9 +43,9 @@ TEST_F(GltfImport, HierarchyTrafosVertexDataAndBounds)
 	const std::string path = file("hierarchy.gltf");
 	b.writeGltf(path);
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_TRUE(result.ok()) << result.error().message;
-	const app::GeneratedScene& s = result.value();
+	const gltf::Scene& s = result.value();
 	ASSERT_EQ(s.objects.size(), 1u);
 	EXPECT_EQ(s.triangles, 1u);
 	const scene::RenderObject& o = *s.objects[0];
@@ -265,14 +80,18 @@ TEST_F(GltfImport, HierarchyTrafosVertexDataAndBounds)
 	EXPECT_EQ(s.bounds.max, math::V3d(3, 4, 3));
 }
 
-TEST_F(GltfImport, GlobalsUniformsFollowTheCvals)
+TEST_F(GltfImport, SharedUniformsAreTheApplicationsOwn)
 {
-	auto u = globals_.uniforms();
-	ASSERT_EQ(u.size(), 3u);
-	globals_.light_location.setValue(math::V3f(1, 2, 3));
-	EXPECT_EQ(std::get<math::V3f>(u.at("LightLocation").force()), math::V3f(1, 2, 3));
-	globals_.view.setValue(math::Trafo3d::translation({0, 0, -5}));
-	EXPECT_EQ(std::get<math::Trafo3d>(u.at("ViewTrafo").force()), math::Trafo3d::translation({0, 0, -5}));
+	GltfBuilder b;
+	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}})}})});
+	const std::string path = file("shared.gltf");
+	b.writeGltf(path);
+	auto result = gltf::importFile(path, options_);
+	ASSERT_TRUE(result.ok()) << result.error().message;
+	const scene::RenderObject& o = *result->objects[0];
+	view_.setValue(math::Trafo3d::translation({0, 0, -5}));
+	EXPECT_EQ(uniformAs<math::Trafo3d>(o, "ViewTrafo"), math::Trafo3d::translation({0, 0, -5}));
 }
 
 TEST_F(GltfImport, U8IndicesWidenToU16AndU32StayU32)
@@ -288,7 +107,7 @@ TEST_F(GltfImport, U8IndicesWidenToU16AndU32StayU32)
 	const std::string path = file("indices.glb");
 	b.writeGlb(path);
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_TRUE(result.ok()) << result.error().message;
 	ASSERT_EQ(result->objects.size(), 2u);
 	EXPECT_EQ(result->triangles, 3u);
@@ -325,7 +144,7 @@ TEST_F(GltfImport, BaseColorTextureIsDecodedToRgba8)
 	const std::string path = file("textured.glb");
 	b.writeGlb(path);
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_TRUE(result.ok()) << result.error().message;
 	ASSERT_EQ(result->objects.size(), 1u);
 	const scene::RenderObject& o = *result->objects[0];
@@ -343,7 +162,7 @@ TEST_F(GltfImport, BaseColorTextureIsDecodedToRgba8)
 	EXPECT_EQ(coords.format, VK_FORMAT_R32G32_SFLOAT);
 	EXPECT_EQ(bytesAs<float>(coords.buffer.force()), (std::vector<float>{0, 0, 1, 0, 0, 1}));
 	EXPECT_EQ(uniformAs<math::V4f>(o, "ConstantColor"), math::V4f(1.0f));
-	EXPECT_EQ(o.effect.stages().size(), 4u); // trafo, constantColor, diffuseTexture, simpleLighting
+	EXPECT_EQ(o.effect.stages().size(), 5u); // trafo, constantColor, diffuseTexture, opaque, simpleLighting
 	EXPECT_FALSE(o.draw_call.force().indexed);
 }
 
@@ -357,7 +176,7 @@ TEST_F(GltfImport, MissingNormalsBecomeFlatNormals)
 	const std::string path = file("flat.glb");
 	b.writeGlb(path);
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_TRUE(result.ok()) << result.error().message;
 	const scene::RenderObject& o = *result->objects[0];
 	EXPECT_FALSE(o.indices.has_value());
@@ -373,7 +192,7 @@ TEST_F(GltfImport, MissingNormalsBecomeFlatNormals)
 TEST_F(GltfImport, MissingFileIsIo)
 {
 	const std::string path = file("does_not_exist.glb");
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_FALSE(result.ok());
 	EXPECT_EQ(result.error().code, ErrorCode::Io);
 	expectOneLineNaming(result.error(), path);
@@ -386,10 +205,10 @@ TEST_F(GltfImport, TruncatedGlbIsInvalidArgument)
 	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}})}})});
 	const std::string path = file("truncated.glb");
 	b.writeGlb(path);
-	ASSERT_TRUE(app::importGltf(path, globals_).ok());
+	ASSERT_TRUE(gltf::importFile(path, options_).ok());
 	fs::resize_file(path, fs::file_size(path) / 2);
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_FALSE(result.ok());
 	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
 	expectOneLineNaming(result.error(), path);
@@ -406,7 +225,7 @@ TEST_F(GltfImport, VersionsOtherThanTwoAreUnsupported)
 		b.doc["asset"]["version"] = version;
 		const std::string path = file("versioned.gltf");
 		b.writeGltf(path);
-		auto result = app::importGltf(path, globals_);
+		auto result = gltf::importFile(path, options_);
 		ASSERT_FALSE(result.ok()) << version;
 		EXPECT_EQ(result.error().code, ErrorCode::Unsupported) << version;
 		EXPECT_NE(result.error().message.find(std::string("version '") + version + "'"), std::string::npos)
@@ -417,7 +236,7 @@ TEST_F(GltfImport, VersionsOtherThanTwoAreUnsupported)
 	const std::string old_style = file("old.gltf");
 	std::ofstream(old_style) << R"({"asset":{"version":"1.0"},"scene":"defaultScene",
 	  "scenes":{"defaultScene":{"nodes":["node_1"]}},"nodes":{"node_1":{"meshes":["mesh_1"]}}})";
-	auto old = app::importGltf(old_style, globals_);
+	auto old = gltf::importFile(old_style, options_);
 	ASSERT_FALSE(old.ok());
 	EXPECT_EQ(old.error().code, ErrorCode::Unsupported) << old.error().message;
 	// A .glb whose container says version 1.
@@ -430,7 +249,7 @@ TEST_F(GltfImport, VersionsOtherThanTwoAreUnsupported)
 		const uint32_t one = 1;
 		f.write(reinterpret_cast<const char*>(&one), 4);
 	}
-	auto v1 = app::importGltf(glb, globals_);
+	auto v1 = gltf::importFile(glb, options_);
 	ASSERT_FALSE(v1.ok());
 	EXPECT_EQ(v1.error().code, ErrorCode::Unsupported);
 	EXPECT_NE(v1.error().message.find("glTF-Binary version 1"), std::string::npos) << v1.error().message;
@@ -442,7 +261,7 @@ TEST_F(GltfImport, FilesWithNothingToDrawOrAMissingDefaultSceneAreErrors)
 	b.setScene({b.addNode({{"translation", {1.0, 0.0, 0.0}}})}); // a node, no mesh
 	const std::string empty = file("empty.gltf");
 	b.writeGltf(empty);
-	auto nothing = app::importGltf(empty, globals_);
+	auto nothing = gltf::importFile(empty, options_);
 	ASSERT_FALSE(nothing.ok());
 	EXPECT_EQ(nothing.error().code, ErrorCode::InvalidArgument);
 	EXPECT_NE(nothing.error().message.find("nothing to draw"), std::string::npos) << nothing.error().message;
@@ -453,7 +272,7 @@ TEST_F(GltfImport, FilesWithNothingToDrawOrAMissingDefaultSceneAreErrors)
 	c.doc["scene"] = 0; // names scene 0, but there is no scenes array
 	const std::string noscenes = file("noscenes.gltf");
 	c.writeGltf(noscenes);
-	auto missing = app::importGltf(noscenes, globals_);
+	auto missing = gltf::importFile(noscenes, options_);
 	ASSERT_FALSE(missing.ok());
 	EXPECT_EQ(missing.error().code, ErrorCode::InvalidArgument);
 	EXPECT_NE(missing.error().message.find("no scenes"), std::string::npos) << missing.error().message;
@@ -468,7 +287,7 @@ TEST_F(GltfImport, MissingExternalBufferIsIo)
 	const std::string path = file("external.gltf");
 	std::ofstream(path) << b.doc.dump();
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_FALSE(result.ok());
 	EXPECT_EQ(result.error().code, ErrorCode::Io);
 	expectOneLineNaming(result.error(), path);
@@ -503,7 +322,7 @@ TEST_F(GltfImport, UrisStayInsideTheModelsFolderUnlessAnyPathIsAllowed)
 	                                                      {"link.bin", "link.gltf"}})
 	{
 		const std::string path = withUri(uri, name);
-		auto result = app::importGltf(path, globals_);
+		auto result = gltf::importFile(path, options_);
 		ASSERT_FALSE(result.ok()) << uri;
 		EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument) << uri;
 		EXPECT_NE(result.error().message.find("outside the model's folder"), std::string::npos)
@@ -514,16 +333,15 @@ TEST_F(GltfImport, UrisStayInsideTheModelsFolderUnlessAnyPathIsAllowed)
 	// Only in the working directory (tinygltf also looks there): refused too.
 	const fs::path cwd = fs::current_path();
 	fs::current_path(outside_dir);
-	auto in_cwd = app::importGltf(withUri("tri.bin", "cwd.gltf"), globals_);
+	auto in_cwd = gltf::importFile(withUri("tri.bin", "cwd.gltf"), options_);
 	fs::current_path(cwd);
 	ASSERT_FALSE(in_cwd.ok());
 	EXPECT_NE(in_cwd.error().message.find("outside the model's folder"), std::string::npos) << in_cwd.error().message;
 
-	auto trusted = app::importGltf(withUri((outside_dir / "tri.bin").string(), "absolute.gltf"), globals_,
-	                               app::GltfImportOptions{true});
+	auto trusted = gltf::importFile(withUri((outside_dir / "tri.bin").string(), "absolute.gltf"), trusted_);
 	ASSERT_TRUE(trusted.ok()) << trusted.error().message;
 	EXPECT_EQ(trusted.value().triangles, 1u);
-	auto inside = app::importGltf(withUri("sub/tri.bin", "inside.gltf"), globals_);
+	auto inside = gltf::importFile(withUri("sub/tri.bin", "inside.gltf"), options_);
 	ASSERT_TRUE(inside.ok()) << inside.error().message;
 	EXPECT_EQ(inside.value().triangles, 1u);
 }
@@ -532,7 +350,7 @@ TEST_F(GltfImport, MalformedJsonIsInvalidArgument)
 {
 	const std::string path = file("broken.gltf");
 	std::ofstream(path) << "{\"asset\": {\"version\": \"2.0\"},\n \"nodes\": [\n";
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_FALSE(result.ok());
 	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
 	expectOneLineNaming(result.error(), path);
@@ -547,7 +365,7 @@ TEST_F(GltfImport, OutOfRangeIndexIsInvalidArgument)
 	const std::string path = file("bad_index.glb");
 	b.writeGlb(path);
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_FALSE(result.ok());
 	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
 	expectOneLineNaming(result.error(), path);
@@ -563,7 +381,7 @@ TEST_F(GltfImport, AccessorPastItsBufferViewIsInvalidArgument)
 	const std::string path = file("overrun.glb");
 	b.writeGlb(path);
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_FALSE(result.ok());
 	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
 	expectOneLineNaming(result.error(), path);
@@ -580,23 +398,24 @@ TEST_F(GltfImport, NodeCycleIsInvalidArgument)
 	const std::string path = file("cycle.glb");
 	b.writeGlb(path);
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_FALSE(result.ok());
 	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
 	expectOneLineNaming(result.error(), path);
 }
 
-TEST_F(GltfImport, NonTriangleModeIsUnsupported)
+TEST_F(GltfImport, UnknownPrimitiveModeIsInvalidArgument)
 {
 	GltfBuilder b;
 	const int pos = b.addFloats(kTrianglePositions, 3, "VEC3");
-	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}}, -1, -1, 1)}})}); // LINES
-	const std::string path = file("lines.glb");
+	b.setScene({b.addNode({{"mesh", b.addMesh({{"POSITION", pos}}, -1, -1, 7)}})});
+	const std::string path = file("mode7.glb");
 	b.writeGlb(path);
 
-	auto result = app::importGltf(path, globals_);
+	auto result = gltf::importFile(path, options_);
 	ASSERT_FALSE(result.ok());
-	EXPECT_EQ(result.error().code, ErrorCode::Unsupported);
+	EXPECT_EQ(result.error().code, ErrorCode::InvalidArgument);
+	EXPECT_NE(result.error().message.find("mode"), std::string::npos) << result.error().message;
 	expectOneLineNaming(result.error(), path);
 }
 
@@ -618,7 +437,7 @@ TEST_F(GltfImport, CorruptedFilesNeverCrash)
 	b.addNode({{"mesh", mesh}, {"translation", {1.0, 0.0, 0.0}}});
 	const std::string original = file("original.glb");
 	b.writeGlb(original);
-	ASSERT_TRUE(app::importGltf(original, globals_).ok());
+	ASSERT_TRUE(gltf::importFile(original, options_).ok());
 
 	std::ifstream in(original, std::ios::binary);
 	const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -626,7 +445,7 @@ TEST_F(GltfImport, CorruptedFilesNeverCrash)
 	auto check = [&](const std::vector<char>& data)
 	{
 		std::ofstream(path, std::ios::binary | std::ios::trunc).write(data.data(), std::streamsize(data.size()));
-		auto result = app::importGltf(path, globals_);
+		auto result = gltf::importFile(path, options_);
 		if (!result.ok())
 			expectOneLineNaming(result.error(), path);
 	};
