@@ -4,11 +4,31 @@
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 
 #include <quokka/gpu/image_io.hpp>
 
 namespace quokka::app
 {
+
+std::string gib(uint64_t bytes)
+{
+	char text[32];
+	std::snprintf(text, sizeof(text), "%.1f GiB", double(bytes) / double(1ull << 30));
+	return text;
+}
+
+uint64_t availableHostBytes()
+{
+	std::ifstream meminfo("/proc/meminfo");
+	std::string key;
+	uint64_t kib = 0;
+	std::string unit;
+	while (meminfo >> key >> kib >> unit)
+		if (key == "MemAvailable:")
+			return kib * 1024;
+	return 0;
+}
 
 double median(std::vector<double> values)
 {
@@ -54,6 +74,18 @@ Result<std::unique_ptr<gpu::Device>> createRenderDevice(const RenderOptions& o)
 		return makeError(ErrorCode::InvalidArgument, "framebuffer " + std::to_string(o.width) + "x" +
 		                                                 std::to_string(o.height) + " exceeds the device limit " +
 		                                                 std::to_string(limit));
+	// The render targets at most: the single-sample RGBA8 output, the multisampled colour target, a D32 depth target
+	// at the sample count, and the host copy the PNG is read back through — 4 bytes per pixel and sample each.
+	const uint64_t pixels = uint64_t(o.width) * o.height;
+	const uint64_t need = pixels * 4 * (2 + (o.samples > 1 ? o.samples : 0) + o.samples);
+	const gpu::MemoryBudget budget = created.value()->memoryBudget();
+	if (need > budget.available_bytes)
+		return makeError(ErrorCode::OutOfMemory,
+		                 "a " + std::to_string(o.width) + "x" + std::to_string(o.height) + " framebuffer at " +
+		                     std::to_string(o.samples) + " sample(s) needs " + gib(need) + " of device memory, " +
+		                     gib(budget.available_bytes) + " are available (" +
+		                     (budget.from_driver ? "the driver's budget" : "the device-local heaps") +
+		                     "); use a smaller size or fewer --samples");
 	return std::move(created.value());
 }
 

@@ -17,6 +17,12 @@
 namespace quokka::app
 {
 
+/// "1.5 GiB".
+std::string gib(uint64_t bytes);
+
+/// MemAvailable of /proc/meminfo in bytes: what can still be allocated without swapping; 0 when unknown.
+uint64_t availableHostBytes();
+
 /// Median of `values` (the upper one for even counts); 0 for none.
 double median(std::vector<double> values);
 
@@ -34,7 +40,8 @@ double clockGHz();
 /// The background every scene clears to (linear RGBA).
 inline constexpr float kBackground[4] = {0.08f, 0.09f, 0.11f, 1.0f};
 
-/// A device chosen by `o.device` whose limits admit the requested framebuffer size.
+/// A device chosen by `o.device` whose limits and free device memory admit the requested framebuffer (its size, samples
+/// and depth). Errors: InvalidArgument (beyond maxImageDimension2D), OutOfMemory (not enough device memory left).
 Result<std::unique_ptr<gpu::Device>> createRenderDevice(const RenderOptions& o);
 
 /// The framebuffer the GPU benchmarks draw into (`bench draw`, `bench update`).

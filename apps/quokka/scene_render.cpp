@@ -88,6 +88,26 @@ void useFileCamera(SceneGlobals& g, const gltf::Camera& camera, double aspect)
 
 } // namespace
 
+Result<void> checkSceneFits(const RenderOptions& o)
+{
+	// Host memory per object of the generated scenes, measured on lavapipe, where device memory is host memory too
+	// (`/usr/bin/time -f %M quokka render --scene grid --objects 20000|60000 --samples 1 --width 64 --height 64`:
+	// grid 21–22 KiB per object on either path, city ~5 KiB). On a GPU part of it lives in device memory, so the
+	// estimate is an upper bound there.
+	if (!o.gltf.empty() || (o.scene != "grid" && o.scene != "city"))
+		return {};
+	const uint64_t objects = o.objects ? o.objects : (o.scene == "grid" ? 1000 : 20000);
+	const uint64_t per_object = o.scene == "grid" ? 22 * 1024 : 5 * 1024;
+	const uint64_t need = objects * per_object + (256ull << 20); // + the device, compilers and caches
+	const uint64_t available = availableHostBytes();
+	if (available != 0 && need > available)
+		return makeError(ErrorCode::OutOfMemory, "--objects " + std::to_string(objects) + ": the " + o.scene +
+		                                             " scene needs about " + gib(need) + " of memory (" +
+		                                             std::to_string(per_object / 1024) + " KiB per object), " +
+		                                             gib(available) + " are available; use fewer objects");
+	return {};
+}
+
 Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g)
 {
 	if (!o.gltf.empty())
@@ -192,6 +212,7 @@ scene::FramebufferSignature signatureFor(uint32_t samples)
 Result<SceneSession> openScene(const RenderOptions& o)
 {
 	SceneSession s;
+	QUOKKA_TRY(checkSceneFits(o));
 	progress("creating the device…");
 	QUOKKA_TRY_ASSIGN(device, createRenderDevice(o));
 	s.device = std::move(device);

@@ -68,6 +68,9 @@ struct SceneSession
 /// Creates the device, loads the scene, creates the runtime and the framebuffer. Errors: as each step.
 Result<SceneSession> openScene(const RenderOptions& o);
 
+/// Refuses a generated scene that cannot fit in the host memory available now (an estimate per object). Errors:
+/// OutOfMemory naming the estimate and what is available.
+Result<void> checkSceneFits(const RenderOptions& o);
 /// The built-in scene or glTF file `o` names.
 Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g);
 /// Renders `frames` frames of `scene` (the camera orbiting unless `orbit` is false) into `fb` with `options`, seen as

@@ -436,6 +436,7 @@ Result<void> Device::createLogicalDevice()
 	vkEnumerateDeviceExtensionProperties(physical_, nullptr, &ext_count, exts.data());
 	const bool has_mesh = hasExtension(exts, VK_EXT_MESH_SHADER_EXTENSION_NAME);
 	features_.push_descriptor = hasExtension(exts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+	features_.memory_budget = hasExtension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
 	// Features available.
 	FeatureChain have;
@@ -525,6 +526,8 @@ Result<void> Device::createLogicalDevice()
 	std::vector<const char*> enabled_exts = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
 	if (features_.mesh_shader)
 		enabled_exts.push_back(VK_EXT_MESH_SHADER_EXTENSION_NAME);
+	if (features_.memory_budget)
+		enabled_exts.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
 	const float priority = 1.0f;
 	VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -933,6 +936,29 @@ void Device::loadPipelineCache()
 		info.pInitialData = nullptr;
 		QUOKKA_VK_CHECK(vkCreatePipelineCache(device_, &info, nullptr, &pipeline_cache_));
 	}
+}
+
+MemoryBudget Device::memoryBudget() const
+{
+	MemoryBudget out;
+	out.device_local_bytes = info_.device_local_bytes;
+	if (features_.memory_budget)
+	{
+		VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
+		    VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+		VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+		props.pNext = &budget;
+		vkGetPhysicalDeviceMemoryProperties2(physical_, &props);
+		for (uint32_t i = 0; i < props.memoryProperties.memoryHeapCount; ++i)
+			if (props.memoryProperties.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+				out.available_bytes +=
+				    budget.heapBudget[i] > budget.heapUsage[i] ? budget.heapBudget[i] - budget.heapUsage[i] : 0;
+		out.from_driver = true;
+		return out;
+	}
+	const uint64_t used = stats_.buffer_bytes + stats_.image_bytes;
+	out.available_bytes = out.device_local_bytes > used ? out.device_local_bytes - used : 0;
+	return out;
 }
 
 Result<void> Device::savePipelineCache()

@@ -137,7 +137,15 @@ Result<ImageHandle> Device::createImage(const ImageDesc& desc)
 	}
 	image->bytes_ = req.size;
 	account(false, 1, int64_t(req.size));
-	QUOKKA_VK_TRY(vkBindImageMemory(device_, image->image_, image->memory_, 0));
+	// Some drivers (lavapipe) only reserve the memory when it is bound: out of memory shows here.
+	if (VkResult bound = vkBindImageMemory(device_, image->image_, image->memory_, 0); bound != VK_SUCCESS)
+		return makeError(bound == VK_ERROR_OUT_OF_DEVICE_MEMORY || bound == VK_ERROR_OUT_OF_HOST_MEMORY
+		                     ? ErrorCode::OutOfMemory
+		                     : ErrorCode::Vulkan,
+		                 "cannot allocate " + std::to_string(req.size) + " bytes for " + label + ": " +
+		                     (bound == VK_ERROR_OUT_OF_HOST_MEMORY     ? "out of host memory"
+		                      : bound == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "out of device memory"
+		                                                               : vkResultName(bound)));
 
 	// Transfer-only images (copy targets, readback staging) get no view: Vulkan forbids views of them.
 	if (hasFlag(desc.usage, ImageUsage::Sampled) || hasFlag(desc.usage, ImageUsage::Storage) ||

@@ -48,6 +48,7 @@ void FrameTimer::begin(CommandList& list)
 
 void FrameTimer::end(CommandList& list)
 {
+	wall_start_ = std::chrono::steady_clock::now();
 	if (recorded_)
 		vkCmdWriteTimestamp2(list.vk(), VK_PIPELINE_STAGE_2_BOTTOM_OF_PIPE_BIT, pool_, 1);
 }

@@ -143,3 +143,37 @@ TEST(CliView, ShadersArePersistedInTheUsersCacheUnlessNoCacheIsGiven)
 }
 
 } // namespace
+
+namespace
+{
+
+TEST(CliMemory, AFramebufferBeyondTheDevicesMemoryIsRefusedUpFront)
+{
+	const CliRun info = runCli("info --json");
+	ASSERT_EQ(info.exit_code, 0) << info.err;
+	const uint64_t device_local = nlohmann::json::parse(info.out)["device_local_bytes"].get<uint64_t>();
+	// 16384² at 8 samples: output, staging, colour and depth at 8 samples = 18 × 4 bytes per pixel ≈ 19.3 GB.
+	if (device_local > 19'000'000'000ull)
+		GTEST_SKIP() << "this device has " << device_local << " bytes";
+	const CliRun run = runCli("render --width 16384 --height 16384 --samples 8 --out /dev/null");
+	expectOneLineError(run, "framebuffer at 8 sample(s) needs");
+	EXPECT_EQ(run.exit_code, 1);
+	EXPECT_EQ(run.err.find("VK_ERROR"), std::string::npos) << run.err;
+}
+
+TEST(CliMemory, AGeneratedSceneBeyondTheHostsMemoryIsRefusedBeforeItIsBuilt)
+{
+	std::ifstream meminfo("/proc/meminfo");
+	std::string key, unit;
+	uint64_t kib = 0, available = 0;
+	while (meminfo >> key >> kib >> unit)
+		if (key == "MemAvailable:")
+			available = kib * 1024;
+	if (available == 0 || available > 200'000'000'000ull)
+		GTEST_SKIP() << "MemAvailable " << available;
+	const CliRun run = runCli("render --scene grid --objects 10000000 --width 16 --height 16 --out /dev/null");
+	expectOneLineError(run, "--objects 10000000: the grid scene needs about");
+	EXPECT_EQ(run.exit_code, 1);
+}
+
+} // namespace

@@ -344,3 +344,89 @@ TEST_F(GltfFeatures, BytesThatAreNotGltfGiveAShortPrintableMessage)
 }
 
 } // namespace
+
+namespace
+{
+
+TEST_F(GltfFeatures, MutatedFeatureRichDocumentsNeverCrash)
+{
+	// A .gltf using every supported feature (vertex colours, both textures with a transform, every alpha mode, strips,
+	// loops, points, cameras, a mirrored node), then 600 seeded mutations of its JSON text — characters replaced by
+	// JSON punctuation, digits or signs, or cut — each imported: a scene or a one-line error naming the file.
+	const std::vector<uint8_t> png = encodePng(2, 1, 4, {255, 0, 0, 128, 0, 255, 0, 255});
+	GltfBuilder b;
+	const int pos = b.addFloats(kQuad, 3, "VEC3");
+	const int nrm = b.addFloats({0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1}, 3, "VEC3");
+	const int uv = b.addFloats({0, 0, 1, 0, 1, 1, 0, 1}, 2, "VEC2");
+	const int col = b.addAccessor(
+	    b.addView(std::vector<uint8_t>{255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 9, 9, 9, 9}), kU8, 4, "VEC4");
+	b.doc["accessors"][size_t(col)]["normalized"] = true;
+	const int idx = b.addAccessor(b.addView(std::vector<uint8_t>{0, 1, 2, 0, 2, 3}), kU8, 6, "SCALAR");
+	b.doc["images"] = json::array({{{"bufferView", b.addView(png)}, {"mimeType", "image/png"}}});
+	b.doc["samplers"] = json::array({{{"magFilter", 9728}, {"minFilter", 9987}, {"wrapS", 33648}}});
+	b.doc["textures"] = json::array({{{"source", 0}, {"sampler", 0}}});
+	const json transform = {{"KHR_texture_transform", {{"offset", {0.1, 0.2}}, {"rotation", 0.3}, {"scale", {2, 2}}}}};
+	b.doc["materials"] = json::array(
+	    {{{"pbrMetallicRoughness",
+	       {{"baseColorFactor", {1, 0.5, 0.5, 0.9}}, {"baseColorTexture", {{"index", 0}, {"extensions", transform}}}}},
+	      {"emissiveFactor", {0.1, 0.2, 0.3}},
+	      {"emissiveTexture", {{"index", 0}}},
+	      {"alphaMode", "MASK"},
+	      {"alphaCutoff", 0.4}},
+	     {{"alphaMode", "BLEND"}, {"doubleSided", true}}});
+	b.doc["cameras"] = json::array(
+	    {{{"type", "perspective"}, {"perspective", {{"yfov", 0.7}, {"znear", 0.1}}}},
+	     {{"type", "orthographic"}, {"orthographic", {{"xmag", 1}, {"ymag", 1}, {"znear", 0}, {"zfar", 5}}}}});
+	json attributes = {{"POSITION", pos}, {"NORMAL", nrm}, {"TEXCOORD_0", uv}, {"COLOR_0", col}};
+	std::vector<int> nodes;
+	for (int mode = 0; mode <= 6; ++mode)
+		nodes.push_back(b.addNode({{"mesh", b.addMesh(attributes, mode == 4 ? idx : -1, mode % 2, mode)},
+		                           {"scale", {mode == 3 ? -1.0 : 1.0, 1.0, 1.0}}}));
+	nodes.push_back(b.addNode({{"camera", 0}, {"translation", {0, 0, 3}}}));
+	nodes.push_back(b.addNode({{"camera", 1}, {"rotation", {0, 0.7071068, 0, 0.7071068}}}));
+	b.setScene(nodes);
+	const std::string original = file("rich.gltf");
+	b.writeGltf(original);
+	auto imported = gltf::importFile(original, options_);
+	ASSERT_TRUE(imported.ok()) << imported.error().message;
+	ASSERT_EQ(imported->objects.size(), 7u);
+	ASSERT_EQ(imported->cameras.size(), 2u);
+
+	std::ifstream in(original);
+	const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	const std::string path = file("mutated.gltf");
+	uint64_t state = 0xC0FFEE123456789ull;
+	auto next = [&]
+	{
+		state ^= state << 13;
+		state ^= state >> 7;
+		state ^= state << 17;
+		return state;
+	};
+	size_t failures = 0;
+	for (int i = 0; i < 600; ++i)
+	{
+		std::string mutated = text;
+		const int edits = 1 + int(next() % 4);
+		for (int e = 0; e < edits; ++e)
+		{
+			const size_t at = size_t(next() % mutated.size());
+			if (next() % 8 == 0)
+				mutated.resize(at); // cut
+			else
+				mutated[at] = "0123456789-+.e,:{}[]\" \\ntruefalsnul"[next() % 36];
+			if (mutated.empty())
+				mutated.push_back('{');
+		}
+		std::ofstream(path, std::ios::trunc) << mutated;
+		auto result = gltf::importFile(path, options_);
+		if (!result.ok())
+		{
+			++failures;
+			expectOneLineNaming(result.error(), path);
+		}
+	}
+	EXPECT_GT(failures, 100u); // most mutations break something; the point is that none crashes
+}
+
+} // namespace

@@ -1,5 +1,8 @@
 #include "gpu_fixture.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "gpu_test_shaders.hpp"
 
 #include <filesystem>
@@ -256,6 +259,24 @@ TEST_F(ImageTest, ImpossibleSizesAreRejected)
 	auto huge = device().createImage({device().info().max_image_dimension_2d + 1, 16, VK_FORMAT_R8G8B8A8_UNORM});
 	ASSERT_FALSE(huge.ok());
 	EXPECT_EQ(huge.error().code, ErrorCode::InvalidArgument);
+}
+
+TEST_F(ImageTest, FrameTimerWallTimeLeavesOutTheCpuWorkOfRecording)
+{
+	// 300 ms of "recording" (a sleep between begin and end) must not show in the wall time, which starts at end().
+	auto image = makeTarget(device(), VK_FORMAT_R8G8B8A8_UNORM);
+	FrameTimer timer(device());
+	auto list = device().beginCommands();
+	ASSERT_TRUE(list.ok());
+	timer.begin(list.value());
+	const float rgba[4] = {0, 0, 0, 1};
+	clearColorImage(list.value(), *image, rgba);
+	std::this_thread::sleep_for(std::chrono::milliseconds(300));
+	timer.end(list.value());
+	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+	auto t = timer.resolve();
+	ASSERT_TRUE(t.ok()) << t.error().message;
+	EXPECT_LT(t->wall_ms, 250.0);
 }
 
 TEST_F(ImageTest, FrameTimerReportsItsSource)

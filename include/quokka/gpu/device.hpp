@@ -98,6 +98,17 @@ struct DeviceFeatures
 	bool descriptor_indexing = false; ///< runtime arrays + non-uniform indexing + update-after-bind of sampled images
 	bool mesh_shader = false;         ///< VK_EXT_mesh_shader (mesh + task)
 	bool timestamps = false;          ///< timestampComputeAndGraphics and timestampValidBits > 0
+	bool memory_budget = false;       ///< VK_EXT_memory_budget: memoryBudget() reports what the driver allows now
+};
+
+/// Device-local memory the application may still use.
+struct MemoryBudget
+{
+	uint64_t device_local_bytes = 0; ///< size of the device-local heaps
+	/// What is left for this process: Σ (heap budget − heap usage) with VK_EXT_memory_budget, else the heaps' size
+	/// minus what this device has allocated.
+	uint64_t available_bytes = 0;
+	bool from_driver = false; ///< the figure comes from VK_EXT_memory_budget
 };
 
 /// What `quokka info` prints: identity and the limits that shape the design.
@@ -223,6 +234,9 @@ public:
 	// ---- diagnostics ---------------------------------------------------------------------------------------------
 
 	DeviceMemoryStats memoryStats() const { return stats_; }
+	/// Device-local memory still available (VK_EXT_memory_budget where the device has it). For estimates before
+	/// large allocations: a request above it will fail or page.
+	MemoryBudget memoryBudget() const;
 	/// Writes the VkPipelineCache to desc.cache_dir (no-op without one). Also done by the destructor.
 	Result<void> savePipelineCache();
 	/// Attaches a debug name (VK_EXT_debug_utils) when validation is on; no-op otherwise.
