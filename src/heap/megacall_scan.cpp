@@ -7,6 +7,8 @@
 // of one record() call advance level by level together so that a frame's slots share each barrier.
 #include <quokka/heap/megacall_scan.hpp>
 
+#include "findings.hpp"
+
 #include "heap_shaders.hpp"
 
 #include <algorithm>
@@ -266,28 +268,6 @@ struct ProbePush
 
 // Keeps the first kMaxPerKind findings of each kind and counts the rest, so a badly broken scan of a million records
 // yields a readable list.
-class Findings
-{
-public:
-	static constexpr uint32_t kMaxPerKind = 8;
-
-	void add(const std::string& kind, std::string line)
-	{
-		if (counts_[kind]++ < kMaxPerKind)
-			lines_.push_back(std::move(line));
-	}
-	std::vector<std::string> finish()
-	{
-		for (const auto& [kind, count] : counts_)
-			if (count > kMaxPerKind)
-				lines_.push_back("... and " + std::to_string(count - kMaxPerKind) + " more " + kind + " findings");
-		return std::move(lines_);
-	}
-
-private:
-	std::map<std::string, uint64_t> counts_;
-	std::vector<std::string> lines_;
-};
 
 } // namespace
 
@@ -617,46 +597,46 @@ void replayProbe(std::span<const uint32_t> records, std::span<const uint32_t> ar
 std::vector<std::string> checkScan(std::span<const uint32_t> records, std::span<const uint32_t> tiles,
                                    std::span<const uint32_t> args)
 {
-	Findings findings;
+	detail::Findings findings;
 	if (records.size() % kRecordWords != 0)
-		findings.add("records", "records: " + std::to_string(records.size()) + " words, not a multiple of 5");
+		findings.addLine("records", "records: " + std::to_string(records.size()) + " words, not a multiple of 5");
 	const size_t n = records.size() / kRecordWords;
 	const std::vector<uint64_t> prefix = emitPrefix(records);
 	const uint64_t total = prefix.back();
 	if (total > UINT32_MAX)
-		findings.add("total", "total emit " + std::to_string(total) + " exceeds u32");
+		findings.addLine("total", "total emit " + std::to_string(total) + " exceeds u32");
 
 	for (size_t r = 0; r < n; ++r)
 		if (records[r * kRecordWords + QUOKKA_HEAP_RECORD_FIRST_EMIT] != uint32_t(prefix[r]))
-			findings.add("firstEmit", "record " + std::to_string(r) + ": firstEmit " +
-			                              std::to_string(records[r * kRecordWords]) + ", expected " +
-			                              std::to_string(prefix[r]));
+			findings.addLine("firstEmit", "record " + std::to_string(r) + ": firstEmit " +
+			                                  std::to_string(records[r * kRecordWords]) + ", expected " +
+			                                  std::to_string(prefix[r]));
 
 	const uint32_t want_args[4] = {uint32_t(total), 1, 0, 0};
 	if (args.size() < 4)
-		findings.add("args", "args: " + std::to_string(args.size()) + " words, expected 4");
+		findings.addLine("args", "args: " + std::to_string(args.size()) + " words, expected 4");
 	else if (!std::equal(want_args, want_args + 4, args.begin()))
-		findings.add("args", "args: {" + std::to_string(args[0]) + ", " + std::to_string(args[1]) + ", " +
-		                         std::to_string(args[2]) + ", " + std::to_string(args[3]) + "}, expected {" +
-		                         std::to_string(total) + ", 1, 0, 0}");
+		findings.addLine("args", "args: {" + std::to_string(args[0]) + ", " + std::to_string(args[1]) + ", " +
+		                             std::to_string(args[2]) + ", " + std::to_string(args[3]) + "}, expected {" +
+		                             std::to_string(total) + ", 1, 0, 0}");
 
 	const uint64_t tile_count = (total + QUOKKA_HEAP_TILE_EMITS - 1) / QUOKKA_HEAP_TILE_EMITS;
 	if (tiles.size() < tile_count + 1)
-		findings.add("tiles", "tiles: " + std::to_string(tiles.size()) +
-		                          " entries, numTiles + 1 = " + std::to_string(tile_count + 1) + " needed");
+		findings.addLine("tiles", "tiles: " + std::to_string(tiles.size()) +
+		                              " entries, numTiles + 1 = " + std::to_string(tile_count + 1) + " needed");
 	for (uint64_t t = 0; t < std::min<uint64_t>(tile_count, tiles.size()); ++t)
 	{
 		// The last record whose prefix is ≤ t × 64 (t × 64 < total, so the search never lands past the records).
 		const uint64_t e = t * QUOKKA_HEAP_TILE_EMITS;
 		const size_t want = size_t(std::upper_bound(prefix.begin(), prefix.begin() + n, e) - prefix.begin()) - 1;
 		if (tiles[t] != want)
-			findings.add("tile", "tiles[" + std::to_string(t) + "]: " + std::to_string(tiles[t]) + ", expected " +
-			                         std::to_string(want));
+			findings.addLine("tile", "tiles[" + std::to_string(t) + "]: " + std::to_string(tiles[t]) + ", expected " +
+			                             std::to_string(want));
 	}
 	const uint32_t sentinel = n == 0 ? 0 : uint32_t(n - 1);
 	if (tile_count < tiles.size() && tiles[tile_count] != sentinel)
-		findings.add("sentinel", "tiles[numTiles = " + std::to_string(tile_count) + "] (sentinel): " +
-		                             std::to_string(tiles[tile_count]) + ", expected " + std::to_string(sentinel));
+		findings.addLine("sentinel", "tiles[numTiles = " + std::to_string(tile_count) + "] (sentinel): " +
+		                                 std::to_string(tiles[tile_count]) + ", expected " + std::to_string(sentinel));
 	return findings.finish();
 }
 

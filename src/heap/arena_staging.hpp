@@ -1,0 +1,199 @@
+// arena_staging.hpp — how the heap's arena bytes are staged on the host (internal to quokka::heap): host-visible
+// pages the frame's writes are produced in, and each chunk's write log, turned into copy regions at upload.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <quokka/base/result.hpp>
+#include <quokka/gpu/buffer.hpp>
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/device.hpp>
+#include <quokka/heap/chunk_allocator.hpp>
+
+namespace quokka::heap::detail
+{
+
+/// Rounds up to 16 bytes: arena blocks (a 16-byte allocation header and the data) are 16-byte aligned.
+constexpr uint64_t align16(uint64_t x)
+{
+	return (x + 15) & ~uint64_t(15);
+}
+
+/// Host-visible pages that the frame's arena writes are produced in: update() converts and packs straight into them and
+/// upload() records the copies from them into the chunks, so each byte is written once — not staged in host memory
+/// and copied into the staging ring again (that second copy and the ring's region bookkeeping were most of upload(),
+/// a tenth of an add frame on the H200). A frame's pages go to the command list that copies from them and come back
+/// once it retired; a page is sized for the recent frames (one page per frame in the steady state).
+class HostPages
+{
+public:
+	static constexpr uint64_t kMinPageBytes = 4ull << 20;
+	static constexpr uint64_t kMaxPageBytes = 256ull << 20;
+	static constexpr size_t kKeptFree = 2;
+
+	/// Pages come from `device` (set once, before the first reserve()).
+	void bind(gpu::Device& device) { device_ = &device; }
+	struct Page
+	{
+		gpu::BufferHandle buffer;
+		uint64_t used = 0;
+	};
+	struct Span
+	{
+		uint32_t page; ///< index among this frame's pages
+		uint32_t at;   ///< byte offset in the page
+		std::byte* data;
+	};
+	/// Space for `size` bytes after the previous reservation, or at the start of a new page. Errors: OutOfMemory.
+	Result<Span> reserve(uint64_t size)
+	{
+		if (pages_.empty() || pages_.back().buffer->size() - pages_.back().used < size)
+			QUOKKA_TRY(openPage(size));
+		Page& p = pages_.back();
+		const Span span{uint32_t(pages_.size() - 1), uint32_t(p.used), p.buffer->mapped() + p.used};
+		p.used += size;
+		return span;
+	}
+	const gpu::Buffer& buffer(uint32_t page) const { return *pages_[page].buffer; }
+	/// True when this frame reserved nothing yet.
+	bool empty() const { return pages_.empty(); }
+	/// Hands this frame's pages to `list` (they come back once it retired) and starts the next frame.
+	void retire(gpu::CommandList& list)
+	{
+		if (pages_.empty())
+			return;
+		uint64_t total = 0;
+		std::vector<gpu::BufferHandle> used;
+		for (Page& p : pages_)
+		{
+			total += p.used;
+			p.buffer->flush();
+			used.push_back(std::move(p.buffer));
+		}
+		pages_.clear();
+		// The next frame's page fits this frame's writes (capped); after smaller frames it halves per frame, so frames
+		// of alternating sizes keep their pages while the memory kept after a frame of gigabytes goes back soon.
+		page_bytes_ = std::clamp(std::max(std::bit_ceil(total), page_bytes_ / 2), kMinPageBytes, kMaxPageBytes);
+		list.onRetire(
+		    [recycle = recycle_, used = std::move(used)]() mutable
+		    {
+			    for (gpu::BufferHandle& b : used)
+				    recycle->push_back(std::move(b));
+		    });
+	}
+
+private:
+	Result<void> openPage(uint64_t size)
+	{
+		for (gpu::BufferHandle& b : *recycle_)
+			free_.push_back(std::move(b));
+		recycle_->clear();
+		// Free pages far larger than the current page size are dropped (bounds the host-visible memory kept after a
+		// frame of gigabytes, such as placing a whole scene), and so are free pages beyond kKeptFree (the smallest).
+		std::erase_if(free_, [&](const gpu::BufferHandle& b) { return b->size() > 4 * page_bytes_; });
+		std::sort(free_.begin(), free_.end(),
+		          [](const gpu::BufferHandle& a, const gpu::BufferHandle& b) { return a->size() > b->size(); });
+		if (free_.size() > kKeptFree)
+			free_.resize(kKeptFree);
+		// The smallest free page that holds the request.
+		for (size_t i = free_.size(); i-- > 0;)
+			if (free_[i]->size() >= size)
+			{
+				pages_.push_back({std::move(free_[i]), 0});
+				free_.erase(free_.begin() + std::ptrdiff_t(i));
+				return {};
+			}
+		// Within a frame new pages grow with what the frame wrote so far (capped): a large frame asks the driver for
+		// O(log) pages, not one per page size.
+		uint64_t written = 0;
+		for (const Page& p : pages_)
+			written += p.used;
+		const uint64_t bytes = std::max({size, page_bytes_, std::min(std::bit_ceil(written), kMaxPageBytes)});
+		QUOKKA_TRY_ASSIGN(buffer,
+		                  device_->createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::Storage,
+		                                         gpu::MemoryDomain::Upload, "heap staging page"}));
+		pages_.push_back({std::move(buffer), 0});
+		return {};
+	}
+
+	gpu::Device* device_ = nullptr;
+	uint64_t page_bytes_ = kMinPageBytes;
+	std::vector<Page> pages_; ///< this frame's, in order
+	std::vector<gpu::BufferHandle> free_;
+	std::shared_ptr<std::vector<gpu::BufferHandle>> recycle_ =
+	    std::make_shared<std::vector<gpu::BufferHandle>>(); ///< pages of retired lists
+};
+
+/// One arena chunk: its allocator, its GPU buffer (grown by doubling up to the chunk cap, the old content copied on
+/// the GPU) and the writes staged for it this frame.
+struct Chunk
+{
+	explicit Chunk(uint64_t max_bytes) : allocator(max_bytes) {}
+	ChunkAllocator allocator;
+	gpu::BufferHandle buffer;
+	/// This frame's writes, in arrival order: runs of consecutive bytes in a host page (HostPages); a write that
+	/// continues the previous one at both ends extends it, so a frame placing many objects by the bump cursor stages a
+	/// few large runs instead of one write per allocation.
+	struct Write
+	{
+		uint32_t offset; ///< in the chunk
+		uint32_t page;
+		uint32_t at; ///< in the page
+		uint32_t size;
+	};
+	std::vector<Write> pending;
+	std::vector<ChunkAllocator::Move> moves; ///< compaction copies to record before this frame's writes
+
+	Result<void> write(HostPages& pages, uint32_t offset, const void* data, uint32_t size)
+	{
+		QUOKKA_TRY_ASSIGN(out, reserve(pages, offset, size));
+		std::memcpy(out, data, size);
+		return {};
+	}
+	/// True when this frame's last staged write ends at `offset` (a write starting there extends it).
+	bool pendingEndsAt(uint32_t offset) const
+	{
+		return !pending.empty() && pending.back().offset + pending.back().size == offset;
+	}
+	/// Space for a write of `size` bytes at `offset`, filled by the caller (before upload()).
+	Result<std::byte*> reserve(HostPages& pages, uint32_t offset, uint32_t size)
+	{
+		QUOKKA_TRY_ASSIGN(span, pages.reserve(size));
+		Write* last = pending.empty() ? nullptr : &pending.back();
+		if (last && last->page == span.page && last->at + last->size == span.at && last->offset + last->size == offset)
+			last->size += size;
+		else
+			pending.push_back({offset, span.page, span.at, size});
+		return span.data;
+	}
+	/// This frame's writes as copy regions grouped by page, each group in chunk-offset order and with overlaps resolved
+	/// (a later write wins where two overlap: a block written, freed and handed out again in one frame; `overlapping`
+	/// counts the writes that overlapped an earlier one). Clears them.
+	std::vector<std::pair<uint32_t, std::vector<VkBufferCopy>>> takeCopies(uint32_t& overlapping);
+};
+
+/// Stages an allocation's header and returns where its `data_bytes` of data go (filled by the caller at once). The
+/// whole block is staged, its padding to 16 bytes zeroed: blocks placed side by side (an object's private parts, the
+/// objects of a frame placed by the bump cursor) then continue one write, so the frame records one copy region per
+/// run of them instead of one per allocation.
+inline Result<std::byte*> stageAllocation(HostPages& pages, Chunk& chunk, uint32_t ref, uint32_t type_id,
+                                          uint32_t length, uint32_t data_bytes)
+{
+	const uint64_t block = align16(16ull + data_bytes);
+	QUOKKA_TRY_ASSIGN(out, chunk.reserve(pages, ref, uint32_t(block)));
+	const uint32_t header[4] = {type_id, length, length ? data_bytes / length : 0, 0};
+	std::memcpy(out, header, 16);
+	std::memset(out + 16 + data_bytes, 0, size_t(block - 16 - data_bytes));
+	return out + 16;
+}
+
+/// Sorts `w` by chunk offset, stably (arrival order among equal offsets); exposed for tests.
+void sortByOffset(std::vector<Chunk::Write>& w);
+
+} // namespace quokka::heap::detail

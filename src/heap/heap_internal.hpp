@@ -1,0 +1,895 @@
+// heap_internal.hpp — the heap's internal types (internal to quokka::heap): pooled inputs and the pool, slots and
+// buckets, the object table, the scene's state (HeapScene::Impl) and the heap object. heap_scene.cpp implements them;
+// the diagnostics (heap_diagnostics.cpp) read them.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
+
+#include <quokka/base/assert.hpp>
+#include <quokka/base/block_cache.hpp>
+#include <quokka/classic/object_inputs.hpp>
+#include <quokka/heap/chunk_allocator.hpp>
+#include <quokka/heap/heap_scene.hpp>
+#include <quokka/heap/megacall_scan.hpp>
+#include <quokka/heap/pointer_table.hpp>
+
+#include "arena_staging.hpp"
+#include "attribute_convert.hpp"
+#include "gpu_array.hpp"
+
+namespace quokka::heap
+{
+
+using adaptive::AdaptiveObject;
+using adaptive::aval;
+using adaptive::Ref;
+using adaptive::Token;
+using detail::align16;
+using detail::Chunk;
+using detail::GpuArray;
+using detail::HostPages;
+using detail::stageAllocation;
+using scene::RenderObjectPtr;
+using scene::UniformValue;
+
+namespace detail
+{
+
+/// The heap's per-object records (objects, pool entries, private sets) come from per-type block caches that keep up to
+/// this many freed blocks per thread: a frame that removes 10^4 objects and one that adds 10^4 recycle each other's
+/// records instead of sending most of them through the general allocator (BlockCache's default keeps 4,096): its bulk
+/// frees, purged pages and page faults on reuse showed in the H200 profile of such frames.
+constexpr size_t kCachedRecords = size_t(1) << 16;
+template <size_t Size>
+using RecordCache = BlockCache<Size, kCachedRecords>;
+
+/// Allocation header type ids (low 16 bits; the shaders know the layout at compile time, the ids are for the
+/// diagnostics).
+enum TypeId : uint32_t
+{
+	kTypeUniform = 1,
+	kTypeAttribute = 2,
+	kTypeIndex = 3,
+};
+
+inline uint32_t primitiveVertices(VkPrimitiveTopology t)
+{
+	switch (t)
+	{
+	case VK_PRIMITIVE_TOPOLOGY_POINT_LIST:
+		return 1;
+	case VK_PRIMITIVE_TOPOLOGY_LINE_LIST:
+		return 2;
+	default:
+		return 3;
+	}
+}
+
+/// The value a view's buffer node holds already, or nullptr (none yet, or a view without a buffer node: a single
+/// value). For prefetch hints only.
+inline const scene::ArrayBuffer* cachedBuffer(const scene::BufferView& v)
+{
+	const auto* node = v.buffer.node().get();
+	return node ? node->cachedValue() : nullptr;
+}
+
+/// Hints the CPU to fetch the first `lines` cache lines of the object at `p` (loops over scattered objects call it a
+/// few visits ahead).
+inline void prefetchLines(const void* p, int lines)
+{
+	for (int i = 0; i < lines; ++i)
+		__builtin_prefetch(static_cast<const char*>(p) + 64 * i);
+}
+
+} // namespace detail
+
+using detail::cachedBuffer;
+using detail::kTypeAttribute;
+using detail::kTypeIndex;
+using detail::kTypeUniform;
+using detail::prefetchLines;
+using detail::primitiveVertices;
+using detail::RecordCache;
+
+struct Entry;
+class HeapObject;
+struct Bucket;
+struct Slot;
+
+/// What makes two inputs the same pool entry: the kind, the chunk, the source's identity (a uniform's node; a
+/// buffer's current storage) and, for buffers, how it is read. Constant uniforms are keyed by value in their own map
+/// (ConstantKey): this key stays 32 bytes, so a lookup in the 5-entries-per-object pool touches one slot.
+struct PoolKey
+{
+	const void* node = nullptr;
+	uint32_t chunk = 0;
+	uint32_t format = 0, offset = 0, stride = 0;
+	fx::Type type;
+	uint8_t kind = 0;
+	bool operator==(const PoolKey&) const = default;
+
+	/// The key of a non-constant uniform (kind 0 = Entry::kUniform).
+	static PoolKey uniform(const void* node, uint32_t chunk)
+	{
+		PoolKey k;
+		k.chunk = chunk;
+		k.node = node;
+		return k;
+	}
+};
+
+/// PoolKey's hash: the fields packed into three words and folded by two 64×64→128-bit multiplies (the wyhash mix).
+/// absl's generic combine of the nine fields one by one was a tenth of a placement's pool cost (callgrind).
+struct PoolKeyHash
+{
+	__extension__ typedef unsigned __int128 U128;
+	static uint64_t mix(uint64_t a, uint64_t b)
+	{
+		const U128 r = static_cast<U128>(a) * b;
+		return uint64_t(r) ^ uint64_t(r >> 64);
+	}
+	size_t operator()(const PoolKey& k) const
+	{
+		const uint64_t small = uint64_t(uint8_t(k.type.scalar)) | uint64_t(k.type.rows) << 8 |
+		                       uint64_t(k.type.cols) << 16 | uint64_t(k.kind) << 24 | uint64_t(k.chunk) << 32;
+		const uint64_t view = uint64_t(k.offset) | uint64_t(k.stride) << 32;
+		return mix(reinterpret_cast<uintptr_t>(k.node) ^ 0xa0761d6478bd642full, small ^ 0xe7037ed1a0b428dbull) ^
+		       mix(view ^ 0x8ebc6af09c88c6e3ull, uint64_t(k.format) ^ 0x589965cc75374cc3ull);
+	}
+};
+
+/// A constant uniform's pool key: equal constants share one allocation per chunk.
+struct ConstantKey
+{
+	uint32_t chunk = 0;
+	fx::Type type;
+	std::array<uint32_t, 16> value{}; ///< the packed value (zero past its size)
+	bool operator==(const ConstantKey&) const = default;
+	template <typename H>
+	friend H AbslHashValue(H h, const ConstantKey& k)
+	{
+		return H::combine(std::move(h), k.chunk, uint8_t(k.type.scalar), k.type.rows, k.type.cols, k.value);
+	}
+};
+
+/// A pooled input in one chunk: a uniform value, a converted vertex attribute or widened indices — the part every kind
+/// shares (what the allocation holds, where, and how many objects use it). Buffer entries (BufferEntry) are plain
+/// records: they are read once, and the objects using a buffer re-place themselves when it changes. Uniform entries
+/// (UniformEntry) are adaptive objects: they read their aval themselves (one re-pack per change, however many objects
+/// share the value). Three of an object's five or so entries are buffers, so keeping the adaptive machinery (its
+/// ~100-byte node, construction and teardown) out of them is a third less memory to touch per add and removal.
+struct Entry
+{
+	enum Kind : uint8_t
+	{
+		kUniform,
+		kAttribute,
+		kIndex,
+	};
+	Kind kind;
+	/// A part of an object's PrivateSet (owned by that object: never pooled, never shared, no reference count to
+	/// drop); false for the pool's entries.
+	bool priv = false;
+	uint32_t chunk;
+	uint32_t ref = 0;      ///< byte offset of the allocation header in the chunk
+	uint32_t elements = 0; ///< attribute elements / indices / 1
+	uint32_t data_bytes = 0;
+	uint32_t refcount = 0;
+	fx::Type type;
+	PoolKey key; ///< the pool key (for erasure); node null for a constant uniform
+
+	Entry(Kind k, uint32_t c) : kind(k), chunk(c) {}
+	Entry(const Entry&) = delete;
+	Entry& operator=(const Entry&) = delete;
+
+protected:
+	~Entry() = default; // (destroyed as its concrete type: dropPooled, Ref<UniformEntry>)
+};
+static_assert(Entry::kUniform == 0, "PoolKey::uniform assumes kind 0");
+
+/// A vertex attribute or index buffer converted into one chunk.
+struct BufferEntry final : Entry
+{
+	BufferEntry(Kind k, uint32_t c) : Entry(k, c) {}
+	static void* operator new(size_t bytes);
+	static void operator delete(void* p) noexcept;
+
+	/// Keep the keyed storage alive, so its address (the key) is not reused while the entry exists: the constant node
+	/// holding it — a plain count — or, for a buffer that may change, the value read (a locked count). See
+	/// storageUnheld().
+	Ref<AdaptiveObject> node;
+	scene::ArrayBuffer buffer;
+};
+
+/// What only one object reads, side by side in one arena block that the object owns: its unshared buffers — storage
+/// that no other view can reach (storageUnheld, and a node that only the view holds), such as a mesh made for this one
+/// object — and its own uniforms (a node nothing else reads: its fresh ModelTrafo and what derives from it). One
+/// allocation and one free per object instead of one per input, and no pool entry to file, find or erase (each a miss
+/// in a table of millions at 10^6 objects). Each part
+/// keeps its own 16-byte allocation header, so headers, shaders and validators read a part as they read a pooled
+/// allocation. Storage that a second object reaches only later (a view copied into a new object) gets a pooled copy
+/// then, which that object and every later one share; the first object keeps its private copy until it is re-placed —
+/// at most one extra copy per storage and chunk.
+struct PrivateSet final
+{
+	/// At most this many buffers and uniforms per object; more unshared ones are pooled as before.
+	static constexpr size_t kBufferParts = 4;
+	static constexpr size_t kUniformParts = 2;
+	static constexpr size_t kParts = kBufferParts + kUniformParts;
+	struct Part final : Entry
+	{
+		Part() : Entry(kAttribute, 0) { priv = true; }
+	};
+	uint32_t chunk = 0;
+	uint32_t block = 0; ///< the block's offset: its first part's allocation header
+	uint32_t bytes = 0; ///< the block's size: its parts' (16-byte header + data, rounded up to 16) in order
+	uint32_t count = 0;
+	uint32_t first_uniform = 0; ///< parts [first_uniform, count) are uniforms (key: node and recipe), buffers before
+	std::array<Part, kParts> parts;
+	std::array<aval<UniformValue>, kUniformParts> uniforms; ///< the uniform parts' values, in part order
+
+	/// Appends a part of `data_bytes` at `ref` (its allocation header) and returns it.
+	Part& append(Entry::Kind kind, uint32_t ref, fx::Type type, uint32_t elements, uint32_t data_bytes)
+	{
+		Part& e = parts[count++];
+		e.kind = kind;
+		e.chunk = chunk;
+		e.ref = ref;
+		e.type = type;
+		e.elements = elements;
+		e.data_bytes = data_bytes;
+		e.refcount = 1;
+		return e;
+	}
+
+	static void* operator new(size_t bytes);
+	static void operator delete(void* p) noexcept;
+};
+
+/// True when no pool entry can hold `data`, the value of `view`: an entry holds the storage itself or the constant
+/// node holding it (BufferEntry), so storage counted once, and if in a constant node then in one counted once (by
+/// the view), is read through this view alone — no other object's entry can have it.
+inline bool storageUnheld(const scene::BufferView& view, const scene::ArrayBuffer& data)
+{
+	if (data.bytes.use_count() != 1)
+		return false;
+	const AdaptiveObject* node = view.buffer.node().get();
+	return !node->isConstant() || node->refCount() == 1;
+}
+
+/// A uniform value (or a recipe applied to one) in one chunk, re-packed when its aval changes.
+struct UniformEntry final : AdaptiveObject, Entry
+{
+	UniformEntry(HeapScene::Impl& s, uint32_t c) : AdaptiveObject(kWantsInputChanged), Entry(kUniform, c), scene(&s) {}
+	static void* operator new(size_t bytes);
+	static void operator delete(void* p) noexcept;
+
+	HeapScene::Impl* scene;
+	aval<UniformValue> uniform; ///< with a non-constant source
+	/// The value is this recipe applied to `uniform` (NormalMatrix from a ModelTrafo node) — pooled by (input node,
+	/// recipe) instead of an adaptive node per object; None for a plain value.
+	classic::DerivedRecipe recipe = classic::DerivedRecipe::None;
+	std::unique_ptr<ConstantKey> constant; ///< a constant uniform's key (for erasure)
+	bool queued = false;
+
+	/// May be listed in the placement index (HeapScene::Impl::uniform_chunks): plain values of a non-constant node in
+	/// the first 64 chunks (a recipe entry's node is the object's ModelTrafo, whose own entry sits in the same chunk
+	/// when the effect reads it).
+	bool placementIndexed() const { return key.node && chunk < 64 && recipe == classic::DerivedRecipe::None; }
+	/// Its chunk's bit is in the placement index: the index lists a node from the first placement that asks for it
+	/// (not when its first entry is made), so an object's own uniforms, which no other placement asks for, never
+	/// enter that table of millions of keys.
+	bool indexed = false;
+
+	void inputChanged(AdaptiveObject*) override;
+	/// Re-reads the uniform value and stages it. Errors: the value changed its type.
+	Result<void> repack();
+
+	using AdaptiveObject::beginEvaluation;
+	using AdaptiveObject::endEvaluation;
+};
+
+/// The uniform entry behind `e`, or null for a buffer entry.
+inline UniformEntry* asUniform(Entry* e)
+{
+	return e->kind == Entry::kUniform ? static_cast<UniformEntry*>(e) : nullptr;
+}
+inline const UniformEntry* asUniform(const Entry* e)
+{
+	return e->kind == Entry::kUniform ? static_cast<const UniformEntry*>(e) : nullptr;
+}
+
+/// Drops the pool's hold on an entry it holds: deletes a buffer entry, or releases the pool's reference to a uniform
+/// entry (a queued re-pack may hold another).
+inline void dropPooled(Entry* e) noexcept
+{
+	if (UniformEntry* u = asUniform(e))
+		u->release();
+	else
+		delete static_cast<BufferEntry*>(e);
+}
+
+/// The pool: the non-constant entries, found by the key they hold and erased by identity (both hashed by the key),
+/// each slot the entry's pointer beside its key's hash (detail::PointerTable: one slot per probe, prefetched exactly).
+/// It owns its entries: a buffer entry is deleted when erased, a uniform entry loses the pool's reference.
+class Pool
+{
+public:
+	Pool() = default;
+	Pool(const Pool&) = delete;
+	Pool& operator=(const Pool&) = delete;
+	~Pool() { table_.forEach(dropPooled); }
+
+	Entry* find(const PoolKey& key) const
+	{
+		return table_.find(PoolKeyHash{}(key), [&](const Entry& e) { return e.key == key; });
+	}
+	/// Takes a new buffer entry. (Filed a few insertions later — its slot is a miss in a table of millions, and an add
+	/// inserts ~5 entries — but found at once: PointerTable::insertDeferred.)
+	void insert(std::unique_ptr<BufferEntry> e)
+	{
+		const uint64_t hash = PoolKeyHash{}(e->key);
+		table_.insertDeferred(e.release(), hash);
+	}
+	/// Takes a reference to a new uniform entry (filed as above).
+	void insert(const Ref<UniformEntry>& e)
+	{
+		table_.insertDeferred(e.get(), PoolKeyHash{}(e->key));
+		e->addRef();
+	}
+	/// Files the deferred insertions.
+	void flush() { table_.flush(); }
+	/// Removes and drops `e` (which may destroy it).
+	void erase(Entry* e) { erase(e, PoolKeyHash{}(e->key)); }
+	/// erase() for a caller that hashed `e`'s key already (hashOf).
+	void erase(Entry* e, uint64_t hash)
+	{
+		if (table_.erase(e, hash))
+			dropPooled(e);
+	}
+	static uint64_t hashOf(const PoolKey& key) { return PoolKeyHash{}(key); }
+	void prefetch(const PoolKey& key) const { table_.prefetch(PoolKeyHash{}(key)); }
+	void prefetch(uint64_t hash) const { table_.prefetch(hash); }
+	template <typename F>
+	void forEach(F&& f) const
+	{
+		table_.forEach([&](Entry* e) { f(*e); });
+	}
+	std::string check() const { return table_.check(); }
+
+private:
+	detail::PointerTable<Entry> table_;
+};
+
+/// One pipeline state inside a bucket: its records and, per strategy, its GPU arrays.
+struct Slot
+{
+	Bucket* bucket = nullptr;
+	const classic::PipelineEntry* indirect_pipeline = nullptr;
+	const classic::PipelineEntry* megacall_pipeline = nullptr;
+	classic::PipelineRequest request; ///< (indirect variant) kept to create the megacall pipeline lazily
+	gpu::DynamicState dyn;
+	bool indexed = true;
+	uint32_t prim = 3; ///< vertices per primitive
+	std::vector<HeapObject*> records;
+	uint64_t emit_sum = 0;
+	DrawStrategy active = DrawStrategy::Indirect;
+	// indirect: VkDrawIndexedIndirectCommand (5 words) or VkDrawIndirectCommand (4 words) per record; count word.
+	GpuArray commands{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
+	                  "heap commands"};
+	GpuArray count{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
+	               "heap count"};
+	// megacall: 5-word records, scan scratch, arguments, tile index.
+	GpuArray mrecords{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap megacall records"};
+	std::optional<ScanBuffers> scan;
+	gpu::BufferHandle args;
+	gpu::BufferHandle tiles;
+	bool scan_dirty = true;
+	bool queued = false;
+
+	uint32_t commandWords() const { return indexed ? 5u : 4u; }
+};
+
+/// What makes two objects share a bucket: the heap effect's compile key, the chunk and the (texture, sampler) pairs.
+struct BucketKey
+{
+	fx::Hash128 effect;
+	uint32_t chunk = 0;
+	std::vector<const void*> textures; ///< texture, sampler, texture, sampler, …
+	bool operator==(const BucketKey&) const = default;
+};
+
+struct BucketKeyHash
+{
+	size_t operator()(const BucketKey& k) const
+	{
+		uint64_t h = k.effect.lo ^ (k.effect.hi * 0x9E3779B97F4A7C15ull) ^ (uint64_t(k.chunk) << 17);
+		for (const void* t : k.textures)
+			h = (h ^ uint64_t(uintptr_t(t))) * 0xff51afd7ed558ccdull;
+		return size_t(h ^ (h >> 31));
+	}
+};
+
+/// (effect, chunk, textures): one draw-header heap and its slots.
+struct Bucket
+{
+	uint32_t chunk = 0;
+	fx::Effect effect;
+	fx::CompiledEffectPtr indirect_effect;
+	fx::CompiledEffectPtr megacall_effect;
+	uint32_t header_words = 0;
+	GpuArray headers{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap draw headers"};
+	std::vector<uint32_t> free_headers;
+	uint32_t header_count = 0;
+	bool headers_queued = false; ///< listed in HeapScene::Impl::dirty_headers
+	std::vector<Ref<classic::TextureResource>> textures;
+	std::vector<gpu::SamplerHandle> samplers;
+	std::vector<uint32_t> texture_bindings;
+	std::vector<std::unique_ptr<Slot>> slots;
+	/// Pipeline-state values already resolved to a slot (skips building a PipelineRequest per object).
+	struct Known
+	{
+		scene::PipelineStateValues state;
+		bool indexed;
+		Slot* slot;
+	};
+	std::vector<Known> known;
+	uint32_t objects = 0;
+	uint64_t serial = 0;
+};
+
+/// The placed objects by their render object. Its hash is the render object's address times an odd constant — a
+/// bijection, so equal hashes are the same object and a lookup never reads a HeapObject to compare. Holds a reference
+/// to each.
+class ObjectTable
+{
+public:
+	ObjectTable() = default;
+	ObjectTable(const ObjectTable&) = delete;
+	ObjectTable& operator=(const ObjectTable&) = delete;
+	~ObjectTable() { clear(); }
+
+	static uint64_t hash(const scene::RenderObject* o)
+	{
+		return reinterpret_cast<uintptr_t>(o) * 0x9e3779b97f4a7c15ull;
+	}
+	/// Files `h`, placed for `o` (not in the table yet), and takes a reference.
+	void insert(const scene::RenderObject* o, const Ref<HeapObject>& h);
+	/// Removes the object filed for `o` and returns the table's reference to it (null when there is none).
+	Ref<HeapObject> take(const scene::RenderObject* o);
+	void prefetch(const scene::RenderObject* o) const { table_.prefetch(hash(o)); }
+	size_t size() const { return table_.size(); }
+	template <typename F>
+	void forEach(F&& f) const
+	{
+		table_.forEach(f);
+	}
+	/// Drops every reference.
+	void clear();
+	/// Files the deferred insertions.
+	void flush() { table_.flush(); }
+	std::string check() const { return table_.check(); }
+
+private:
+	detail::PointerTable<HeapObject> table_;
+};
+
+struct HeapScene::Impl
+{
+	classic::Context* context;
+	scene::FramebufferSignature signature;
+	fx::FragmentOutputs outputs;
+	HeapOptions options;
+	HeapStats* stats;
+	uint64_t max_chunk_bytes = 0;
+	adaptive::SetReader<RenderObjectPtr> reader;
+	adaptive::cset<RenderObjectPtr> skipped; ///< HeapOptions::skip_ineligible: the objects left to another pass
+	classic::DerivedUniforms derived;
+	std::optional<MegacallScan> scanner;
+	std::optional<gpu::ScatterCopy>
+	    scatter; ///< made by the first upload() with enough regions (HeapOptions::scatter_above)
+
+	std::vector<std::unique_ptr<Chunk>> chunks;
+	// Flat (open-addressing) maps for the per-object tables: a node-based map costs ~3 cache misses per lookup at 10^6
+	// objects (bucket slot, the node before, the node), which made pool lookups ~2/3 of an add's time.
+	Pool pool;                                                     ///< non-constant inputs, by PoolKey
+	absl::flat_hash_map<ConstantKey, Ref<UniformEntry>> constants; ///< constant uniform value → entry
+	/// Calls f(Entry&) for every pool entry, constants included.
+	template <typename F>
+	void forEachEntry(F&& f) const
+	{
+		pool.forEach(f);
+		for (const auto& kv : constants)
+			f(*kv.second);
+	}
+	std::unordered_map<BucketKey, std::unique_ptr<Bucket>, BucketKeyHash> buckets;
+	std::vector<Bucket*> bucket_order; ///< by creation (deterministic draw order)
+	uint64_t next_bucket_serial = 0;
+	ObjectTable objects;
+	/// Non-constant uniform node → chunks holding an entry for it (bit c; chunks ≥ 64 are looked up in the pool). A
+	/// node is listed from the first placement that looks for it until its last entry goes; every entry of a listed
+	/// node is UniformEntry::indexed, and no entry of an unlisted one.
+	absl::flat_hash_map<const void*, uint64_t> uniform_chunks;
+	/// The placement index's mask for `node` (a node some entry reads), listing it first when it is not listed.
+	uint64_t heldChunks(const void* node);
+	std::vector<Ref<HeapObject>> dirty_objects;
+	std::vector<Ref<UniformEntry>> dirty_entries;
+	std::vector<Slot*> dirty_slots;
+	size_t removed_since_collect = 0; ///< derived uniforms are collected when this passes half the live objects
+
+	/// The entry of `value` (with `recipe` applied) in `chunk`: shared, or allocated and staged. `unheld`: the caller
+	/// knows no entry reads the value's node (see HeapObject::place), so the pool is not searched.
+	Result<Entry*> acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe, uint32_t chunk,
+	                              fx::Type expected, const scene::RenderObject& object, const std::string& name,
+	                              bool unheld);
+	/// The pool key of a non-constant uniform: `node` read through `recipe` in `chunk`.
+	static PoolKey uniformKey(const void* node, classic::DerivedRecipe recipe, uint32_t chunk)
+	{
+		PoolKey key = PoolKey::uniform(node, chunk);
+		key.format = uint32_t(recipe); // (unused by uniform keys otherwise: 0 for a plain value)
+		return key;
+	}
+	/// The pool key of `view` read as `type` in `chunk` (reads the buffer's current value without subscribing).
+	static PoolKey bufferKey(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk)
+	{
+		PoolKey key;
+		key.kind = kind;
+		key.chunk = chunk;
+		key.node = view.buffer.getValue(Token{}).bytes.get();
+		key.format = uint32_t(view.format);
+		key.offset = view.offset;
+		key.stride = view.stride;
+		key.type = type;
+		return key;
+	}
+	using BufferLayout = detail::ArenaLayout;
+	static BufferLayout bufferLayout(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
+	                                 const scene::ArrayBuffer& data)
+	{
+		return detail::arenaLayout(kind == Entry::kIndex, view, type, data);
+	}
+	Result<Entry*> acquireBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk,
+	                             const scene::RenderObject& object, const std::string& name);
+	/// Converts `data` read through `view` (laid out as `layout`) into `out`: tight 32-bit data of the shader's type.
+	/// Errors: a format the heap cannot convert to `type`.
+	static Result<void> convertBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
+	                                  const BufferLayout& layout, const scene::ArrayBuffer& data, uint32_t* out,
+	                                  const scene::RenderObject& object, const std::string& name);
+	/// The error of a uniform value whose type is not the effect's.
+	static Error uniformMismatch(const scene::RenderObject& object, const std::string& name, fx::Type expected,
+	                             fx::Type got)
+	{
+		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": uniform '" + name + "' is " +
+		                                                 fx::typeName(expected) + " in the effect but the value is " +
+		                                                 fx::typeName(got));
+	}
+	/// A pooled entry of `node` is being made: objects holding a private part of `node` are queued for re-placement,
+	/// where they find that entry (or make one) instead — a value read by several objects is stored and uploaded once.
+	void promotePrivate(AdaptiveObject* node);
+	/// Stages a re-packed uniform at `ref` of `chunk`: with its allocation header when the frame's previous write ends
+	/// where the allocation starts (one copy region instead of two: an object's uniforms sit side by side).
+	Result<void> stageUniform(uint32_t chunk, uint32_t ref, const classic::PackedValue& p, uint32_t bytes);
+	/// Records the copies of one page's `regions` into `target`: the short ones through the arena scatter when there
+	/// are more than HeapOptions::scatter_above of them, everything else with vkCmdCopyBuffer (upload()).
+	Result<void> copyWrites(gpu::CommandList& list, uint32_t page, std::span<const VkBufferCopy> regions,
+	                        const gpu::Buffer& target);
+	/// The error of a buffer larger than a chunk.
+	Error bufferTooLarge(const scene::RenderObject& object, const std::string& name, uint64_t bytes) const
+	{
+		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": " + name + " needs " +
+		                                                 std::to_string(bytes) +
+		                                                 " bytes, more than one arena chunk holds");
+	}
+	/// The blocks one object's removal gives back, freed together when it is done (ChunkAllocator::freeMany: an
+	/// object's inputs were allocated side by side, so their blocks merge among themselves before they reach the free
+	/// indices). Group fit puts every input of a draw in one chunk, so a batch serves one chunk.
+	struct FreeBatch
+	{
+		uint32_t chunk = ~0u;
+		absl::InlinedVector<uint32_t, 12> refs;
+	};
+	/// Drops one reference to `e`; the last one frees its block — at once, or into `batch` when given.
+	void releaseEntry(Entry* e, FreeBatch* batch = nullptr);
+	/// Frees the block at `ref` of `chunk` into `batch` when it serves that chunk (or none yet), else at once.
+	void freeLater(FreeBatch* batch, uint32_t chunk, uint32_t ref)
+	{
+		if (batch && (batch->refs.empty() || batch->chunk == chunk))
+		{
+			batch->chunk = chunk;
+			batch->refs.push_back(ref);
+		}
+		else
+			freeBlock(chunk, ref);
+	}
+	/// While set (the removal loop of update()), releaseEntry() leaves the pool erasures to eraseDoomed(): each one
+	/// probes a random slot of a table of millions, and inside a removal that miss stalled the loop although its slot
+	/// was prefetched removals ahead (perf on the H200: half of releaseEntry's time on that one load). Done together
+	/// in a tight loop that prefetches ahead, the misses overlap. An entry waiting here has no holder (refcount 0) and
+	/// its block is free, so it must be gone before anything searches the pool: update() erases right after the loop.
+	bool defer_pool_erase = false;
+	struct Doomed
+	{
+		Entry* entry;
+		uint64_t hash; ///< of its key, taken while the entry was warm
+	};
+	std::vector<Doomed> doomed_entries;
+	void eraseDoomed();
+	/// Set by ~HeapScene: objects leave without giving anything back one by one (their slots, blocks and pool entries
+	/// all go with the scene), which makes closing a scene of 10^6 objects a fraction of 10^6 removals.
+	bool closing = false;
+	void freeBatch(FreeBatch& batch);
+	Result<uint32_t> allocate(uint32_t chunk, uint32_t data_bytes);
+	/// allocate() plus stageAllocation(): the block's ref and where its data go (the block is freed again when staging
+	/// fails).
+	Result<std::pair<uint32_t, std::byte*>> allocateStaged(uint32_t chunk, uint32_t type_id, uint32_t length,
+	                                                       uint32_t data_bytes);
+	bool chunk_full = false; ///< set by allocate() when a chunk had no room (other OutOfMemory errors are fatal)
+	HostPages pages;         ///< where this frame's arena writes are produced
+	uint32_t openChunk();
+	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`, compiled as `effect`) in `chunk`.
+	Result<Bucket*> bucketFor(const scene::RenderObject& o, const fx::Effect& source,
+	                          const fx::CompiledEffectPtr& effect, uint32_t chunk);
+	Result<Slot*> slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
+	Result<Slot*> createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
+	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
+	/// An effect compiled for the heap, with its uniforms planned (DerivedUniforms resolves objects against the plan).
+	struct HeapEffect
+	{
+		fx::CompiledEffectPtr compiled;
+		classic::UniformPlan uniforms;
+	};
+	Result<const HeapEffect*> heapEffect(const fx::Effect& effect);
+	std::map<fx::Hash128, HeapEffect> heap_effects;
+	/// Buckets whose draw headers changed this frame: upload() stages only theirs, so a frame's fixed cost does not
+	/// visit every bucket's header array.
+	std::vector<Bucket*> dirty_headers;
+	void markHeaders(Bucket* b)
+	{
+		if (!std::exchange(b->headers_queued, true))
+			dirty_headers.push_back(b);
+	}
+	void markSlot(Slot* s)
+	{
+		s->scan_dirty = true;
+		if (!s->queued)
+		{
+			s->queued = true;
+			dirty_slots.push_back(s);
+		}
+	}
+	/// Drops empty slots and buckets (after the update, so nothing refers to them).
+	void sweep();
+	bool sweep_pending = false; ///< a slot or bucket became empty since the last sweep
+	/// A block was freed since compact() last looked: only frees make a chunk worth compacting, so a frame without
+	/// one (an edit, an add into free space) skips the walk of the chunks.
+	bool compaction_check = false;
+	/// The chunks' blocks or the slots (their number or strategies) changed since the shape figures were summed:
+	/// update() re-sums them only then, so a frame's fixed cost does not walk every chunk and slot.
+	bool shape_changed = true;
+	/// A chunk's blocks changed since upload() last sized the chunks' buffers (grown, given back, compacted): only
+	/// then does it walk the chunks for that.
+	bool upload_chunks = true;
+	uint64_t capacity_bytes = 0; ///< the chunks' buffer sizes, as upload() last summed them
+	/// The shape part of HeapStats: slots, their strategies, chunks and their bytes.
+	struct Shape
+	{
+		uint32_t slots = 0, indirect_slots = 0, megacall_slots = 0, chunks = 0;
+		uint64_t arena_bytes = 0, live_bytes = 0;
+		bool operator==(const Shape&) const = default;
+	};
+	Shape shape; ///< as last summed
+	/// Sums the shape figures over the chunks and slots (O(chunks + slots)).
+	Shape sumShape() const;
+	/// Frees the block at `ref` of `chunk` (and notes that the chunk may now be worth compacting).
+	void freeBlock(uint32_t chunk, uint32_t ref)
+	{
+		chunks[chunk]->allocator.free(ref);
+		shape_changed = upload_chunks = compaction_check = true;
+	}
+	/// Compacts chunks whose waste passed the floor: plans the moves, re-seats every reference (pool entries, draw
+	/// headers, index starts in commands and records); upload() records the copies.
+	void compact();
+	void chooseStrategy(Slot& s);
+};
+
+/// One object in the heap. Reads its draw call, active flag, pipeline-state leaves and buffers (uniform values are
+/// read by their pool entries); inputChanged() tells it which changed.
+class HeapObject final : public classic::ObjectNode
+{
+public:
+	HeapObject(HeapScene::Impl& s, RenderObjectPtr o) : scene_(&s), object_(std::move(o)) {}
+	~HeapObject() override { unplace(); }
+	static void* operator new([[maybe_unused]] size_t bytes)
+	{
+		QUOKKA_ASSERT(bytes == sizeof(HeapObject), "HeapObject is final");
+		return RecordCache<sizeof(HeapObject)>::allocate();
+	}
+	static void operator delete(void* p) noexcept { RecordCache<sizeof(HeapObject)>::release(p); }
+
+	/// Compiles, reads and validates the inputs, then places the object (chunk, entries, bucket, header, slot, record):
+	/// read(), acquire() and attach() in a row; on failure the object is left out until an input changes.
+	Result<void> place();
+	/// What placement carries from one phase to the next. HeapScene::update() places a frame's additions phase by
+	/// phase over batches of objects: one object's whole path is larger than the L1 instruction cache, so placed one
+	/// at a time every object fetched it again (callgrind: ~300 simulated I-cache misses per placement), while each
+	/// phase's code stays cached across a batch. The phases run in object order and depend only on earlier objects'
+	/// earlier phases, so a batch places exactly as one-at-a-time placement does.
+	struct Plan
+	{
+		const fx::Effect* source = nullptr;
+		const HeapScene::Impl::HeapEffect* planned = nullptr;
+		absl::InlinedVector<aval<UniformValue>, 8> uniforms;
+		absl::InlinedVector<classic::DerivedRecipe, 8> recipes;
+	};
+	/// Phase 1: compiles the effect and reads the inputs (subscribing to the changeable ones).
+	Result<void> read(Plan& plan);
+	/// Phase 2: chooses the chunk and acquires the entries there (group fit), and the bucket; validates the draw.
+	Result<void> acquire(Plan& plan);
+	/// Phase 3: the draw header, the slot and the record.
+	Result<void> attach();
+	/// Applies the changed inputs.
+	Result<void> refresh();
+	/// Leaves the heap (entries released, header freed, record removed).
+	void unplace();
+	void detach()
+	{
+		dead = true;
+		unplace();
+		for (const Input& in : inputs_)
+			removeInput(in.node);
+		inputs_.clear();
+	}
+
+	const scene::RenderObject& object() const { return *object_; }
+	void inputChanged(AdaptiveObject* input) override
+	{
+		dirty_inputs_.push_back(input);
+		if (!queued && !dead)
+		{
+			queued = true;
+			scene_->dirty_objects.emplace_back(this);
+		}
+	}
+
+	// Placement (read by the slot/bucket writers and the diagnostics).
+	Bucket* bucket = nullptr;
+	Slot* slot = nullptr;
+	uint32_t header = 0;
+	uint32_t record = 0;
+	absl::InlinedVector<Entry*, 8>
+	    entries; ///< uniforms then attributes (header order); inline: no allocation per object
+	Entry* indices = nullptr;
+	std::unique_ptr<PrivateSet> owned; ///< what only it reads (parts listed in `entries` / `indices`), or null
+	scene::DrawCall draw;
+	bool active = true;
+	bool queued = false;
+	bool dead = false;
+	bool placed = false;
+	bool replace = false; ///< re-place at the next refresh (a private uniform part's value gained another reader)
+
+	/// True when this object holds a private uniform part of `node` (PrivateSet).
+	bool holdsPrivate(const AdaptiveObject* node) const
+	{
+		if (owned)
+			for (const aval<UniformValue>& u : owned->uniforms)
+				if (u.node().get() == node)
+					return true;
+		return false;
+	}
+	/// Queues this object for re-placement (HeapScene::Impl::promotePrivate): it then finds the value's pooled entry.
+	void requestReplace()
+	{
+		replace = true;
+		if (!queued && !dead)
+		{
+			queued = true;
+			scene_->dirty_objects.emplace_back(this);
+		}
+	}
+	const HeapScene::Impl* scene() const { return scene_; }
+
+	/// Vertices emitted per instance (whole primitives) and instances, 0 when hidden.
+	uint32_t count() const
+	{
+		if (!active || !slot)
+			return 0;
+		return draw.count - draw.count % slot->prim;
+	}
+	uint32_t instances() const { return active ? draw.instance_count : 0; }
+	uint64_t emits() const { return uint64_t(count()) * instances(); }
+	/// Removal of many scattered objects: detach() visits the object, its entry and input arrays, the entries, the
+	/// input nodes and the entries' pool slots — one cache miss per level. The removal loop calls this for objects
+	/// ahead of the one it detaches, deeper levels for nearer objects, so each level is in cache when needed.
+	enum class PrefetchStage
+	{
+		kObject,  ///< this object
+		kArrays,  ///< the entry and input arrays (this object must be in cache)
+		kEntries, ///< the entries and the input nodes (the arrays must be)
+		kPool,    ///< the allocator bits and placement-index slots of entries this removal frees (the entries must be)
+		kSlot,    ///< the record's place in the slot arrays, and the slot's last object (which the swap-pop moves)
+		kLast,    ///< that last object's index entry (its record names the index start; the object must be in cache)
+	};
+	void prefetch(PrefetchStage stage) const;
+	/// Writes this object's command and megacall record into its slot's shadows.
+	void writeRecord();
+	/// Re-writes header and record after its inputs moved (compaction).
+	void rewrite()
+	{
+		writeHeader();
+		writeRecord();
+	}
+
+private:
+	enum Role : uint8_t
+	{
+		kState,
+		kDraw,
+		kActive,
+		kBuffer,
+		kUniform, ///< the value of a private uniform part (PrivateSet)
+	};
+	struct Input
+	{
+		AdaptiveObject* node;
+		Role role;
+	};
+	/// Runs `body`, turning an exception an input throws into an error (as evaluate() does, without an evaluation).
+	template <typename F>
+	Result<void> guarded(F&& body)
+	{
+		try
+		{
+			return body();
+		}
+		catch (const std::exception& e)
+		{
+			return fail(std::string("an input threw: ") + e.what());
+		}
+	}
+	Error fail(const std::string& what) const
+	{
+		return makeError(ErrorCode::InvalidArgument, classic::objectName(*object_) + ": " + what);
+	}
+	void track(AdaptiveObject* node, Role role)
+	{
+		if (node && !node->isConstant())
+		{
+			trackInput(node);
+			inputs_.push_back({node, role});
+		}
+	}
+	Result<void> validateDraw();
+	Result<void> readState();
+	/// Inputs changed since the last refresh (inline: an edit marks one or two, so an edited object allocates nothing).
+	using DirtyInputs = absl::InlinedVector<AdaptiveObject*, 2>;
+	/// Re-packs and stages the private uniform parts whose node is in `dirty`. Errors: a value changed its type.
+	Result<void> repackPrivate(const DirtyInputs& dirty);
+	void writeHeader();
+	void attachToSlot(Slot* s);
+	void detachFromSlot();
+
+	HeapScene::Impl* scene_;
+	RenderObjectPtr object_;
+	/// The non-constant inputs it subscribed to (inline: the common object — its own trafo and one more — allocates
+	/// nothing; a growing std::vector made two allocations per add and two frees per removal).
+	absl::InlinedVector<Input, 2> inputs_;
+	DirtyInputs dirty_inputs_;
+	scene::PipelineStateValues state_;
+	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
+};
+
+} // namespace quokka::heap
