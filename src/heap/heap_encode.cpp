@@ -85,105 +85,141 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 	return {};
 }
 
+namespace
+{
+
+/// One HeapScene::encode(): per bucket and slot, the pipeline (bound when it changes), the push descriptors (arena,
+/// headers, and for megacall the records and tiles; the bucket's textures), the dynamic state (set when it changes)
+/// and one indirect draw.
+class Encoder
+{
+public:
+	Encoder(HeapScene::Impl& p, HeapStats& stats, gpu::CommandList& list) : p_(p), stats_(stats), list_(list) {}
+
+	void run()
+	{
+		for (Bucket* b : p_.bucket_order)
+		{
+			const Chunk& chunk = *p_.chunks[b->chunk];
+			if (!chunk.buffer || !b->headers.buffer)
+				continue;
+			list_.keepAlive(chunk.buffer);
+			list_.keepAlive(b->headers.buffer);
+			for (const auto& sp : b->slots)
+				encodeSlot(chunk, *b, *sp);
+		}
+	}
+
+private:
+	void encodeSlot(const Chunk& chunk, const Bucket& b, const Slot& s)
+	{
+		if (s.records.empty() || s.emit_sum == 0)
+			return;
+		const bool mega = s.active == DrawStrategy::Megacall;
+		const classic::PipelineEntry* entry = mega ? s.megacall_pipeline : s.indirect_pipeline;
+		if (!entry || (mega && (!s.args || !s.tiles || !s.mrecords.buffer)) || (!mega && !s.commands.buffer))
+			return;
+		const gpu::Pipeline& pipeline = *entry->pipeline;
+		if (&pipeline != bound_)
+		{
+			pipeline.bind(list_);
+			bound_ = &pipeline;
+			++stats_.pipeline_binds;
+		}
+		pushDescriptors(pipeline, chunk, b, s, mega);
+		if (!dyn_ || !(*dyn_ == s.dyn))
+		{
+			s.dyn.apply(list_.vk());
+			dyn_ = &s.dyn;
+		}
+		draw(chunk, s, mega);
+		++stats_.draw_calls;
+	}
+
+	void pushDescriptors(const gpu::Pipeline& pipeline, const Chunk& chunk, const Bucket& b, const Slot& s, bool mega)
+	{
+		writes_.clear();
+		images_.clear();
+		infos_[0] = {chunk.buffer->vk(), 0, VK_WHOLE_SIZE};
+		infos_[1] = {b.headers.buffer->vk(), 0, VK_WHOLE_SIZE};
+		uint32_t n_buffers = 2;
+		if (mega)
+		{
+			infos_[2] = {s.mrecords.buffer->vk(), 0, VK_WHOLE_SIZE};
+			infos_[3] = {s.tiles->vk(), 0, VK_WHOLE_SIZE};
+			n_buffers = 4;
+			list_.keepAlive(s.mrecords.buffer);
+			list_.keepAlive(s.tiles);
+			list_.keepAlive(s.args);
+		}
+		for (uint32_t i = 0; i < n_buffers; ++i)
+		{
+			VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+			w.dstBinding = i;
+			w.descriptorCount = 1;
+			w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+			w.pBufferInfo = &infos_[i];
+			writes_.push_back(w);
+		}
+		images_.reserve(b.textures.size()); // (writes_ points into images_: no reallocation below)
+		for (size_t i = 0; i < b.textures.size(); ++i)
+		{
+			if (!b.textures[i]->image())
+				continue;
+			images_.push_back(
+			    {b.samplers[i]->vk(), b.textures[i]->image()->view(), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL});
+			VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+			w.dstBinding = b.texture_bindings[i];
+			w.descriptorCount = 1;
+			w.descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+			w.pImageInfo = &images_.back();
+			writes_.push_back(w);
+		}
+		pipeline.pushDescriptors(list_, writes_);
+	}
+
+	void draw(const Chunk& chunk, const Slot& s, bool mega)
+	{
+		VkCommandBuffer cmd = list_.vk();
+		if (mega)
+		{
+			vkCmdDrawIndirect(cmd, s.args->vk(), 0, 1, 16);
+			return;
+		}
+		list_.keepAlive(s.commands.buffer);
+		list_.keepAlive(s.count.buffer);
+		const uint32_t n = uint32_t(s.records.size());
+		if (!s.indexed)
+		{
+			vkCmdDrawIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 16);
+			return;
+		}
+		if (index_buffer_ != chunk.buffer->vk())
+		{
+			vkCmdBindIndexBuffer(cmd, chunk.buffer->vk(), 0, VK_INDEX_TYPE_UINT32);
+			index_buffer_ = chunk.buffer->vk();
+		}
+		vkCmdDrawIndexedIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 20);
+	}
+
+	HeapScene::Impl& p_;
+	HeapStats& stats_;
+	gpu::CommandList& list_;
+	const gpu::Pipeline* bound_ = nullptr;
+	const gpu::DynamicState* dyn_ = nullptr;
+	VkBuffer index_buffer_ = VK_NULL_HANDLE;
+	std::vector<VkWriteDescriptorSet> writes_;
+	std::vector<VkDescriptorBufferInfo> infos_ = std::vector<VkDescriptorBufferInfo>(4);
+	std::vector<VkDescriptorImageInfo> images_;
+};
+
+} // namespace
+
 void HeapScene::encode(gpu::CommandList& list)
 {
 	const auto t0 = std::chrono::steady_clock::now();
-	Impl& p = *impl_;
-	VkCommandBuffer cmd = list.vk();
-	const gpu::Pipeline* bound = nullptr;
-	const gpu::DynamicState* dyn = nullptr;
-	VkBuffer index_buffer = VK_NULL_HANDLE;
-	std::vector<VkWriteDescriptorSet> writes;
-	std::vector<VkDescriptorBufferInfo> infos(4);
-	std::vector<VkDescriptorImageInfo> images;
-	for (Bucket* b : p.bucket_order)
-	{
-		const Chunk& chunk = *p.chunks[b->chunk];
-		if (!chunk.buffer || !b->headers.buffer)
-			continue;
-		list.keepAlive(chunk.buffer);
-		list.keepAlive(b->headers.buffer);
-		for (const auto& sp : b->slots)
-		{
-			const Slot& s = *sp;
-			if (s.records.empty() || s.emit_sum == 0)
-				continue;
-			const bool mega = s.active == DrawStrategy::Megacall;
-			const classic::PipelineEntry* entry = mega ? s.megacall_pipeline : s.indirect_pipeline;
-			if (!entry || (mega && (!s.args || !s.tiles || !s.mrecords.buffer)) || (!mega && !s.commands.buffer))
-				continue;
-			const gpu::Pipeline& pipeline = *entry->pipeline;
-			if (&pipeline != bound)
-			{
-				pipeline.bind(list);
-				bound = &pipeline;
-				++stats_.pipeline_binds;
-			}
-			writes.clear();
-			images.clear();
-			infos[0] = {chunk.buffer->vk(), 0, VK_WHOLE_SIZE};
-			infos[1] = {b->headers.buffer->vk(), 0, VK_WHOLE_SIZE};
-			uint32_t n_buffers = 2;
-			if (mega)
-			{
-				infos[2] = {s.mrecords.buffer->vk(), 0, VK_WHOLE_SIZE};
-				infos[3] = {s.tiles->vk(), 0, VK_WHOLE_SIZE};
-				n_buffers = 4;
-				list.keepAlive(s.mrecords.buffer);
-				list.keepAlive(s.tiles);
-				list.keepAlive(s.args);
-			}
-			for (uint32_t i = 0; i < n_buffers; ++i)
-			{
-				VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-				w.dstBinding = i;
-				w.descriptorCount = 1;
-				w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-				w.pBufferInfo = &infos[i];
-				writes.push_back(w);
-			}
-			images.reserve(b->textures.size());
-			for (size_t i = 0; i < b->textures.size(); ++i)
-			{
-				if (!b->textures[i]->image())
-					continue;
-				images.push_back(
-				    {b->samplers[i]->vk(), b->textures[i]->image()->view(), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL});
-				VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-				w.dstBinding = b->texture_bindings[i];
-				w.descriptorCount = 1;
-				w.descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
-				w.pImageInfo = &images.back();
-				writes.push_back(w);
-			}
-			pipeline.pushDescriptors(list, writes);
-			if (!dyn || !(*dyn == s.dyn))
-			{
-				s.dyn.apply(cmd);
-				dyn = &s.dyn;
-			}
-			if (mega)
-				vkCmdDrawIndirect(cmd, s.args->vk(), 0, 1, 16);
-			else
-			{
-				list.keepAlive(s.commands.buffer);
-				list.keepAlive(s.count.buffer);
-				const uint32_t n = uint32_t(s.records.size());
-				if (s.indexed)
-				{
-					if (index_buffer != chunk.buffer->vk())
-					{
-						vkCmdBindIndexBuffer(cmd, chunk.buffer->vk(), 0, VK_INDEX_TYPE_UINT32);
-						index_buffer = chunk.buffer->vk();
-					}
-					vkCmdDrawIndexedIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 20);
-				}
-				else
-					vkCmdDrawIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 16);
-			}
-			++stats_.draw_calls;
-		}
-	}
+	Encoder encoder(*impl_, stats_, list);
+	encoder.run();
 	stats_.encode_ms = msSince(t0);
 }
 

@@ -60,180 +60,231 @@ Result<void> HeapScene::Impl::copyWrites(gpu::CommandList& list, uint32_t page, 
 	return {};
 }
 
-Result<void> HeapScene::upload(gpu::CommandList& list)
+namespace
 {
-	const auto t0 = std::chrono::steady_clock::now();
-	auto timed = absl::MakeCleanup([&] { stats_.upload_ms = msSince(t0); });
-	Impl& p = *impl_;
-	gpu::Device& device = p.context->device();
-	gpu::StagingRing& staging = p.context->staging();
-	// Earlier frames read the arena: their reads complete before the copies recorded here (growth, compaction, this
-	// frame's writes) — an execution dependency across the queue's submission order. Recorded once, before the first
-	// such copy, so a frame without one records no barrier here. (Earlier frames' copies into the arena were made
-	// visible to later transfers by the barrier after them, below.)
-	bool war_recorded = false;
-	auto beforeCopies = [&]
+
+/// One HeapScene::upload(): the chunks' growth and compaction copies, the frame's writes, then the draw headers and
+/// slot records. Each step is recorded only when the frame needs it.
+class Upload
+{
+public:
+	Upload(HeapScene::Impl& p, HeapStats& stats, gpu::CommandList& list)
+	    : p_(p), stats_(stats), list_(list), device_(p.context->device())
 	{
-		if (std::exchange(war_recorded, true))
+	}
+
+	Result<void> run()
+	{
+		// Sizing the chunks' buffers and recording compactions: only after their blocks changed (a frame without that —
+		// nothing changed, or only uniform values — does not walk the chunks).
+		if (p_.upload_chunks)
+		{
+			QUOKKA_TRY(resizeChunks());
+			QUOKKA_TRY(compactChunks());
+			p_.upload_chunks = false;
+			p_.capacity_bytes = 0;
+			for (const auto& c : p_.chunks)
+				if (c->buffer)
+					p_.capacity_bytes += c->buffer->size();
+		}
+		stats_.arena_capacity_bytes = p_.capacity_bytes;
+		QUOKKA_TRY(copyFrameWrites());
+		p_.pages.retire(list_);
+		return uploadDrawArrays();
+	}
+
+private:
+	/// Earlier frames read the arena: their reads complete before the copies recorded here (growth, compaction, this
+	/// frame's writes) — an execution dependency across the queue's submission order. Recorded once, before the first
+	/// such copy, so a frame without one records no barrier here. (Earlier frames' copies into the arena were made
+	/// visible to later transfers by the barrier after them, in copyFrameWrites.)
+	void beforeCopies()
+	{
+		if (std::exchange(war_recorded_, true))
 			return;
-		list.memoryBarrier(
+		list_.memoryBarrier(
 		    VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
 		        VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT |
 		        VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 		    VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT,
 		    VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 		    VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-	};
-	bool copied = false;
-	// Sizing the chunks' buffers and recording compactions: only after their blocks changed (a frame without that —
-	// nothing changed, or only uniform values — does not walk the chunks).
-	const bool resize_chunks = p.upload_chunks;
-	for (size_t i = 0; resize_chunks && i < p.chunks.size(); ++i)
+	}
+	/// Later copies and scatter writes into the same chunks wait for the copies recorded so far.
+	void afterTransfers()
 	{
-		Chunk& c = *p.chunks[i];
-		if (c.allocator.cursor() == 0)
+		list_.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+		                    VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		                    VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT |
+		                        VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+	}
+
+	/// Every chunk's buffer at least as large as its allocator's cursor (doubling from 64 KiB, capped at the chunk
+	/// size; growth copies the old content on the GPU); an emptied chunk gives its buffer back.
+	Result<void> resizeChunks()
+	{
+		bool copied = false;
+		for (size_t i = 0; i < p_.chunks.size(); ++i)
 		{
-			// Nothing allocated (everything in it was removed): its memory goes back to the device once the frames
-			// that read it completed; a later allocation there starts a small buffer again.
-			if (c.buffer)
+			Chunk& c = *p_.chunks[i];
+			if (c.allocator.cursor() == 0)
 			{
-				list.keepAlive(c.buffer);
-				c.buffer.reset();
+				// Nothing allocated (everything in it was removed): its memory goes back to the device once the
+				// frames that read it completed; a later allocation there starts a small buffer again.
+				if (c.buffer)
+				{
+					list_.keepAlive(c.buffer);
+					c.buffer.reset();
+				}
+				continue;
 			}
-			continue;
-		}
-		const uint64_t need = std::max<uint64_t>(c.allocator.cursor(), 16);
-		if (!c.buffer || c.buffer->size() < need)
-		{
+			const uint64_t need = std::max<uint64_t>(c.allocator.cursor(), 16);
+			if (c.buffer && c.buffer->size() >= need)
+				continue;
 			uint64_t size = 64ull << 10;
 			while (size < need)
 				size *= 2;
-			size = std::min(size, p.max_chunk_bytes);
-			QUOKKA_TRY_ASSIGN(buffer,
-			                  device.createBuffer({size,
-			                                       gpu::BufferUsage::Storage | gpu::BufferUsage::Index |
-			                                           gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
-			                                       gpu::MemoryDomain::DeviceLocal, "heap chunk " + std::to_string(i)}));
+			size = std::min(size, p_.max_chunk_bytes);
+			QUOKKA_TRY_ASSIGN(
+			    buffer, device_.createBuffer({size,
+			                                  gpu::BufferUsage::Storage | gpu::BufferUsage::Index |
+			                                      gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+			                                  gpu::MemoryDomain::DeviceLocal, "heap chunk " + std::to_string(i)}));
 			if (c.buffer)
 			{
 				// Growth keeps the content: copy it on the GPU (the arena has no host mirror).
 				beforeCopies();
-				gpu::copyBuffer(list.vk(), *c.buffer, 0, *buffer, 0, c.buffer->size());
-				list.keepAlive(c.buffer);
+				gpu::copyBuffer(list_.vk(), *c.buffer, 0, *buffer, 0, c.buffer->size());
+				list_.keepAlive(c.buffer);
 				copied = true;
 			}
 			c.buffer = std::move(buffer);
 		}
+		if (copied)
+			afterTransfers();
+		return {};
 	}
-	// (Later copies and scatter writes into the same chunks wait for the copies recorded so far.)
-	auto afterTransfers = [&]
+
+	/// Compaction: live runs move to the front. A run may overlap its own destination, so everything bounces through
+	/// one scratch buffer (chunk → scratch, then scratch → chunk), before this frame's writes land at the new places.
+	Result<void> compactChunks()
 	{
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT |
-		                       VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-	};
-	if (copied)
-		afterTransfers();
-	// Compaction: live runs move to the front. A run may overlap its own destination, so everything bounces through
-	// one scratch buffer (chunk → scratch, then scratch → chunk), before this frame's writes land at the new places.
-	for (size_t i = 0; resize_chunks && i < p.chunks.size(); ++i)
-	{
-		const std::unique_ptr<Chunk>& c = p.chunks[i];
-		if (c->moves.empty())
-			continue;
-		uint64_t total = 0;
-		std::vector<VkBufferCopy> out, back;
-		for (const ChunkAllocator::Move& m : c->moves)
+		for (const std::unique_ptr<Chunk>& c : p_.chunks)
 		{
-			out.push_back({m.from, total, m.bytes});
-			back.push_back({total, m.to, m.bytes});
-			total += m.bytes;
+			if (c->moves.empty())
+				continue;
+			uint64_t total = 0;
+			std::vector<VkBufferCopy> out, back;
+			for (const ChunkAllocator::Move& m : c->moves)
+			{
+				out.push_back({m.from, total, m.bytes});
+				back.push_back({total, m.to, m.bytes});
+				total += m.bytes;
+			}
+			QUOKKA_TRY_ASSIGN(
+			    scratch, device_.createBuffer({total, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+			                                   gpu::MemoryDomain::DeviceLocal, "heap compaction scratch"}));
+			beforeCopies();
+			vkCmdCopyBuffer(list_.vk(), c->buffer->vk(), scratch->vk(), uint32_t(out.size()), out.data());
+			list_.memoryBarrier(
+			    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT,
+			    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
+			vkCmdCopyBuffer(list_.vk(), scratch->vk(), c->buffer->vk(), uint32_t(back.size()), back.data());
+			afterTransfers();
+			list_.keepAlive(scratch);
+			c->moves.clear();
 		}
-		QUOKKA_TRY_ASSIGN(scratch,
-		                  device.createBuffer({total, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
-		                                       gpu::MemoryDomain::DeviceLocal, "heap compaction scratch"}));
-		beforeCopies();
-		vkCmdCopyBuffer(list.vk(), c->buffer->vk(), scratch->vk(), uint32_t(out.size()), out.data());
-		list.memoryBarrier(
-		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT,
-		    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
-		vkCmdCopyBuffer(list.vk(), scratch->vk(), c->buffer->vk(), uint32_t(back.size()), back.data());
-		afterTransfers();
-		list.keepAlive(scratch);
-		c->moves.clear();
+		return {};
 	}
-	if (resize_chunks)
+
+	/// The frame's writes, copied from the host pages they were produced in (regions of one chunk never overlap:
+	/// takeCopies resolved that), then made visible to the draws, scans and later transfers.
+	Result<void> copyFrameWrites()
 	{
-		p.upload_chunks = false;
-		p.capacity_bytes = 0;
-		for (const auto& c : p.chunks)
-			if (c->buffer)
-				p.capacity_bytes += c->buffer->size();
+		bool written = false;
+		for (size_t i = 0; !p_.pages.empty() && i < p_.chunks.size(); ++i)
+		{
+			const std::unique_ptr<Chunk>& c = p_.chunks[i];
+			if (c->pending.empty())
+				continue;
+			if (!c->buffer)
+			{
+				c->pending.clear(); // (everything written this frame was freed again: the chunk holds nothing)
+				continue;
+			}
+			beforeCopies();
+			for (const auto& [page, regions] : c->takeCopies(stats_.overlapping_writes))
+			{
+				QUOKKA_TRY(p_.copyWrites(list_, page, regions, *c->buffer));
+				for (const VkBufferCopy& r : regions)
+					stats_.upload_bytes += r.size;
+				stats_.copy_regions += uint32_t(regions.size());
+			}
+			written = true;
+		}
+		if (written)
+			list_.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+			                    VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+			                    VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
+			                        VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT |
+			                        VK_PIPELINE_STAGE_2_TRANSFER_BIT,
+			                    VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT |
+			                        VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT |
+			                        VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+		return {};
 	}
-	stats_.arena_capacity_bytes = p.capacity_bytes;
-	bool written = false;
-	for (size_t i = 0; !p.pages.empty() && i < p.chunks.size(); ++i)
+
+	/// The changed draw headers of each bucket and the changed records (megacall) or commands and count (indirect) of
+	/// each slot, through the staging ring. A failed header upload lists the rest again for the next frame.
+	Result<void> uploadDrawArrays()
 	{
-		const std::unique_ptr<Chunk>& c = p.chunks[i];
-		if (c->pending.empty())
-			continue;
-		if (!c->buffer)
+		gpu::StagingRing& staging = p_.context->staging();
+		std::vector<Bucket*> headers;
+		headers.swap(p_.dirty_headers);
+		for (size_t i = 0; i < headers.size(); ++i)
 		{
-			c->pending.clear(); // (everything written this frame was freed again: the chunk holds nothing)
-			continue;
+			headers[i]->headers_queued = false;
+			Result<uint64_t> h = headers[i]->headers.upload(device_, staging);
+			if (!h.ok())
+			{
+				for (size_t j = i; j < headers.size(); ++j) // (still to upload: listed again)
+					p_.markHeaders(headers[j]);
+				return h.error();
+			}
+			stats_.upload_bytes += h.value();
 		}
-		// The frame's writes, copied from the host pages they were produced in (regions of one chunk never overlap:
-		// takeCopies resolved that).
-		beforeCopies();
-		for (const auto& [page, regions] : c->takeCopies(stats_.overlapping_writes))
+		for (Slot* s : p_.dirty_slots)
 		{
-			QUOKKA_TRY(p.copyWrites(list, page, regions, *c->buffer));
-			for (const VkBufferCopy& r : regions)
-				stats_.upload_bytes += r.size;
-			stats_.copy_regions += uint32_t(regions.size());
+			if (s->active == DrawStrategy::Megacall)
+			{
+				QUOKKA_TRY_ASSIGN(m, s->mrecords.upload(device_, staging));
+				stats_.upload_bytes += m;
+			}
+			else
+			{
+				QUOKKA_TRY_ASSIGN(c, s->commands.upload(device_, staging));
+				QUOKKA_TRY_ASSIGN(n, s->count.upload(device_, staging));
+				stats_.upload_bytes += c + n;
+			}
 		}
-		written = true;
+		return {};
 	}
-	if (written)
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-		                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
-		                       VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT |
-		                       VK_PIPELINE_STAGE_2_TRANSFER_BIT,
-		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT |
-		                       VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT |
-		                       VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-	p.pages.retire(list);
-	std::vector<Bucket*> headers;
-	headers.swap(p.dirty_headers);
-	for (size_t i = 0; i < headers.size(); ++i)
-	{
-		headers[i]->headers_queued = false;
-		Result<uint64_t> h = headers[i]->headers.upload(device, staging);
-		if (!h.ok())
-		{
-			for (size_t j = i; j < headers.size(); ++j) // (still to upload: listed again)
-				p.markHeaders(headers[j]);
-			return h.error();
-		}
-		stats_.upload_bytes += h.value();
-	}
-	for (Slot* s : p.dirty_slots)
-	{
-		if (s->active == DrawStrategy::Megacall)
-		{
-			QUOKKA_TRY_ASSIGN(m, s->mrecords.upload(device, staging));
-			stats_.upload_bytes += m;
-		}
-		else
-		{
-			QUOKKA_TRY_ASSIGN(c, s->commands.upload(device, staging));
-			QUOKKA_TRY_ASSIGN(n, s->count.upload(device, staging));
-			stats_.upload_bytes += c + n;
-		}
-	}
-	return {};
+
+	HeapScene::Impl& p_;
+	HeapStats& stats_;
+	gpu::CommandList& list_;
+	gpu::Device& device_;
+	bool war_recorded_ = false;
+};
+
+} // namespace
+
+Result<void> HeapScene::upload(gpu::CommandList& list)
+{
+	const auto t0 = std::chrono::steady_clock::now();
+	auto timed = absl::MakeCleanup([&] { stats_.upload_ms = msSince(t0); });
+	Upload upload(*impl_, stats_, list);
+	return upload.run();
 }
 
 } // namespace quokka::heap
