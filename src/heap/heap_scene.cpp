@@ -1,9 +1,11 @@
-// HeapScene: arena chunks and pools, buckets and slots, the two draw strategies.
+// HeapScene: the arena and the pools, the heap objects' placement and refresh, buckets and slots, and the frame's
+// update(). The types are in heap_internal.hpp; upload() is in heap_upload.cpp, prepare() and encode() in
+// heap_encode.cpp, validateHeap() in heap_diagnostics.cpp.
 //
 // [SECTION] chunks, GPU arrays and pooled inputs
-// [SECTION] buckets and slots
 // [SECTION] objects: placement, refresh, release
-// [SECTION] the frame: update, upload, prepare, encode
+// [SECTION] pools, buckets and slots
+// [SECTION] the frame: update
 #include <quokka/heap/heap_scene.hpp>
 
 #include <algorithm>
@@ -1384,7 +1386,7 @@ void HeapScene::Impl::sweep()
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
-// [SECTION] the frame: update, upload, prepare, encode
+// [SECTION] the frame: update
 // ---------------------------------------------------------------------------------------------------------------------
 
 HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature signature,
