@@ -1,8 +1,9 @@
 // heap_diagnostics.cpp — HeapScene::validateHeap: the heap's invariants checked on the CPU (allocators, pool, placement
 // index, objects, emit sums) and against what the GPU holds (allocation headers, draws replayed, headers, commands,
-// records, megacall scans, the probe and triangle coherence); and the test hook that corrupts a header.
+// records, megacall scans, the probe and triangle coherence); and the tests' hook that corrupts a draw header.
 #include "findings.hpp"
 #include "heap_internal.hpp"
+#include "heap_test_access.hpp"
 
 #include <cmath>
 
@@ -40,7 +41,7 @@ namespace
 class Validator
 {
 public:
-	Validator(HeapScene::Impl& p) : p_(p), device_(p.context->device()) {}
+	Validator(detail::HeapCore& p) : p_(p), device_(p.context->device()) {}
 
 	Result<std::vector<std::string>> run()
 	{
@@ -408,7 +409,7 @@ private:
 		return {};
 	}
 
-	HeapScene::Impl& p_;
+	detail::HeapCore& p_;
 	gpu::Device& device_;
 	detail::Findings f_;
 	std::vector<const HeapObject*> placed_;
@@ -423,14 +424,14 @@ Result<std::vector<std::string>> HeapScene::validateHeap()
 	return validator.run();
 }
 
-Result<void> HeapScene::corruptHeaderForTest(uint32_t word, uint32_t value)
+Result<void> detail::HeapTestAccess::corruptDrawHeader(HeapScene& scene, uint32_t word, uint32_t value)
 {
-	Impl& p = *impl_;
+	detail::HeapCore& p = *scene.impl_;
 	if (p.bucket_order.empty() || !p.bucket_order.front()->headers.buffer)
-		return makeError(ErrorCode::InvalidArgument, "corruptHeaderForTest: no uploaded bucket");
+		return makeError(ErrorCode::InvalidArgument, "corruptDrawHeader: no uploaded bucket");
 	const gpu::BufferHandle& buffer = p.bucket_order.front()->headers.buffer;
 	if (uint64_t(word) * 4 + 4 > buffer->size())
-		return makeError(ErrorCode::InvalidArgument, "corruptHeaderForTest: word outside the header buffer");
+		return makeError(ErrorCode::InvalidArgument, "corruptDrawHeader: word outside the header buffer");
 	return p.context->device().uploadBuffer(*buffer, uint64_t(word) * 4, &value, 4);
 }
 

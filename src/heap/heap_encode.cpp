@@ -14,7 +14,7 @@ namespace quokka::heap
 
 Result<void> HeapScene::prepare(gpu::CommandList& list)
 {
-	Impl& p = *impl_;
+	detail::HeapCore& p = *impl_;
 	gpu::Device& device = p.context->device();
 	std::vector<ScanJob> jobs;
 	for (Slot* s : p.dirty_slots)
@@ -94,7 +94,7 @@ namespace
 class Encoder
 {
 public:
-	Encoder(HeapScene::Impl& p, HeapStats& stats, gpu::CommandList& list) : p_(p), stats_(stats), list_(list) {}
+	Encoder(detail::HeapCore& p, HeapStats& stats, gpu::CommandList& list) : p_(p), stats_(stats), list_(list) {}
 
 	void run()
 	{
@@ -202,7 +202,7 @@ private:
 		vkCmdDrawIndexedIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 20);
 	}
 
-	HeapScene::Impl& p_;
+	detail::HeapCore& p_;
 	HeapStats& stats_;
 	gpu::CommandList& list_;
 	const gpu::Pipeline* bound_ = nullptr;

@@ -1,5 +1,5 @@
 // heap_internal.hpp — the heap's internal types (internal to quokka::heap): pooled inputs and the pool, slots and
-// buckets, the object table, the scene's state (HeapScene::Impl) and the heap object. heap_scene.cpp implements them;
+// buckets, the object table, the scene's state (detail::HeapCore) and the heap object. heap_scene.cpp implements them;
 // the diagnostics (heap_diagnostics.cpp) read them.
 #pragma once
 
@@ -19,13 +19,13 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/inlined_vector.h>
 
+#include "pointer_table.hpp"
 #include <quokka/base/assert.hpp>
 #include <quokka/base/block_cache.hpp>
 #include <quokka/classic/object_inputs.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/heap_scene.hpp>
 #include <quokka/heap/megacall_scan.hpp>
-#include <quokka/heap/pointer_table.hpp>
 
 #include "arena_staging.hpp"
 #include "attribute_convert.hpp"
@@ -274,11 +274,11 @@ inline bool storageUnheld(const scene::BufferView& view, const scene::ArrayBuffe
 /// A uniform value (or a recipe applied to one) in one chunk, re-packed when its aval changes.
 struct UniformEntry final : AdaptiveObject, Entry
 {
-	UniformEntry(HeapScene::Impl& s, uint32_t c) : AdaptiveObject(kWantsInputChanged), Entry(kUniform, c), scene(&s) {}
+	UniformEntry(detail::HeapCore& s, uint32_t c) : AdaptiveObject(kWantsInputChanged), Entry(kUniform, c), scene(&s) {}
 	static void* operator new(size_t bytes);
 	static void operator delete(void* p) noexcept;
 
-	HeapScene::Impl* scene;
+	detail::HeapCore* scene;
 	aval<UniformValue> uniform; ///< with a non-constant source
 	/// The value is this recipe applied to `uniform` (NormalMatrix from a ModelTrafo node) — pooled by (input node,
 	/// recipe) instead of an adaptive node per object; None for a plain value.
@@ -286,7 +286,7 @@ struct UniformEntry final : AdaptiveObject, Entry
 	std::unique_ptr<ConstantKey> constant; ///< a constant uniform's key (for erasure)
 	bool queued = false;
 
-	/// May be listed in the placement index (HeapScene::Impl::uniform_chunks): plain values of a non-constant node in
+	/// May be listed in the placement index (detail::HeapCore::uniform_chunks): plain values of a non-constant node in
 	/// the first 64 chunks (a recipe entry's node is the object's ModelTrafo, whose own entry sits in the same chunk
 	/// when the effect reads it).
 	bool placementIndexed() const { return key.node && chunk < 64 && recipe == classic::DerivedRecipe::None; }
@@ -435,7 +435,7 @@ struct Bucket
 	GpuArray headers{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap draw headers"};
 	std::vector<uint32_t> free_headers;
 	uint32_t header_count = 0;
-	bool headers_queued = false; ///< listed in HeapScene::Impl::dirty_headers
+	bool headers_queued = false; ///< listed in detail::HeapCore::dirty_headers
 	std::vector<Ref<classic::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
 	std::vector<uint32_t> texture_bindings;
@@ -488,7 +488,7 @@ private:
 	detail::PointerTable<HeapObject> table_;
 };
 
-struct HeapScene::Impl
+struct detail::HeapCore
 {
 	classic::Context* context;
 	scene::FramebufferSignature signature;
@@ -711,7 +711,7 @@ struct HeapScene::Impl
 class HeapObject final : public classic::ObjectNode
 {
 public:
-	HeapObject(HeapScene::Impl& s, RenderObjectPtr o) : scene_(&s), object_(std::move(o)) {}
+	HeapObject(detail::HeapCore& s, RenderObjectPtr o) : scene_(&s), object_(std::move(o)) {}
 	~HeapObject() override { unplace(); }
 	static void* operator new([[maybe_unused]] size_t bytes)
 	{
@@ -731,7 +731,7 @@ public:
 	struct Plan
 	{
 		const fx::Effect* source = nullptr;
-		const HeapScene::Impl::HeapEffect* planned = nullptr;
+		const detail::HeapCore::HeapEffect* planned = nullptr;
 		absl::InlinedVector<aval<UniformValue>, 8> uniforms;
 		absl::InlinedVector<classic::DerivedRecipe, 8> recipes;
 	};
@@ -790,7 +790,7 @@ public:
 					return true;
 		return false;
 	}
-	/// Queues this object for re-placement (HeapScene::Impl::promotePrivate): it then finds the value's pooled entry.
+	/// Queues this object for re-placement (detail::HeapCore::promotePrivate): it then finds the value's pooled entry.
 	void requestReplace()
 	{
 		replace = true;
@@ -800,7 +800,7 @@ public:
 			scene_->dirty_objects.emplace_back(this);
 		}
 	}
-	const HeapScene::Impl* scene() const { return scene_; }
+	const detail::HeapCore* scene() const { return scene_; }
 
 	/// Vertices emitted per instance (whole primitives) and instances, 0 when hidden.
 	uint32_t count() const
@@ -882,7 +882,7 @@ private:
 	void attachToSlot(Slot* s);
 	void detachFromSlot();
 
-	HeapScene::Impl* scene_;
+	detail::HeapCore* scene_;
 	RenderObjectPtr object_;
 	/// The non-constant inputs it subscribed to (inline: the common object — its own trafo and one more — allocates
 	/// nothing; a growing std::vector made two allocations per add and two frees per removal).

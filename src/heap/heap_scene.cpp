@@ -24,6 +24,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/inlined_vector.h>
 
+#include "pointer_table.hpp"
 #include <quokka/base/assert.hpp>
 #include <quokka/base/block_cache.hpp>
 #include <quokka/base/clock.hpp>
@@ -33,7 +34,6 @@
 #include <quokka/gpu/scatter_copy.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/megacall_scan.hpp>
-#include <quokka/heap/pointer_table.hpp>
 
 #include "attribute_convert.hpp"
 #include "findings.hpp"
@@ -436,7 +436,7 @@ Result<void> HeapObject::acquire(Plan& plan)
 			    const scene::BufferView* view;
 			    fx::Type type;
 			    const std::string* name;
-			    HeapScene::Impl::BufferLayout layout;
+			    detail::HeapCore::BufferLayout layout;
 			    const scene::ArrayBuffer* data;
 		    };
 		    absl::InlinedVector<Part, PrivateSet::kBufferParts> parts;
@@ -453,7 +453,7 @@ Result<void> HeapObject::acquire(Plan& plan)
 			    const scene::ArrayBuffer& data = v.buffer.getValue(Token{});
 			    if (!storageUnheld(v, data))
 				    return kHeld;
-			    const HeapScene::Impl::BufferLayout layout = HeapScene::Impl::bufferLayout(kind, v, type, data);
+			    const detail::HeapCore::BufferLayout layout = detail::HeapCore::bufferLayout(kind, v, type, data);
 			    if (16 + layout.data_bytes > scene_->max_chunk_bytes)
 				    return scene_->bufferTooLarge(o, name, 16 + layout.data_bytes);
 			    const uint64_t bytes = align16(16 + layout.data_bytes);
@@ -489,7 +489,7 @@ Result<void> HeapObject::acquire(Plan& plan)
 		    // the private block too, up to PrivateSet::kUniformParts: no pool entry, no entry object, and the object
 		    // itself subscribes to the node (re-packing the parts in refresh()). Read and packed once, before the
 		    // chunk attempts. Should another reader appear later, its pooled entry has this object re-placed
-		    // (HeapScene::Impl::promotePrivate), so a shared value is stored and uploaded once.
+		    // (detail::HeapCore::promotePrivate), so a shared value is stored and uploaded once.
 		    absl::InlinedVector<bool, 8> uniform_private(uniforms.size(), false);
 		    absl::InlinedVector<classic::PackedValue, PrivateSet::kUniformParts> packed_private;
 		    for (size_t i = 0; i < uniforms.size() && packed_private.size() < PrivateSet::kUniformParts; ++i)
@@ -532,11 +532,11 @@ Result<void> HeapObject::acquire(Plan& plan)
 			    // table; fetching them for every candidate at once overlaps the misses of full chunks' attempts.
 			    if (o.indices)
 				    for (uint32_t c : candidates)
-					    scene_->pool.prefetch(HeapScene::Impl::bufferKey(Entry::kIndex, *o.indices, fx::U32, c));
+					    scene_->pool.prefetch(detail::HeapCore::bufferKey(Entry::kIndex, *o.indices, fx::U32, c));
 			    else if (!views_.empty())
 				    for (uint32_t c : candidates)
 					    scene_->pool.prefetch(
-					        HeapScene::Impl::bufferKey(Entry::kAttribute, *views_[0], iface.attributes[0].type, c));
+					        detail::HeapCore::bufferKey(Entry::kAttribute, *views_[0], iface.attributes[0].type, c));
 		    }
 		    for (size_t attempt = 0;; ++attempt)
 		    {
@@ -557,14 +557,15 @@ Result<void> HeapObject::acquire(Plan& plan)
 			    // Each acquisition below probes the pool (a random slot of a table of millions, so a miss each) after
 			    // the previous one's copying: fetched together here, the misses overlap instead of queueing.
 			    if (o.indices && index_held == kHeld)
-				    scene_->pool.prefetch(HeapScene::Impl::bufferKey(Entry::kIndex, *o.indices, fx::U32, chunk));
+				    scene_->pool.prefetch(detail::HeapCore::bufferKey(Entry::kIndex, *o.indices, fx::U32, chunk));
 			    for (size_t i = 0; i < views_.size(); ++i)
 				    if (view_held[i] == kHeld)
-					    scene_->pool.prefetch(
-					        HeapScene::Impl::bufferKey(Entry::kAttribute, *views_[i], iface.attributes[i].type, chunk));
+					    scene_->pool.prefetch(detail::HeapCore::bufferKey(Entry::kAttribute, *views_[i],
+					                                                      iface.attributes[i].type, chunk));
 			    for (size_t i = 0; i < uniforms.size(); ++i)
 				    if (!uniforms[i].node()->isConstant() && !unheld[i])
-					    scene_->pool.prefetch(HeapScene::Impl::uniformKey(uniforms[i].node().get(), recipes[i], chunk));
+					    scene_->pool.prefetch(
+					        detail::HeapCore::uniformKey(uniforms[i].node().get(), recipes[i], chunk));
 			    // Entries in header order (uniforms, then attributes), buffers first: they are the large allocations,
 			    // so a chunk without room fails at its first one instead of after acquiring (and then releasing) every
 			    // uniform — with 8 full chunks before the newest, that was most of an add. The private block first of
@@ -591,9 +592,9 @@ Result<void> HeapObject::acquire(Plan& plan)
 						                      stageAllocation(scene_->pages, c, at,
 						                                      part.kind == Entry::kIndex ? kTypeIndex : kTypeAttribute,
 						                                      n, bytes));
-						    QUOKKA_TRY(HeapScene::Impl::convertBuffer(part.kind, *part.view, part.type, part.layout,
-						                                              *part.data, reinterpret_cast<uint32_t*>(out), o,
-						                                              *part.name));
+						    QUOKKA_TRY(detail::HeapCore::convertBuffer(part.kind, *part.view, part.type, part.layout,
+						                                               *part.data, reinterpret_cast<uint32_t*>(out), o,
+						                                               *part.name));
 						    own->append(part.kind, at, part.type, n, bytes);
 						    at += uint32_t(align16(16ull + bytes));
 					    }
@@ -608,7 +609,7 @@ Result<void> HeapObject::acquire(Plan& plan)
 						    QUOKKA_TRY_ASSIGN(out, stageAllocation(scene_->pages, c, at, kTypeUniform, 1, bytes));
 						    std::memcpy(out, packed.f, bytes);
 						    PrivateSet::Part& e = own->append(Entry::kUniform, at, packed.type, 1, bytes);
-						    e.key = HeapScene::Impl::uniformKey(uniforms[i].node().get(), recipes[i], chunk);
+						    e.key = detail::HeapCore::uniformKey(uniforms[i].node().get(), recipes[i], chunk);
 						    own->uniforms[next_uniform++] = uniforms[i];
 						    got[i] = &e;
 						    at += uint32_t(align16(16ull + bytes));
@@ -730,7 +731,7 @@ void HeapObject::prefetch(PrefetchStage stage) const
 		{
 			if (e->priv || e->refcount != 1)
 				return;
-			// (Its pool slot is erased after the removals: HeapScene::Impl::eraseDoomed fetches it then.)
+			// (Its pool slot is erased after the removals: detail::HeapCore::eraseDoomed fetches it then.)
 			if (const UniformEntry* u = asUniform(e); u && u->indexed)
 				scene_->uniform_chunks.prefetch(e->key.node);
 			scene_->chunks[e->chunk]->allocator.prefetchFree(e->ref, 16ull + e->data_bytes);
@@ -774,7 +775,7 @@ void HeapObject::unplace()
 		return;
 	}
 	detachFromSlot();
-	HeapScene::Impl::FreeBatch freed;
+	detail::HeapCore::FreeBatch freed;
 	for (Entry* e : entries)
 		if (!e->priv)
 			scene_->releaseEntry(e, &freed);
@@ -904,14 +905,14 @@ Result<void> HeapObject::refresh()
 // [SECTION] pools, buckets and slots
 // ---------------------------------------------------------------------------------------------------------------------
 
-uint32_t HeapScene::Impl::openChunk()
+uint32_t detail::HeapCore::openChunk()
 {
 	chunks.push_back(std::make_unique<Chunk>(max_chunk_bytes));
 	shape_changed = upload_chunks = true;
 	return uint32_t(chunks.size() - 1);
 }
 
-Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
+Result<uint32_t> detail::HeapCore::allocate(uint32_t chunk, uint32_t data_bytes)
 {
 	const std::optional<uint32_t> at = chunks[chunk]->allocator.allocate(16ull + data_bytes);
 	if (!at)
@@ -923,8 +924,8 @@ Result<uint32_t> HeapScene::Impl::allocate(uint32_t chunk, uint32_t data_bytes)
 	return *at;
 }
 
-Result<std::pair<uint32_t, std::byte*>> HeapScene::Impl::allocateStaged(uint32_t chunk, uint32_t type_id,
-                                                                        uint32_t length, uint32_t data_bytes)
+Result<std::pair<uint32_t, std::byte*>> detail::HeapCore::allocateStaged(uint32_t chunk, uint32_t type_id,
+                                                                         uint32_t length, uint32_t data_bytes)
 {
 	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, data_bytes));
 	Result<std::byte*> staged = stageAllocation(pages, *chunks[chunk], ref, type_id, length, data_bytes);
@@ -936,9 +937,9 @@ Result<std::pair<uint32_t, std::byte*>> HeapScene::Impl::allocateStaged(uint32_t
 	return std::pair{ref, staged.value()};
 }
 
-Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe,
-                                               uint32_t chunk, fx::Type expected, const scene::RenderObject& object,
-                                               const std::string& name, bool unheld)
+Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe,
+                                                uint32_t chunk, fx::Type expected, const scene::RenderObject& object,
+                                                const std::string& name, bool unheld)
 {
 	auto mismatch = [&](fx::Type got) { return uniformMismatch(object, name, expected, got); };
 	const bool constant = value.node()->isConstant();
@@ -1015,9 +1016,9 @@ Result<Entry*> HeapScene::Impl::acquireUniform(const aval<UniformValue>& value, 
 	return raw;
 }
 
-Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
-                                              uint32_t chunk, const scene::RenderObject& object,
-                                              const std::string& name)
+Result<Entry*> detail::HeapCore::acquireBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
+                                               uint32_t chunk, const scene::RenderObject& object,
+                                               const std::string& name)
 {
 	// Read without subscribing: the objects using this buffer track it and re-place themselves on a change. The key
 	// is the value's storage (ArrayBuffer equality is storage identity), held by the entry so the address is not
@@ -1065,9 +1066,9 @@ Result<Entry*> HeapScene::Impl::acquireBuffer(Entry::Kind kind, const scene::Buf
 	return raw;
 }
 
-Result<void> HeapScene::Impl::convertBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
-                                            const BufferLayout& layout, const scene::ArrayBuffer& data, uint32_t* out,
-                                            const scene::RenderObject& object, const std::string& name)
+Result<void> detail::HeapCore::convertBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
+                                             const BufferLayout& layout, const scene::ArrayBuffer& data, uint32_t* out,
+                                             const scene::RenderObject& object, const std::string& name)
 {
 	if (!detail::convertToArena(kind == Entry::kIndex, view, type, layout, data, out))
 		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": attribute '" + name +
@@ -1076,7 +1077,7 @@ Result<void> HeapScene::Impl::convertBuffer(Entry::Kind kind, const scene::Buffe
 	return {};
 }
 
-Result<void> HeapScene::Impl::stageUniform(uint32_t chunk, uint32_t ref, const classic::PackedValue& p, uint32_t bytes)
+Result<void> detail::HeapCore::stageUniform(uint32_t chunk, uint32_t ref, const classic::PackedValue& p, uint32_t bytes)
 {
 	Chunk& c = *chunks[chunk];
 	if (c.pendingEndsAt(ref))
@@ -1091,7 +1092,7 @@ Result<void> HeapScene::Impl::stageUniform(uint32_t chunk, uint32_t ref, const c
 	return c.write(pages, ref + 16, p.f, bytes);
 }
 
-void HeapScene::Impl::promotePrivate(AdaptiveObject* node)
+void detail::HeapCore::promotePrivate(AdaptiveObject* node)
 {
 	node->forEachOutput(
 	    [&](AdaptiveObject* consumer)
@@ -1101,7 +1102,7 @@ void HeapScene::Impl::promotePrivate(AdaptiveObject* node)
 	    });
 }
 
-void HeapScene::Impl::freeBatch(FreeBatch& batch)
+void detail::HeapCore::freeBatch(FreeBatch& batch)
 {
 	if (!batch.refs.empty())
 	{
@@ -1111,7 +1112,7 @@ void HeapScene::Impl::freeBatch(FreeBatch& batch)
 	batch.refs.clear();
 }
 
-uint64_t HeapScene::Impl::heldChunks(const void* node)
+uint64_t detail::HeapCore::heldChunks(const void* node)
 {
 	if (auto it = uniform_chunks.find(node); it != uniform_chunks.end())
 		return it->second;
@@ -1130,7 +1131,7 @@ uint64_t HeapScene::Impl::heldChunks(const void* node)
 	return mask;
 }
 
-void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
+void detail::HeapCore::releaseEntry(Entry* e, FreeBatch* batch)
 {
 	QUOKKA_ASSERT(e->refcount > 0, "pool entry released more often than acquired");
 	if (--e->refcount > 0)
@@ -1151,7 +1152,7 @@ void HeapScene::Impl::releaseEntry(Entry* e, FreeBatch* batch)
 		pool.erase(e);
 }
 
-void HeapScene::Impl::eraseDoomed()
+void detail::HeapCore::eraseDoomed()
 {
 	// Each erasure reads the entry's home slot, the entry and, for a uniform entry, the node its destruction
 	// unsubscribes from. By the time this loop runs the frame's removals have moved on through megabytes of other
@@ -1184,7 +1185,7 @@ void HeapScene::Impl::eraseDoomed()
 	doomed_entries.clear();
 }
 
-Result<const HeapScene::Impl::HeapEffect*> HeapScene::Impl::heapEffect(const fx::Effect& effect)
+Result<const detail::HeapCore::HeapEffect*> detail::HeapCore::heapEffect(const fx::Effect& effect)
 {
 	if (auto it = heap_effects.find(effect.id()); it != heap_effects.end())
 		return &it->second;
@@ -1196,8 +1197,8 @@ Result<const HeapScene::Impl::HeapEffect*> HeapScene::Impl::heapEffect(const fx:
 	return &heap_effects.emplace(effect.id(), HeapEffect{std::move(compiled), std::move(plan)}).first->second;
 }
 
-Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, const fx::Effect& source,
-                                           const fx::CompiledEffectPtr& effect, uint32_t chunk)
+Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const fx::Effect& source,
+                                            const fx::CompiledEffectPtr& effect, uint32_t chunk)
 {
 	BucketKey key{effect->key, chunk, {}};
 	std::vector<Ref<classic::TextureResource>> textures;
@@ -1235,7 +1236,7 @@ Result<Bucket*> HeapScene::Impl::bucketFor(const scene::RenderObject& o, const f
 	return raw;
 }
 
-Result<Slot*> HeapScene::Impl::slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
+Result<Slot*> detail::HeapCore::slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
 {
 	for (const Bucket::Known& k : b.known)
 		if (k.indexed == indexed && k.state == state)
@@ -1245,7 +1246,7 @@ Result<Slot*> HeapScene::Impl::slotFor(Bucket& b, const scene::PipelineStateValu
 	return slot;
 }
 
-Result<Slot*> HeapScene::Impl::createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
+Result<Slot*> detail::HeapCore::createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
 {
 	classic::PipelineRequest req;
 	req.effect = b.indirect_effect;
@@ -1279,7 +1280,7 @@ Result<Slot*> HeapScene::Impl::createSlot(Bucket& b, const scene::PipelineStateV
 	return b.slots.back().get();
 }
 
-void HeapScene::Impl::chooseStrategy(Slot& s)
+void detail::HeapCore::chooseStrategy(Slot& s)
 {
 	if (options.draw != DrawStrategy::Auto || s.records.empty())
 		return;
@@ -1301,7 +1302,7 @@ void HeapScene::Impl::chooseStrategy(Slot& s)
 	s.scan_dirty = true;
 }
 
-void HeapScene::Impl::compact()
+void detail::HeapCore::compact()
 {
 	if (!std::exchange(compaction_check, false))
 		return;
@@ -1350,7 +1351,7 @@ void HeapScene::Impl::compact()
 	}
 }
 
-HeapScene::Impl::Shape HeapScene::Impl::sumShape() const
+detail::HeapCore::Shape detail::HeapCore::sumShape() const
 {
 	Shape s;
 	for (const Bucket* b : bucket_order)
@@ -1368,7 +1369,7 @@ HeapScene::Impl::Shape HeapScene::Impl::sumShape() const
 	return s;
 }
 
-void HeapScene::Impl::sweep()
+void detail::HeapCore::sweep()
 {
 	// Only a frame that emptied a slot or a bucket has anything to drop: other frames skip the O(buckets) walk.
 	if (!std::exchange(sweep_pending, false))
@@ -1391,9 +1392,9 @@ void HeapScene::Impl::sweep()
 
 HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature signature,
                      adaptive::aset<RenderObjectPtr> objects, HeapOptions options)
-    : impl_(std::make_unique<Impl>()), options_(options)
+    : impl_(std::make_unique<detail::HeapCore>()), options_(options)
 {
-	Impl& p = *impl_;
+	detail::HeapCore& p = *impl_;
 	p.context = &context;
 	p.signature = std::move(signature);
 	p.outputs.colors = p.signature.colorNames();
@@ -1411,7 +1412,7 @@ HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature sign
 HeapScene::~HeapScene()
 {
 	// The objects leave their input nodes (which outlive the scene) and give nothing else back: the pool, the chunks
-	// and the buckets are dropped whole below (Impl's members), each entry once, however many objects shared it.
+	// and the buckets are dropped whole below (the core's members), each entry once, however many objects shared it.
 	impl_->closing = true;
 	impl_->objects.forEach([](HeapObject* h) { h->detach(); });
 	impl_->objects.clear();
@@ -1440,7 +1441,7 @@ namespace
 class FrameUpdate
 {
 public:
-	FrameUpdate(HeapScene::Impl& p, HeapStats& stats) : p_(p), stats_(stats) {}
+	FrameUpdate(detail::HeapCore& p, HeapStats& stats) : p_(p), stats_(stats) {}
 
 	Result<void> run()
 	{
@@ -1757,7 +1758,7 @@ private:
 	}
 
 	static constexpr size_t kBatch = 32;
-	HeapScene::Impl& p_;
+	detail::HeapCore& p_;
 	HeapStats& stats_;
 	Result<void> result_;
 	/// The set's delta this frame: removed_, added_ and the skip lists point into it.

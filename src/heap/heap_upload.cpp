@@ -12,8 +12,8 @@
 namespace quokka::heap
 {
 
-Result<void> HeapScene::Impl::copyWrites(gpu::CommandList& list, uint32_t page, std::span<const VkBufferCopy> regions,
-                                         const gpu::Buffer& target)
+Result<void> detail::HeapCore::copyWrites(gpu::CommandList& list, uint32_t page, std::span<const VkBufferCopy> regions,
+                                          const gpu::Buffer& target)
 {
 	// Long regions (merged runs of objects placed side by side) stay with the copy engine: ScatterCopy::scatterable.
 	const gpu::Buffer& source = pages.buffer(page);
@@ -68,7 +68,7 @@ namespace
 class Upload
 {
 public:
-	Upload(HeapScene::Impl& p, HeapStats& stats, gpu::CommandList& list)
+	Upload(detail::HeapCore& p, HeapStats& stats, gpu::CommandList& list)
 	    : p_(p), stats_(stats), list_(list), device_(p.context->device())
 	{
 	}
@@ -270,7 +270,7 @@ private:
 		return {};
 	}
 
-	HeapScene::Impl& p_;
+	detail::HeapCore& p_;
 	HeapStats& stats_;
 	gpu::CommandList& list_;
 	gpu::Device& device_;

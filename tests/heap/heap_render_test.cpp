@@ -5,6 +5,7 @@
 // an empty arena after removing everything); bad objects failing with one line.
 #include "../gpu/gpu_fixture.hpp"
 #include "../test_seed.hpp"
+#include "heap/heap_test_access.hpp"
 
 #include <cstdio>
 #include <optional>
@@ -1916,7 +1917,7 @@ TEST_F(HeapRenderTest, ValidatorReportsACorruptedDrawHeader)
 	auto clean = heap.validateHeap();
 	ASSERT_TRUE(clean.ok());
 	EXPECT_TRUE(clean->empty()) << clean->front();
-	ASSERT_TRUE(heap.corruptHeaderForTest(0, 0x7FFFFFF0u).ok());
+	ASSERT_TRUE(detail::HeapTestAccess::corruptDrawHeader(heap, 0, 0x7FFFFFF0u).ok());
 	auto corrupt = heap.validateHeap();
 	ASSERT_TRUE(corrupt.ok());
 	ASSERT_FALSE(corrupt->empty());

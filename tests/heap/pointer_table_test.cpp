@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <quokka/heap/pointer_table.hpp>
+#include "heap/pointer_table.hpp"
 
 namespace quokka::heap
 {

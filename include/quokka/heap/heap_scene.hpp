@@ -150,6 +150,12 @@ struct HeapStats
 /// constants. Everything else (attributes, instancing, textures, blending, MSAA, u16/u32 indices) is supported.
 bool heapEligible(const scene::RenderObject& object);
 
+namespace detail
+{
+struct HeapCore;       // the scene's state (src/heap/heap_internal.hpp)
+struct HeapTestAccess; // test hooks (src/heap/heap_test_access.hpp)
+} // namespace detail
+
 class HeapScene
 {
 public:
@@ -181,14 +187,10 @@ public:
 	/// of the right size, every record consistent with its object; plus (GPU read-back) the allocation headers, the
 	/// draw headers and records as uploaded, and the megacall scans (firstEmit prefix, arguments, tile index).
 	Result<std::vector<std::string>> validateHeap();
-	/// Test hook: overwrites one word of a bucket's uploaded draw header on the GPU (and nowhere else), so that tests
-	/// can check validateHeap reports it.
-	Result<void> corruptHeaderForTest(uint32_t word, uint32_t value);
-
-	struct Impl;
 
 private:
-	std::unique_ptr<Impl> impl_;
+	friend struct detail::HeapTestAccess; // the tests' hooks (src/heap/heap_test_access.hpp)
+	std::unique_ptr<detail::HeapCore> impl_;
 	HeapOptions options_;
 	HeapStats stats_;
 };

@@ -1,5 +1,5 @@
-// quokka/heap/pointer_table.hpp — a flat hash set of pointers, each stored beside its 64-bit hash, that a caller can
-// prefetch exactly.
+// pointer_table.hpp — a flat hash set of pointers, each stored beside its 64-bit hash, that a caller can prefetch
+// exactly (internal to quokka::heap).
 //
 // The heap's pool holds millions of entries (5 per object at 10^6 objects) and is probed by every add and removal at
 // a random place. A Swiss table keeps its control bytes and its slots in two arrays, so a probe is two cache misses,
