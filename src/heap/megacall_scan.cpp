@@ -27,11 +27,8 @@
 namespace quokka::heap
 {
 
-// The generated vertex shaders take the record layout and the tile size from fx; the kernels from megacall_scan.glsl.h.
-static_assert(QUOKKA_HEAP_RECORD_WORDS == fx::kRecordWords, "record size differs from fx/megacall_glsl.hpp");
-static_assert(QUOKKA_HEAP_NON_INDEXED == fx::kNonIndexed, "non-indexed marker differs from fx/megacall_glsl.hpp");
-static_assert(QUOKKA_HEAP_TILE_EMITS == fx::kTileEmits && QUOKKA_HEAP_TILE_SHIFT == fx::kTileShift,
-              "tile size differs from fx/megacall_glsl.hpp");
+// The record layout and the tile size are fx/megacall_record.glsl.h's, for the generated vertex shaders and these
+// kernels alike; the scan's own layouts are megacall_scan.glsl.h's.
 static_assert(QUOKKA_HEAP_SCAN_BLOCK == 2 * QUOKKA_HEAP_SCAN_GROUP_SIZE &&
                   (1u << QUOKKA_HEAP_SCAN_BLOCK_SHIFT) == QUOKKA_HEAP_SCAN_BLOCK,
               "a scan block is two elements per invocation, a power of two");
@@ -259,15 +256,10 @@ struct ProbePush
 	uint32_t record_count;
 };
 
-#define QUOKKA_HEAP_STRINGIFY_(x) #x
-#define QUOKKA_HEAP_STRINGIFY(x) QUOKKA_HEAP_STRINGIFY_(x)
 #define QUOKKA_HEAP_DEFINE(name)                                                                                       \
 	{                                                                                                                  \
-#name, QUOKKA_HEAP_STRINGIFY(name)                                                                             \
+#name, QUOKKA_FX_STRINGIFY(name)                                                                               \
 	}
-
-// Keeps the first kMaxPerKind findings of each kind and counts the rest, so a badly broken scan of a million records
-// yields a readable list.
 
 } // namespace
 

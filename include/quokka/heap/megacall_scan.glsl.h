@@ -1,22 +1,10 @@
 // The megacall scan's layouts and limits, shared by C++ (quokka/heap/megacall_scan.hpp, src/heap/megacall_scan.cpp)
-// and the scan kernels shaders/heap/megacall_*.comp (STYLE R9). The record layout and the tile size repeat
-// quokka/fx/megacall_glsl.hpp, which the generated vertex shaders use; megacall_scan.cpp static_asserts that they
-// agree.
+// and the scan kernels shaders/heap/megacall_*.comp: one definition for both languages. The record layout and the
+// tile size come from quokka/fx/megacall_record.glsl.h, which the generated vertex shaders use too.
 #ifndef QUOKKA_HEAP_MEGACALL_SCAN_GLSL_H
 #define QUOKKA_HEAP_MEGACALL_SCAN_GLSL_H
 
-/* A record is 5 u32 words; the CPU writes words 1..4, the scan writes word 0. emit = indexCount x instanceCount. */
-#define QUOKKA_HEAP_RECORD_WORDS 5
-#define QUOKKA_HEAP_RECORD_FIRST_EMIT 0
-#define QUOKKA_HEAP_RECORD_DRAW_IDX 1
-#define QUOKKA_HEAP_RECORD_INDEX_START 2 /* u32 element offset in the index arena, or QUOKKA_HEAP_NON_INDEXED */
-#define QUOKKA_HEAP_RECORD_INDEX_COUNT 3
-#define QUOKKA_HEAP_RECORD_INSTANCE_COUNT 4
-#define QUOKKA_HEAP_NON_INDEXED 0xFFFFFFFFu
-
-/* firstDrawInTile: one entry per 64 emitted vertices, plus the sentinel. */
-#define QUOKKA_HEAP_TILE_EMITS 64
-#define QUOKKA_HEAP_TILE_SHIFT 6
+#include "quokka/fx/megacall_record.glsl.h" /* the record layout and the tile size */
 
 /* Scan blocks: 256 invocations x 2 elements = 512 elements per workgroup (2 KiB of shared memory). Each level has
  * ceil(count / 512) block sums, so a u32 record count (< 2^32) needs at most 4 levels: 2^23, 2^14, 32, 1 sums. */
