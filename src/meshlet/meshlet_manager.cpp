@@ -195,7 +195,7 @@ std::span<const MeshletRecord> MeshletManager::originalRecords(BatchId id) const
 	return slot ? std::span<const MeshletRecord>(*slot->originals) : std::span<const MeshletRecord>{};
 }
 
-std::vector<BatchId> MeshletManager::batches() const
+std::vector<uint32_t> MeshletManager::liveInInsertionOrder() const
 {
 	std::vector<uint32_t> order;
 	for (uint32_t i = 0; i < slots_.size(); ++i)
@@ -203,6 +203,12 @@ std::vector<BatchId> MeshletManager::batches() const
 			order.push_back(i);
 	std::sort(order.begin(), order.end(),
 	          [&](uint32_t a, uint32_t b) { return slots_[a].sequence < slots_[b].sequence; });
+	return order;
+}
+
+std::vector<BatchId> MeshletManager::batches() const
+{
+	const std::vector<uint32_t> order = liveInInsertionOrder();
 	std::vector<BatchId> ids;
 	ids.reserve(order.size());
 	for (uint32_t i : order)
@@ -384,12 +390,7 @@ Result<void> MeshletManager::rebuild(uint32_t data_words, uint32_t records, bool
 {
 	// Allocate every live batch in insertion order in fresh allocators: a fresh allocator hands out ranges front to
 	// back, so the result is packed and a pure growth reproduces every offset.
-	std::vector<uint32_t> order;
-	for (uint32_t i = 0; i < slots_.size(); ++i)
-		if (slots_[i].state == SlotState::Live)
-			order.push_back(i);
-	std::sort(order.begin(), order.end(),
-	          [&](uint32_t a, uint32_t b) { return slots_[a].sequence < slots_[b].sequence; });
+	const std::vector<uint32_t> order = liveInInsertionOrder();
 	OffsetAllocator new_data(data_words, uint32_t(order.size()) + 1);
 	OffsetAllocator new_records(records, uint32_t(order.size()) + 1);
 	std::vector<std::pair<Allocation, Allocation>> placed;

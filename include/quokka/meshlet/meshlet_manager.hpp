@@ -263,6 +263,8 @@ private:
 	const Slot* live(BatchId id) const;
 	BatchId idOf(uint32_t index) const { return {index, slots_[index].generation, owner_}; }
 	BatchPlacement placementOf(const Slot& slot) const;
+	/// The slot indices of the live batches in insertion order (sequence).
+	std::vector<uint32_t> liveInInsertionOrder() const;
 
 	gpu::Device* device_;
 	MeshletManagerDesc desc_;
