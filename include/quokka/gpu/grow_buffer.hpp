@@ -1,9 +1,11 @@
 // quokka/gpu/grow_buffer.hpp — a device buffer that grows by powers of two and keeps its live prefix.
 //
-// Used for per-frame tables whose size follows the scene (draw records, slot tables; seed 001's GrowBuffer).
-// Capacity is max(min_capacity, next power of two ≥ the request), capped by max_capacity (a clear OutOfMemory error
-// beyond it). On growth the first `used()` bytes are copied GPU-side into the new buffer in the caller's command
-// list, listeners are told (old, new) so they can rebind, and the old buffer is destroyed once that list completed.
+// For device tables whose size follows the scene and whose content must survive growth. (The library's own tables
+// size their buffers themselves today — the heap's chunks grow with a GPU copy of their own, its draw arrays keep a
+// host shadow and re-upload after growth — and share only nextPowerOfTwo.) Capacity is max(min_capacity, next power
+// of two ≥ the request), capped by max_capacity (a clear OutOfMemory error beyond it). On growth the first `used()`
+// bytes are copied GPU-side into the new buffer in the caller's command list, listeners are told (old, new) so they
+// can rebind, and the old buffer is destroyed once that list completed.
 #pragma once
 
 #include <cstdint>
