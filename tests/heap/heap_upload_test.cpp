@@ -1,0 +1,169 @@
+// heap_upload_test.cpp — upload shape: a block written twice in a frame keeps the later bytes, side-by-side objects upload as one
+// copy region, spread removals go through the ring's scatter.
+#include "heap_fixture.hpp"
+
+namespace quokka::heap::test
+{
+namespace
+{
+
+/// A placement that fails after its inputs were staged (here: a draw reading more vertices than the object has) frees
+/// its blocks again, and the next object of the frame is handed the same bytes: the frame then wrote them twice, and
+/// the later write must win. (The failing frame reports the bad object and uploads nothing; its writes go up with the
+/// next frame's.)
+TEST_F(HeapRenderTest, BytesWrittenTwiceInOneFrameKeepTheLaterWrite)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	auto object = [&](float dx, V4f color, uint32_t count, const adaptive::aval<scene::UniformValue>& model)
+	{
+		RenderObject o = litTriangle(lit, V3f(dx - 0.2f, -0.2f, 0), V3f(dx + 0.2f, -0.2f, 0), V3f(dx, 0.25f, 0), color);
+		o.uniforms["ModelTrafo"] = model;
+		o.draw_call = adaptive::constant(scene::DrawCall{false, count});
+		return scene::makeRenderObject(std::move(o));
+	};
+	auto model = [](double z) { return scene::uniform(math::Trafo3d::translation(math::V3d(0, 0, z))); };
+	for (const Mode& mode : modes())
+	{
+		if (mode.options.path != runtime::RenderPath::Heap)
+			continue;
+		SCOPED_TRACE(mode.name);
+		const RenderObjectPtr a = object(-0.5f, rgba(230, 190, 60), 3, model(0.3));
+		const RenderObjectPtr bad = object(0.0f, rgba(20, 200, 90), 6, model(0.2)); // (3 vertices, the draw reads 6)
+		const RenderObjectPtr b = object(0.5f, rgba(40, 90, 220), 3, model(0.4));
+		adaptive::cset<RenderObjectPtr> set;
+		auto heap = task(RenderTree::ofObjects(set), mode.options);
+		set.add(a);
+		ASSERT_EQ(frame(*heap), "");
+		adaptive::transact(
+		    [&]
+		    {
+			    set.add(bad);
+			    set.add(b);
+		    });
+		EXPECT_NE(frame(*heap).find("holds 3 elements but the draw reads 6"), std::string::npos);
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_GT(heap->stats().heap.overlapping_writes, 0u) << "the bad object's bytes were handed to the next one";
+		expectValidHeap(*heap);
+		const Rgba8Image img = pixels();
+		EXPECT_EQ(differing(img, render(RenderTree::ofObjects(adaptive::asetOf(std::vector{a, b})), {})), 0u);
+	}
+}
+
+TEST_F(HeapRenderTest, ObjectsPlacedSideBySideUploadAsOneCopyRegion)
+{
+	// Every block is staged whole (its padding to 16 bytes too), so blocks the bump cursor places side by side — each
+	// object's private parts (36-byte positions and normals, its own trafos), and the objects one after another —
+	// continue one write: a frame placing 300 objects into an empty heap records one copy region, not one per part.
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	std::vector<RenderObjectPtr> objects;
+	for (int i = 0; i < 300; ++i)
+	{
+		const float x = -0.9f + 1.8f * float(i % 20) / 19.0f, y = -0.9f + 1.8f * float(i / 20) / 14.0f;
+		RenderObject o =
+		    litTriangle(lit, V3f(x - 0.05f, y - 0.05f, 0), V3f(x + 0.05f, y - 0.05f, 0), V3f(x, y + 0.06f, 0),
+		                rgba(40, 90, 220)); // (one pooled colour: the blocks below are private)
+		o.uniforms["ModelTrafo"] = scene::uniform(math::Trafo3d::translation(math::V3d(0, 0, 0.001 * i)));
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	for (const Mode& mode : modes())
+	{
+		if (mode.options.path != runtime::RenderPath::Heap)
+			continue;
+		SCOPED_TRACE(mode.name);
+		adaptive::cset<RenderObjectPtr> set;
+		auto heap = task(RenderTree::ofObjects(set), mode.options);
+		adaptive::transact(
+		    [&]
+		    {
+			    for (const RenderObjectPtr& o : objects)
+				    set.add(o);
+		    });
+		ASSERT_EQ(frame(*heap), "");
+		const HeapStats& st = heap->stats().heap;
+		EXPECT_EQ(st.added, 300u);
+		EXPECT_EQ(st.chunks, 1u);
+		EXPECT_EQ(st.copy_regions, 1u);
+		EXPECT_EQ(st.scatters, mode.options.heap.scatter_above == 0 ? 1u : 0u); // (one region: copied unless forced)
+		EXPECT_GE(st.upload_bytes, st.arena_bytes); // (every block staged whole, plus the draw headers and records)
+		expectValidHeap(*heap);
+		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), {})), 0u);
+		// Every other object leaves and comes back: each returns to a hole of its size, one region per hole.
+		for (bool adding : {false, true})
+		{
+			adaptive::transact(
+			    [&]
+			    {
+				    for (size_t i = 0; i < objects.size(); i += 2)
+					    adding ? set.add(objects[i]) : set.remove(objects[i]);
+			    });
+			ASSERT_EQ(frame(*heap), "");
+		}
+		EXPECT_EQ(heap->stats().heap.copy_regions, 150u);
+		EXPECT_EQ(heap->stats().heap.scatters, mode.options.heap.scatter_above < 150 ? 1u : 0u);
+		expectValidHeap(*heap);
+		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), {})), 0u);
+	}
+}
+
+/// Removals move a slot's last records into the holes they leave, one record (and draw header) region each in the
+/// context's staging ring: spread over a large slot they are many short regions, which the ring sends through its
+/// scatter copy when HeapOptions::ring_scatter_above says so — and the image is the same either way.
+TEST_F(HeapRenderTest, SpreadRemovalsStageTheirMovedRecordsThroughTheRingsScatterWhenAsked)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	std::vector<RenderObjectPtr> objects;
+	for (int i = 0; i < 2400; ++i)
+	{
+		// A 60 × 40 grid of small triangles that do not overlap (the image does not depend on draw order).
+		const float x = -0.95f + 1.9f * float(i % 60) / 59.0f, y = -0.95f + 1.9f * float(i / 60) / 39.0f;
+		objects.push_back(
+		    scene::makeRenderObject(litTriangle(lit, V3f(x - 0.01f, y - 0.01f, 0), V3f(x + 0.01f, y - 0.01f, 0),
+		                                        V3f(x, y + 0.015f, 0), rgba(i % 200, 120, 200))));
+	}
+	std::vector<RenderObjectPtr> kept;
+	for (size_t i = 0; i < objects.size(); ++i)
+		if (i % 8 != 3)
+			kept.push_back(objects[i]);
+	const uint32_t forced[] = {0u, UINT32_MAX};
+	for (const uint32_t ring_above : forced)
+	{
+		SCOPED_TRACE("ring_scatter_above " + std::to_string(ring_above));
+		runtime::RenderOptions o;
+		o.path = runtime::RenderPath::Heap;
+		o.heap.draw = DrawStrategy::Indirect;
+		o.heap.ring_scatter_above = ring_above;
+		adaptive::cset<RenderObjectPtr> set;
+		auto heap = task(RenderTree::ofObjects(set), o);
+		adaptive::transact(
+		    [&]
+		    {
+			    for (const RenderObjectPtr& obj : objects)
+				    set.add(obj);
+		    });
+		ASSERT_EQ(frame(*heap), "");
+		// Every eighth object leaves: 300 holes spread over the slot, each refilled from its end.
+		adaptive::transact(
+		    [&]
+		    {
+			    for (size_t i = 3; i < objects.size(); i += 8)
+				    set.remove(objects[i]);
+		    });
+		ASSERT_EQ(frame(*heap), "");
+		const gpu::StagingFlushStats& ring = heap->stats().staging;
+		EXPECT_GT(ring.regions + ring.scattered, 200u);
+		if (ring_above == 0)
+		{
+			EXPECT_GE(ring.scatters, 1u);
+			EXPECT_GT(ring.scattered, 200u);
+		}
+		else
+		{
+			EXPECT_EQ(ring.scatters, 0u);
+		}
+		expectValidHeap(*heap);
+		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(kept)), {})), 0u);
+	}
+}
+
+} // namespace
+} // namespace quokka::heap::test
