@@ -1,7 +1,7 @@
-// heap_errors_test.cpp — errors and diagnostics: bad objects and bad per-instance uniforms fail with one line naming them; the
-// validator reports a corrupted draw header.
-#include "heap_fixture.hpp"
+// heap_errors_test.cpp — errors and diagnostics: bad objects and bad per-instance uniforms fail with one line naming
+// them; the validator reports a corrupted draw header.
 #include "heap/heap_test_access.hpp"
+#include "heap_fixture.hpp"
 
 namespace quokka::heap::test
 {

@@ -20,7 +20,6 @@
 namespace quokka::heap::test
 {
 
-
 using adaptive::cval;
 using gpu::Rgba8Image;
 using math::V3f;

@@ -1,6 +1,6 @@
-// heap_lifecycle_test.cpp — object lifecycle: removing the newest objects, additions in a frame that removes an owner, teardown
-// without leaks, one adaptive node per placed object, objects routed to the classic pass, validators clean through
-// 10^4 random operations.
+// heap_lifecycle_test.cpp — object lifecycle: removing the newest objects, additions in a frame that removes an owner,
+// teardown without leaks, one adaptive node per placed object, objects routed to the classic pass, validators clean
+// through 10^4 random operations.
 #include "heap_fixture.hpp"
 
 namespace quokka::heap::test

@@ -1,6 +1,6 @@
-// heap_pixels_test.cpp — the heap against the classic path, pixel for pixel: seeded random scenes in every strategy, forced across
-// chunks, incremental edits, UNORM8 colours, compaction, textures/blending/instancing/culling, per-instance and scalar
-// uniforms, draw order by id, batched additions.
+// heap_pixels_test.cpp — the heap against the classic path, pixel for pixel: seeded random scenes in every strategy,
+// forced across chunks, incremental edits, UNORM8 colours, compaction, textures/blending/instancing/culling,
+// per-instance and scalar uniforms, draw order by id, batched additions.
 #include "heap_fixture.hpp"
 
 namespace quokka::heap::test

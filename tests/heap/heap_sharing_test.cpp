@@ -1,6 +1,6 @@
-// heap_sharing_test.cpp — pooling and sharing: one allocation and one upload for 10^4 objects on one value, the chunk choice for
-// shared uniforms, buffer storage stored once, late second users, changed shared buffers, derived uniforms pooled and
-// collected, an object's own trafo shared once a second object reads it.
+// heap_sharing_test.cpp — pooling and sharing: one allocation and one upload for 10^4 objects on one value, the chunk
+// choice for shared uniforms, buffer storage stored once, late second users, changed shared buffers, derived uniforms
+// pooled and collected, an object's own trafo shared once a second object reads it.
 #include "heap_fixture.hpp"
 
 namespace quokka::heap::test

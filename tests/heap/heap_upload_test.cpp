@@ -1,5 +1,5 @@
-// heap_upload_test.cpp — upload shape: a block written twice in a frame keeps the later bytes, side-by-side objects upload as one
-// copy region, spread removals go through the ring's scatter.
+// heap_upload_test.cpp — upload shape: a block written twice in a frame keeps the later bytes, side-by-side objects
+// upload as one copy region, spread removals go through the ring's scatter.
 #include "heap_fixture.hpp"
 
 namespace quokka::heap::test
