@@ -1,5 +1,5 @@
 // ChunkAllocator: best-fit free list + bump cursor + cursor shrink + compaction planning, in 16-byte units.
-// Prior art: wombat's AttributeArena and Freelist (notes/wombat-rendering.md §1.7.2): free blocks indexed by start and
+// Prior art: wombat.rendering's AttributeArena and Freelist: free blocks indexed by start and
 // by end (O(1) merging) plus a size index for the best fit. There the size index is a sorted array of sizes with a set
 // of offsets per size; here one ordered set of (size, offset) keys gives the best fit with the lowest offset among
 // equal sizes in a single lower_bound. Starts and ends need no index of their own: the blocks tile [0, cursor), so a

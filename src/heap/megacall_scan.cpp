@@ -1,7 +1,7 @@
 // MegacallScan: the megacall's exclusive scan of emit counts, its draw arguments and firstDrawInTile index (issue #5),
 // and the probeBinarySearch diagnostics. Kernels: shaders/heap/megacall_{scan,scan_add,tiles}.comp.
 //
-// The reference (notes/wombat-rendering.md §1.7.6) scanned 512-record blocks and then one block of block sums, which
+// The reference system (wombat.rendering) scanned 512-record blocks and then one block of block sums, which
 // capped a slot at 512 × 512 = 262,144 records. Here the block sums are scanned recursively, level by level, until
 // one sum remains (4 levels cover any u32 record count), and the offsets are added back down level by level. All jobs
 // of one record() call advance level by level together so that a frame's slots share each barrier.
@@ -312,7 +312,7 @@ Result<MegacallScan> MegacallScan::create(gpu::Device& device, uint32_t max_grou
 	                                    {.spirv = shaders::kMegacallScanAddComp.span(), .name = "megacall.scan_add"}));
 	QUOKKA_TRY_ASSIGN(tiles_pipeline, device.createComputePipeline(
 	                                      {.spirv = shaders::kMegacallTilesComp.span(), .name = "megacall.tiles"}));
-	// STYLE R9: the reflected push-constant blocks must be the structs of megacall_scan.glsl.h.
+	// One layout definition: the reflected push-constant blocks must be the structs of megacall_scan.glsl.h.
 	QUOKKA_ASSERT(scan_pipeline->pushConstantSize() == sizeof(detail::MegacallScanPush),
 	              "megacall_scan.comp push constants differ from MegacallScanPush");
 	QUOKKA_ASSERT(add_pipeline->pushConstantSize() == sizeof(detail::MegacallAddPush),

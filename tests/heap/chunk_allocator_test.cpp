@@ -1,7 +1,6 @@
 // ChunkAllocator: exact offsets for hand-made layouts (bump, best fit, ties, split, coalescing, cursor shrink),
 // compaction plans applied to simulated buffer contents, and a 10^5-operation randomized differential test against a
-// unit-map model that re-derives every decision from scratch (STYLE R12: prints its seed, dumps the history on
-// failure).
+// unit-map model that re-derives every decision from scratch (it prints its seed and dumps the history on failure).
 #include "../test_seed.hpp"
 
 #include <gtest/gtest.h>

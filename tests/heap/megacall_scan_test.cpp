@@ -1,7 +1,7 @@
 // The megacall scan on a real device (lavapipe + validation in CI): every firstEmit, the args and every tile entry are
 // read back and compared with a CPU reference, at sizes around the 512-record block and past the reference's
 // 262,144-record cap; the probe is compared with its CPU replay; and the probe and checkScan are shown to report
-// deliberately corrupted records and tile entries. Random slots print their seed on failure (STYLE R12).
+// deliberately corrupted records and tile entries. Random slots print their seed on failure, so a failure replays.
 #include "gpu_fixture.hpp"
 
 #include <chrono>
@@ -172,7 +172,7 @@ protected:
 	}
 
 	// Records, submits and waits for one scan (by `scanner`, else the fixture's); returns the wall time of the
-	// submission in ms (lavapipe's GPU timestamps are not trusted, ARCHITECTURE §1).
+	// submission in ms (lavapipe's GPU timestamps are not trusted).
 	double runScan(std::span<const ScanJob> jobs, const MegacallScan* scanner = nullptr)
 	{
 		auto list = device().beginCommands();
