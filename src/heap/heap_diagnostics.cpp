@@ -330,7 +330,7 @@ private:
 		for (const auto& sp : b.slots)
 		{
 			const std::string where = "bucket " + std::to_string(b.serial) + " slot";
-			if (sp->active == DrawStrategy::Indirect)
+			if (sp->strategy == DrawStrategy::Indirect)
 				QUOKKA_TRY(checkIndirect(*sp, where));
 			else
 				QUOKKA_TRY(checkMegacall(b, *sp, where));
@@ -341,10 +341,10 @@ private:
 	/// An indirect slot: its commands and draw count on the GPU are the slot's.
 	Result<void> checkIndirect(const Slot& s, const std::string& where)
 	{
-		if (!s.commands.buffer || !s.count.buffer)
+		if (!s.commands.buffer || !s.draw_count.buffer)
 			return {};
 		QUOKKA_TRY_ASSIGN(cmds, readWords(device_, *s.commands.buffer, s.commands.words.size()));
-		QUOKKA_TRY_ASSIGN(count, readWords(device_, *s.count.buffer, 1));
+		QUOKKA_TRY_ASSIGN(count, readWords(device_, *s.draw_count.buffer, 1));
 		if (cmds != s.commands.words)
 			f_.add("commands", where + ": the indirect commands on the GPU differ from the slot's");
 		if (count[0] != s.records.size())

@@ -20,7 +20,7 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 	for (Slot* s : p.dirty_slots)
 	{
 		s->queued = false;
-		if (s->active != DrawStrategy::Megacall)
+		if (s->strategy != DrawStrategy::Megacall)
 			continue;
 		if (!s->megacall_pipeline)
 		{
@@ -115,7 +115,7 @@ private:
 	{
 		if (s.records.empty() || s.emit_sum == 0)
 			return;
-		const bool mega = s.active == DrawStrategy::Megacall;
+		const bool mega = s.strategy == DrawStrategy::Megacall;
 		const classic::PipelineEntry* entry = mega ? s.megacall_pipeline : s.indirect_pipeline;
 		if (!entry || (mega && (!s.args || !s.tiles || !s.mrecords.buffer)) || (!mega && !s.commands.buffer))
 			return;
@@ -187,11 +187,11 @@ private:
 			return;
 		}
 		list_.keepAlive(s.commands.buffer);
-		list_.keepAlive(s.count.buffer);
+		list_.keepAlive(s.draw_count.buffer);
 		const uint32_t n = uint32_t(s.records.size());
 		if (!s.indexed)
 		{
-			vkCmdDrawIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 16);
+			vkCmdDrawIndirectCount(cmd, s.commands.buffer->vk(), 0, s.draw_count.buffer->vk(), 0, n, 16);
 			return;
 		}
 		if (index_buffer_ != chunk.buffer->vk())
@@ -199,7 +199,7 @@ private:
 			vkCmdBindIndexBuffer(cmd, chunk.buffer->vk(), 0, VK_INDEX_TYPE_UINT32);
 			index_buffer_ = chunk.buffer->vk();
 		}
-		vkCmdDrawIndexedIndirectCount(cmd, s.commands.buffer->vk(), 0, s.count.buffer->vk(), 0, n, 20);
+		vkCmdDrawIndexedIndirectCount(cmd, s.commands.buffer->vk(), 0, s.draw_count.buffer->vk(), 0, n, 20);
 	}
 
 	detail::HeapCore& p_;

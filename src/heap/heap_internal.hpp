@@ -387,12 +387,12 @@ struct Slot
 	uint32_t prim = 3; ///< vertices per primitive
 	std::vector<HeapObject*> records;
 	uint64_t emit_sum = 0;
-	DrawStrategy active = DrawStrategy::Indirect;
+	DrawStrategy strategy = DrawStrategy::Indirect; ///< how the slot draws now (Auto chooses per frame)
 	// indirect: VkDrawIndexedIndirectCommand (5 words) or VkDrawIndirectCommand (4 words) per record; count word.
 	GpuArray commands{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
 	                  "heap commands"};
-	GpuArray count{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
-	               "heap count"};
+	GpuArray draw_count{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
+	                    "heap count"};
 	// megacall: 5-word records, scan scratch, arguments, tile index.
 	GpuArray mrecords{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap megacall records"};
 	std::optional<ScanBuffers> scan;

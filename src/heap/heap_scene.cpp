@@ -265,7 +265,7 @@ void HeapObject::attachToSlot(Slot* s)
 	s->records.push_back(this);
 	s->commands.resize(s->records.size() * s->commandWords());
 	s->mrecords.resize(s->records.size() * fx::kRecordWords);
-	s->count.set(0, uint32_t(s->records.size()));
+	s->draw_count.set(0, uint32_t(s->records.size()));
 	s->emit_sum += emits();
 	writeRecord();
 	scene_->markSlot(s);
@@ -288,7 +288,7 @@ void HeapObject::detachFromSlot()
 	}
 	s->commands.resize(s->records.size() * s->commandWords());
 	s->mrecords.resize(s->records.size() * fx::kRecordWords);
-	s->count.set(0, uint32_t(s->records.size()));
+	s->draw_count.set(0, uint32_t(s->records.size()));
 	slot = nullptr;
 	scene_->markSlot(s);
 	if (s->records.empty())
@@ -1273,8 +1273,8 @@ Result<Slot*> detail::HeapCore::createSlot(Bucket& b, const scene::PipelineState
 	s->dyn = dyn;
 	s->indexed = indexed;
 	s->prim = primitiveVertices(state.topology);
-	s->count.words = {0};
-	s->active = options.draw == DrawStrategy::Megacall ? DrawStrategy::Megacall : DrawStrategy::Indirect;
+	s->draw_count.words = {0};
+	s->strategy = options.draw == DrawStrategy::Megacall ? DrawStrategy::Megacall : DrawStrategy::Indirect;
 	b.slots.push_back(std::move(s));
 	shape_changed = true;
 	return b.slots.back().get();
@@ -1288,17 +1288,17 @@ void detail::HeapCore::chooseStrategy(Slot& s)
 	// frame (a flip re-uploads the slot's whole array).
 	const double mean = double(s.emit_sum) / double(s.records.size());
 	const double t = options.megacall_below;
-	DrawStrategy want = s.active;
-	if (s.active == DrawStrategy::Indirect && mean < t * 0.75)
+	DrawStrategy want = s.strategy;
+	if (s.strategy == DrawStrategy::Indirect && mean < t * 0.75)
 		want = DrawStrategy::Megacall;
-	else if (s.active == DrawStrategy::Megacall && mean > t * 1.25)
+	else if (s.strategy == DrawStrategy::Megacall && mean > t * 1.25)
 		want = DrawStrategy::Indirect;
-	if (want == s.active)
+	if (want == s.strategy)
 		return;
-	s.active = want;
+	s.strategy = want;
 	shape_changed = true;
 	(want == DrawStrategy::Megacall ? s.mrecords : s.commands).touchAll();
-	s.count.touchAll();
+	s.draw_count.touchAll();
 	s.scan_dirty = true;
 }
 
@@ -1358,7 +1358,7 @@ detail::HeapCore::Shape detail::HeapCore::sumShape() const
 		for (const auto& slot : b->slots)
 		{
 			++s.slots;
-			++(slot->active == DrawStrategy::Megacall ? s.megacall_slots : s.indirect_slots);
+			++(slot->strategy == DrawStrategy::Megacall ? s.megacall_slots : s.indirect_slots);
 		}
 	s.chunks = uint32_t(chunks.size());
 	for (const auto& c : chunks)

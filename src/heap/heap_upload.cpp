@@ -255,7 +255,7 @@ private:
 		}
 		for (Slot* s : p_.dirty_slots)
 		{
-			if (s->active == DrawStrategy::Megacall)
+			if (s->strategy == DrawStrategy::Megacall)
 			{
 				QUOKKA_TRY_ASSIGN(m, s->mrecords.upload(device_, staging));
 				stats_.upload_bytes += m;
@@ -263,7 +263,7 @@ private:
 			else
 			{
 				QUOKKA_TRY_ASSIGN(c, s->commands.upload(device_, staging));
-				QUOKKA_TRY_ASSIGN(n, s->count.upload(device_, staging));
+				QUOKKA_TRY_ASSIGN(n, s->draw_count.upload(device_, staging));
 				stats_.upload_bytes += c + n;
 			}
 		}
