@@ -2,7 +2,7 @@
 // on the heap path with each draw strategy, and of the baked floor — every object pre-transformed into one mesh drawn
 // with one draw, the least work any renderer of that scene can do. Per object count and variant: medians of the CPU
 // update, CPU encode, GPU and frame times of R static frames (the first, preparing frame dropped), draw calls, and
-// GPU time over the floor's, measured in the same run (STYLE R13). Then the crossover study behind
+// GPU time over the floor's, measured in the same run. Then the crossover study behind
 // HeapOptions::megacall_below: heap GPU time of indirect vs megacall at 4, 12, 32 and 100 triangles per object.
 #include "commands.hpp"
 #include "render_common.hpp"

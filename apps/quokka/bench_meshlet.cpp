@@ -1,7 +1,7 @@
 // `quokka bench meshlet` (issue #6): the meshlet memory manager's numbers, each next to a baseline measured in the
-// same run (STYLE R13):
-//   allocator   OffsetAllocator alloc+free pairs/s on one core vs a naive best-fit free list (notes/meshlets.md §4.3
-//               methodology: 10k live allocations, sizes 1–65,536 units in a 2^30-unit space, pre-generated stream);
+// same run:
+//   allocator   OffsetAllocator alloc+free pairs/s on one core vs a naive best-fit free list (10k live
+//               allocations, sizes 1–65,536 units in a 2^30-unit space, pre-generated stream);
 //   copy        the device's buffer-to-buffer copy bandwidth: the faster of one vkCmdCopyBuffer and one grid-stride
 //               uvec4 compute copy of the working-set size (on NVIDIA the compute copy is ~2.5x faster than
 //               vkCmdCopyBuffer, so the transfer figure alone would flatter every fraction below);
@@ -170,7 +170,7 @@ meshlet::MeshletBatch makeBatch(std::mt19937& rng, uint32_t mean_words)
 	meshlet::MeshletBatch batch;
 	const uint32_t words = std::max(256u, uint32_t(mean_words / 2 + rng() % mean_words));
 	batch.data.assign(words, rng());
-	batch.records.resize(std::max(1u, words / 1024)); // ~1,000 words per meshlet (notes §2.1)
+	batch.records.resize(std::max(1u, words / 1024)); // ~1,000 words per meshlet
 	for (size_t k = 0; k < batch.records.size(); ++k)
 		batch.records[k].address = uint32_t(k * 1024);
 	return batch;

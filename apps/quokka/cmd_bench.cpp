@@ -1,4 +1,4 @@
-// `quokka bench NAME`: the benchmarks of the issues that define them (ARCHITECTURE §7). Each prints medians and
+// `quokka bench NAME`: the benchmarks of the issues that define them. Each prints medians and
 // same-run ratios, or one JSON object with --json.
 #include "commands.hpp"
 

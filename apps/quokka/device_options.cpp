@@ -82,7 +82,8 @@ int fail(const Error& error)
 
 int fail(const std::string& message)
 {
-	// One line: the CLI contract (ARCHITECTURE §7). Multi-line messages (shader errors) keep only the first line here.
+	// The CLI contract: an error is one line on stderr and a non-zero exit. Multi-line messages (shader errors) keep
+	// only the first line here.
 	std::string line = message.substr(0, message.find('\n'));
 	clearProgress();
 	std::fprintf(stderr, "quokka: error: %s\n", line.c_str());

@@ -1,4 +1,4 @@
-// quokka — command-line front end: parses arguments and dispatches to one command (STYLE R15).
+// quokka — command-line front end: parses arguments and dispatches to one command.
 #include "commands.hpp"
 #include "scene_run.hpp"
 

@@ -1,4 +1,4 @@
-// Adaptive core benchmarks (notes/adaptive.md §5.1/§5.2, issue #3). Results and targets: docs/benchmarks.md.
+// Adaptive core benchmarks (issue #3). Results and targets: docs/benchmarks.md.
 //
 // Shapes: up-to-date reads, one change + three re-evaluations (with a heap-allocation counter), marking throughput on
 // linear chains, diamonds and walls up to 10^6 nodes, fan-out 1 → N, an aset reader under 1–100 changes per

@@ -1,5 +1,5 @@
 // ChunkAllocator micro-benchmark (issue #5): random free+allocate pairs over a fixed live population, with the
-// OffsetAllocator (base, O(1) good fit) on the same stream in the same run as the ratio's baseline (STYLE R13).
+// OffsetAllocator (base, O(1) good fit) on the same stream in the same run as the ratio's baseline.
 // Two shapes: `Mixed` — 10,000 live blocks of 1…65,536 bytes in a 4 GiB chunk (the `bench meshlet` stream in 16-byte
 // units); `Uniforms` — 100,000 live blocks of 32…128 bytes (a header plus a mat4 or a few vec4s) in a 256 MiB chunk.
 // Each iteration frees a random live block and allocates the next size of a 2^20-entry (≈ 10^6) pre-drawn stream.

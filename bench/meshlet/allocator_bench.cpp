@@ -1,6 +1,6 @@
 // OffsetAllocator micro-benchmark (issue #6): the `quokka bench meshlet` allocator stream — 10,000 live allocations in
 // a 2^30-unit space, each pair frees a random live allocation and allocates a random size 1…65,536 — as a Google
-// Benchmark, so the allocator can be profiled (perf, callgrind) without a device. A program, never a test (STYLE R13).
+// Benchmark, so the allocator can be profiled (perf, callgrind) without a device. A program, never a test.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

@@ -723,7 +723,7 @@ void Transaction::commit() noexcept
 			bool go = e->onMark();
 			if (e->level_ != lvl)
 			{
-				// onMark evaluated inputs that turned out deeper (notes §3.1): redo it at the new level.
+				// onMark evaluated inputs that turned out deeper: redo it at the new level.
 				enqueue(*e);
 				releaseHeld(s, e);
 				continue;

@@ -1,6 +1,6 @@
 // OffsetAllocator: TLSF-style bins + neighbour merging. Prior art: Sebastian Aaltonen, "OffsetAllocator" (MIT, 2023,
 // github.com/sebbbi/OffsetAllocator) and M. Masmano et al., "TLSF: a new dynamic memory allocator for real-time
-// systems" (2004). Written from the description in notes/meshlets.md §4; the reference's open defects (its issue #3
+// systems" (2004). The reference's open defects (its issue #3
 // "maxAllocs − 2", PR #11 "false NO_SPACE") do not apply here: the node pool grows, and allocate() falls back to the
 // request's own bin before giving up.
 //
@@ -219,7 +219,7 @@ inline uint32_t OffsetAllocator::findFreeBin(uint32_t min_bin) const
 	if (bits != 0) [[likely]]
 		return (word << 6) | uint32_t(std::countr_zero(bits));
 	// The rest of this word is empty: the next non-empty word's lowest bin. (The reference once returned "no space"
-	// here instead of moving on; notes §4.2.)
+	// here instead of moving on.)
 	const uint32_t words = used_words_ & (~0u << (word + 1));
 	if (words == 0)
 		return kNone;

@@ -1,5 +1,5 @@
 // Effect → GLSL (merged-state model) → SPIR-V, with the fragment-first two-phase compile and active-variable
-// reflection (notes/effects.md §4.3–4.4).
+// reflection.
 //
 // [SECTION] gathering the merged State of one stage kind
 // [SECTION] GLSL generation

@@ -18,7 +18,7 @@ struct Registry
 	Registry()
 	{
 		// Aardvark's standard names. NormalMatrix is a mat3 (the derived-uniform recipe's output type), not the padded
-		// M44f of wombat's scope (notes/effects.md §4.11).
+		// M44f of wombat's scope.
 		for (const char* base :
 		     {"ModelTrafo", "ViewTrafo", "ProjTrafo", "ModelViewTrafo", "ViewProjTrafo", "ModelViewProjTrafo"})
 		{

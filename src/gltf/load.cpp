@@ -170,7 +170,7 @@ Result<Scene> importFileImpl(const std::string& path, const ImportOptions& optio
 
 Result<Scene> importFile(const std::string& path, const ImportOptions& options)
 {
-	// tinygltf and the standard library may throw (bad_alloc, json type errors); nothing escapes (STYLE R5).
+	// tinygltf and the standard library may throw (bad_alloc, json type errors); nothing escapes.
 	try
 	{
 		return importFileImpl(path, options);

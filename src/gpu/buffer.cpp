@@ -131,7 +131,7 @@ Buffer::~Buffer()
 	VkDevice dev = device_->vk();
 	VkBuffer buffer = buffer_;
 	VkDeviceMemory memory = memory_;
-	// Deferred: submissions made so far may still read or write this buffer (STYLE R7).
+	// Deferred: submissions made so far may still read or write this buffer.
 	device_->destroyLater(
 	    [dev, buffer, memory]
 	    {

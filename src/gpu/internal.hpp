@@ -9,6 +9,6 @@ namespace quokka::gpu::detail
 
 namespace quokka::gpu
 {
-/// Process-wide monotonic id for buffers, images and pipelines (cache keys, STYLE R7).
+/// Process-wide monotonic id for buffers, images and pipelines (cache keys).
 uint64_t nextGpuObjectId();
 } // namespace quokka::gpu

@@ -20,7 +20,7 @@ Result<ScatterCopy> ScatterCopy::create(Device& device)
 	ScatterCopy scatter;
 	QUOKKA_TRY_ASSIGN(pipeline, device.createComputePipeline(
 	                                {.spirv = shaders::kScatterCopyComp.span(), .name = "gpu.scatter_copy"}));
-	// STYLE R9: the reflected push-constant block must be the struct of scatter_copy.glsl.h.
+	// The reflected push-constant block must be the struct of scatter_copy.glsl.h (one definition for C++ and GLSL).
 	QUOKKA_ASSERT(pipeline->pushConstantSize() == sizeof(detail::ScatterCopyPush),
 	              "scatter_copy.comp push constants differ from ScatterCopyPush");
 	VkPhysicalDeviceProperties properties;

@@ -1,7 +1,7 @@
-// MeshletManager: batches of meshlets in two sub-allocated GPU buffers. Behaviour follows seed 003 (meep-engine 3.13
-// GPUMeshletManager); the Vulkan form follows notes/meshlets.md §5.3 and §6: pending operations name slots and are
-// resolved when update() records them, rebuilds copy GPU→GPU and patch addresses on the GPU instead of re-uploading
-// metadata from the CPU, and freed ranges are reused only once the GPU is done with them.
+// MeshletManager: batches of meshlets in two sub-allocated GPU buffers. Behaviour follows meep-engine 3.13's
+// GPUMeshletManager. In the Vulkan form, pending operations name slots and are resolved when update() records them,
+// rebuilds copy GPU→GPU and patch addresses on the GPU instead of re-uploading metadata from the CPU, and freed ranges
+// are reused only once the GPU is done with them.
 #include <quokka/meshlet/meshlet_manager.hpp>
 
 #include "meshlet_shaders.hpp"
@@ -238,7 +238,7 @@ Result<void> MeshletManager::allocatePair(uint32_t data_words, uint32_t records,
 {
 	drainRetired();
 	// Up to three attempts as the seed: compact when something was released since the last rebuild, else grow the
-	// side(s) that failed. With this allocator a growth always makes room (no bin-rounding trap, notes §1.7).
+	// side(s) that failed. With this allocator a growth always makes room (no bin-rounding trap).
 	for (int attempt = 0; attempt < 3; ++attempt)
 	{
 		data = data_allocator_.allocate(data_words);

@@ -1,4 +1,4 @@
-// notes/adaptive.md §4.8 (L), D7, C7, M3 for alist, plus randomised differential tests against recomputed vectors.
+// alist and Index scenarios (L), D7, C7, M3 for alist, plus randomised differential tests against recomputed vectors.
 #include <gtest/gtest.h>
 
 #include "differential.hpp"

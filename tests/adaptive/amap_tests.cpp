@@ -1,4 +1,4 @@
-// notes/adaptive.md §4.7 (M), D5 and C6 for amap, plus randomised differential tests against a recomputed std::map.
+// amap scenarios (M), D5 and C6 for amap, plus randomised differential tests against a recomputed std::map.
 #include <gtest/gtest.h>
 
 #include "differential.hpp"

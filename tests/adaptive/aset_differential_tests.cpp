@@ -1,4 +1,4 @@
-// Randomised differential tests for aset (STYLE R12 layer 2, notes §7.8): random expression graphs over random
+// Randomised differential tests for aset: random expression graphs over random
 // csets and cvals, random batches of changes per transaction, compared after every transaction with a
 // recompute-everything reference. On failure the seed, the expression and the whole operation history are printed.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// notes/adaptive.md §4.4 (D), §4.5 (S), §4.6 (H), set callbacks (C5, C8) and reductions (R) for aset.
+// aset scenarios: delta algebra (D), aset operators (S), history/readers (H), set callbacks (C5, C8), reductions (R).
 #include <gtest/gtest.h>
 
 #include <atomic>

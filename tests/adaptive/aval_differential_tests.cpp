@@ -1,4 +1,4 @@
-// Randomised differential tests for aval (STYLE R12 layer 2): random DAGs of map/map2/map3/bind/custom/cutoff/
+// Randomised differential tests for aval: random DAGs of map/map2/map3/bind/custom/cutoff/
 // mapNonAdaptive over random cvals, random batches of writes per transaction, a random subset of nodes forced after
 // each transaction (so partially evaluated graphs are exercised) and compared with a recompute-everything reference;
 // value subscriptions must have seen the latest value. Failures print the seed, the graph and the history.

@@ -1,4 +1,4 @@
-// notes/adaptive.md §4.1–4.3, §4.10: transactions, marking, aval combinators, callbacks, lifetime.
+// Scenarios of transactions and marking (T), aval combinators (V), callbacks (C), lifetime and threading (G, X).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -91,7 +91,7 @@ TEST(CVal, WritesWithoutTransactionAndNoDependents) // T3
 	EXPECT_EQ(c.force(), 2);
 }
 
-TEST(CVal, WriteWithoutTransactionMarksDependentsThroughAnAutoTransaction) // T5 [ours: auto-transaction, §7.2]
+TEST(CVal, WriteWithoutTransactionMarksDependentsThroughAnAutoTransaction) // T5 [ours: auto-transaction]
 {
 	cval<int> c(1);
 	auto m = map(c, [](int x) { return x + 1; });
@@ -407,7 +407,7 @@ TEST(AVal, BindSwitchDropsTheOldInnerEdge)
 	EXPECT_FALSE(r.outOfDate());
 }
 
-TEST(AVal, ExceptionPropagatesAndIsRetriedOnNextRead) // V12 / §7.4
+TEST(AVal, ExceptionPropagatesAndIsRetriedOnNextRead) // V12
 {
 	cval<int> c(1);
 	bool fail = true;

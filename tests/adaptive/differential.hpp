@@ -1,4 +1,4 @@
-// Shared by the randomised differential tests (STYLE R12): the failure dump with the seed, the expression and the
+// Shared by the randomised differential tests: the failure dump with the seed, the expression and the
 // whole operation history, so a failing case can be replayed by hand.
 #pragma once
 

@@ -1,6 +1,6 @@
 // MeshletManager on a real device (lavapipe + validation in CI): every check reads both buffers back and compares
 // each live batch's payload and patched records with a CPU model. Randomized sequences print their seed and dump the
-// operation history on failure (STYLE R12).
+// operation history on failure.
 #include "../test_seed.hpp"
 #include "gpu_fixture.hpp"
 
@@ -236,7 +236,7 @@ TEST_F(MeshletManagerTest, CloneOfABatchStillUploadingIsUploadedToo)
 	EXPECT_EQ(compare(*manager, model), "");
 }
 
-// notes/meshlets.md §5.3, worked example: before 3.13 the clone's copy ran at stale offsets after the compaction and
+// Worked example: before meep-engine 3.13 the clone's copy ran at stale offsets after the compaction and
 // overwrote half of C.
 TEST_F(MeshletManagerTest, CloneQueuedBeforeACompactionLandsAtTheNewAddresses)
 {
@@ -384,7 +384,7 @@ TEST_F(MeshletManagerTest, FailedAllocationCompactsWhenSpaceWasReleasedAndGrowsO
 TEST_F(MeshletManagerTest, NonClassSizedRequestOnAFullBufferNeedsExactlyOneGrowth)
 {
 	// The reference's bin rounding made a full buffer grown by a non-class size (513, 1000, 1025 …) fail again and
-	// grow a second time (notes §1.7).
+	// grow a second time.
 	for (uint32_t words : {513u, 1000u, 1025u})
 	{
 		SCOPED_TRACE(words);

@@ -1,5 +1,5 @@
 // OffsetAllocator: size classes, the reference's known defects as regressions, and a 10^6-operation randomized model
-// test against a CPU interval model (STYLE R12: prints its seed, dumps the history on failure).
+// test against a CPU interval model (it prints its seed and dumps the history on failure).
 #include "../test_seed.hpp"
 
 #include <gtest/gtest.h>
@@ -61,7 +61,7 @@ TEST(SizeClass, ClassesBracketEverySizeWithinTwelvePointFivePercent)
 
 TEST(OffsetAllocator, WholeSizeAllocationSucceedsForSizesThatAreNotClassSizes)
 {
-	// The reference failed every one of these that is not a class size (513, 1000, 1025, 699050; notes §4.2).
+	// The reference failed every one of these that is not a class size (513, 1000, 1025, 699050).
 	for (uint32_t n : {1u, 7u, 17u, 513u, 576u, 1000u, 1024u, 1025u, 699050u, 123456789u, 0xfffffffeu})
 	{
 		SCOPED_TRACE(n);

@@ -2,7 +2,7 @@
 //
 // A list is a persistent map Index → value (IndexList); Index (index.hpp) is an order-maintenance key, so inserting
 // between two elements never renumbers anything and a list delta is a map delta keyed by Index (Set / Remove, later
-// wins; notes §2.5). map/filter/choose/mapA/filterA/chooseA keep the input indices and cost O(|delta|); collect and
+// wins). map/filter/choose/mapA/filterA/chooseA keep the input indices and cost O(|delta|); collect and
 // sortBy create output indices through a sorted key → Index mapping, O(|delta| log n); sub/skip/take cost the delta
 // plus the elements that cross the window borders. clist::updateTo diffs (LCS) and keeps the indices of unchanged
 // elements. content()/force() are O(1). Values need operator== (sortBy keys operator<).
@@ -45,7 +45,7 @@ std::vector<T> toVector(const IndexList<T>& l)
 }
 
 /// Delta turning `from` into a list with values `to` (in order): matched (LCS) elements keep their index, a run of
-/// k removed and m added values becomes min(k, m) in-place Sets plus the rest as removes/inserts (notes §2.5).
+/// k removed and m added values becomes min(k, m) in-place Sets plus the rest as removes/inserts.
 /// O(n + d²) with d the differing middle (after common prefix/suffix); a middle over 4·10^6 cells falls back to
 /// positional Sets.
 template <typename T>

@@ -1,7 +1,7 @@
 // quokka/adaptive/amap.hpp — adaptive maps: amap<K, V> and the changeable cmap<K, V>.
 //
 // A map delta holds one operation per key, Set(v) or Remove (std::nullopt); combining keeps the later operation per
-// key, and applying drops a Set of an equal value and a Remove of an absent key (notes §2.4, §4 D5, M2–M4). Operators
+// key, and applying drops a Set of an equal value and a Remove of an absent key. Operators
 // are readers costing O(|delta|) per pull (mapA/filterA/chooseA add the marked inner values). content()/force() are
 // O(1) snapshots of a persistent ordered map. Keys need operator<, values operator==. Threading: owner thread only
 // (core.hpp).
@@ -414,7 +414,7 @@ amap<K, V> filter(const amap<K, V>& m, P p)
 	              { return p(k, v) ? std::optional<V>(v) : std::nullopt; });
 }
 
-/// Maps every value to a resource f(key, value), released with dispose(u) when the key goes or changes (notes M6).
+/// Maps every value to a resource f(key, value), released with dispose(u) when the key goes or changes.
 /// The Subscription disposes every live result and empties the map; disposing twice is harmless.
 template <typename K, typename V, typename F, typename D>
 auto mapUse(const amap<K, V>& m, F f, D dispose)

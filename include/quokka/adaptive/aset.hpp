@@ -2,7 +2,7 @@
 //
 // A set delta maps elements to signed counts; the state counts how many contributors hold each element, and readers
 // only ever see presence transitions (+1 when a count leaves 0, −1 when it returns to 0), so unions of overlapping
-// sets, non-injective maps and useless add/remove pairs behave (notes §2.3, §4 D1–D4, S1–S13). Every operator is a
+// sets, non-injective maps and useless add/remove pairs behave. Every operator is a
 // reader that costs O(|delta|) per pull (mapA/filterA/chooseA add the dirty inner values, collect the dirty inner sets;
 // removing an inner set or switching a bind costs its size). content()/force() are O(1) snapshots.
 // Elements need operator< (states are persistent ordered maps, persistent_map.hpp) and operator==.
@@ -52,7 +52,7 @@ void addCount(SetDelta<T>& delta, const T& key, int count)
 		delta.erase(it);
 }
 
-/// Traceable<CountingSet, SetDelta> (notes §2.2/§2.3).
+/// Traceable<CountingSet, SetDelta>.
 template <typename T>
 struct SetTrace
 {
@@ -717,7 +717,7 @@ aset<T> filter(const aset<T>& s, P p)
 	return detail::derivedSet<T>(makeRef<detail::SetFilterReader<T, P>>(s.getDeltaReader(), std::move(p)));
 }
 
-/// Maps every element to a resource f(x) that is released with dispose(u) when x leaves (notes S6). The Subscription
+/// Maps every element to a resource f(x) that is released with dispose(u) when x leaves. The Subscription
 /// disposes every live result at once and makes the set empty; disposing it twice is harmless.
 template <typename T, typename F, typename D>
 auto mapUse(const aset<T>& s, F f, D dispose)

@@ -2,7 +2,7 @@
 //
 // Combinators fold constants (map of a constant is a constant; bind of a constant returns the inner value itself).
 // Map-like nodes cache their last inputs and skip the user function when the new inputs compare equal (operator==,
-// when T has one): that is the only cut-off; marking itself always reaches every dependent (notes §1.1, §2.1).
+// when T has one): that is the only cut-off; marking itself always reaches every dependent.
 // A user function that throws leaves the node out of date; the exception reaches the reader and the next read
 // retries. Threading: owner thread only (core.hpp); use ChangeQueue to write from other threads.
 #pragma once
@@ -145,7 +145,7 @@ protected:
 } // namespace detail
 
 /// Changeable input value. Writes of an equal value are no-ops. A write outside a Transaction runs its own one-change
-/// transaction (notes §7.2: auto-transaction for single writes; use a Transaction scope to batch).
+/// transaction (auto-transaction for single writes; use a Transaction scope to batch).
 template <typename T>
 class cval : public aval<T>
 {
@@ -191,7 +191,7 @@ aval<T> makeFunctionNode(Fn fn)
 	return aval<T>(makeRef<FunctionNode<T, Fn>>(std::move(fn)));
 }
 
-/// Eager cut-off node (notes §4 V9/V10): re-reads its input when marked and stops propagation when equal.
+/// Eager cut-off node: re-reads its input when marked and stops propagation when equal.
 template <typename T>
 class CutoffNode final : public AValNode<T>
 {
@@ -311,7 +311,7 @@ auto mapNonAdaptive(const aval<A>& a, F f) -> aval<std::decay_t<std::invoke_resu
 }
 
 /// Dynamic dependency: `f(a)` returns the aval to read. f runs again only when `a` changed (operator==); the old inner
-/// value's edge is dropped after the switch. A constant `a` returns f(value) itself (notes V2).
+/// value's edge is dropped after the switch. A constant `a` returns f(value) itself.
 template <typename A, typename F>
 auto bind(const aval<A>& a, F f) -> aval<typename std::decay_t<std::invoke_result_t<F&, const A&>>::ValueType>
 requires requires(F& g, const A& x)
@@ -344,7 +344,7 @@ auto bind2(const aval<A>& a, const aval<B>& b, F f)
 }
 
 /// Arbitrary computation `f(token)`: dependencies are whatever it reads with the token; nodes it creates and reads
-/// are owned by this node until its next evaluation (they never go stale, notes V8 / FDA #122).
+/// are owned by this node until its next evaluation (they never go stale; see FDA #122).
 template <typename F>
 auto custom(F f) -> aval<std::decay_t<std::invoke_result_t<F&, Token>>>
 {
@@ -353,7 +353,7 @@ auto custom(F f) -> aval<std::decay_t<std::invoke_result_t<F&, Token>>>
 }
 
 /// Eager cut-off: when marked, re-reads `input` inside the commit and stops propagation if the value is unchanged.
-/// Costs an evaluation during marking; use where a cheap input often changes to an equal value (notes §4 V9/V10).
+/// Costs an evaluation during marking; use where a cheap input often changes to an equal value.
 template <typename T>
 aval<T> cutoff(const aval<T>& input)
 {

@@ -1,10 +1,10 @@
 // quokka/adaptive/core.hpp — the incremental core: adaptive objects, evaluation tokens, transactions, callbacks.
 //
-// Push-pull model after FSharp.Data.Adaptive (notes/adaptive.md §1): a change inside a Transaction marks every
+// Push-pull model after FSharp.Data.Adaptive: a change inside a Transaction marks every
 // dependent object out of date, in ascending level order, and stops at objects already out of date; values are
 // recomputed lazily when pulled. Edges are recorded during evaluation through a Token: a consumer owns (strong,
 // intrusive, non-atomic refcount) the inputs it read in its last evaluation and inputs keep non-owning back links that
-// destruction unlinks (notes §7.1), so dropped subgraphs are freed at once and nothing read by a live node goes stale.
+// destruction unlinks, so dropped subgraphs are freed at once and nothing read by a live node goes stale.
 //
 // THREADING RULE: a graph (every object reachable from another through edges, plus the transaction machinery) belongs
 // to ONE owner thread. Only that thread may create, read, mark, subscribe or destroy its objects. Other threads hand
@@ -40,7 +40,7 @@ struct OutEdge
 };
 } // namespace detail
 
-/// Intrusive owning pointer to an adaptive object (non-atomic count: owner thread only, STYLE R6).
+/// Intrusive owning pointer to an adaptive object (non-atomic count: owner thread only).
 template <typename T>
 class Ref
 {
@@ -282,7 +282,7 @@ private:
 /// RAII transaction scope. Changes made while a scope is open are collected; when the outermost scope ends they are
 /// committed: marked in level order, marking callbacks run inside the commit, value callbacks (finalizers) after it.
 /// Nested scopes JOIN the outer one (quokka semantics; FDA commits nested transactions separately). The commit also
-/// happens when the body throws (notes §4 T11 [ours]): writes already made are never left unmarked.
+/// happens when the body throws: writes already made are never left unmarked.
 /// A scope opened while a commit runs (from a marking callback) joins the running commit.
 /// Owner thread only; scopes must nest (stack discipline).
 class Transaction

@@ -1,4 +1,4 @@
-// quokka/adaptive/history.hpp — the delta/reader protocol shared by aset, amap and alist (notes §2.2).
+// quokka/adaptive/history.hpp — the delta/reader protocol shared by aset, amap and alist.
 //
 // A Trace names a collection's State (persistent, O(1) copy) and Delta and how deltas apply and combine. An OpReader
 // is an adaptive object whose getChanges(token) returns the delta since its previous pull. Every adaptive collection
@@ -250,7 +250,7 @@ private:
 	State state_;
 };
 
-/// Reader callback (notes §1.8, C5–C7): calls f(stateBefore, delta) now with the full content, then after every
+/// Reader callback: calls f(stateBefore, delta) now with the full content, then after every
 /// transaction that changed the collection, with a non-empty delta. Keep the Subscription. Owner thread only.
 template <typename Trace, typename F>
 Subscription subscribeReader(Ref<HistoryReader<Trace>> reader, F f)

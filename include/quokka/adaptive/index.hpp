@@ -1,4 +1,4 @@
-// quokka/adaptive/index.hpp — order-maintenance keys for alist/clist (Dietz–Sleator style, notes §2.5).
+// quokka/adaptive/index.hpp — order-maintenance keys for alist/clist (Dietz–Sleator style).
 //
 // An Index is an opaque, totally ordered key: new indices are created after, before or between existing ones and keep
 // their relative order forever; they are ordering keys, never positions. Nodes of one global doubly linked list carry

@@ -1,4 +1,4 @@
-// quokka/base/assert.hpp — programmer-error checks (STYLE R5, tier 1).
+// quokka/base/assert.hpp — programmer-error checks (error tier 1 of 3: assert, Result, VkResult).
 //
 // QUOKKA_ASSERT(cond, "message") is compiled in Debug builds, every test binary and the sanitizer presets
 // (QUOKKA_ENABLE_ASSERTS); in plain Release builds it compiles to nothing and `cond` is not evaluated.

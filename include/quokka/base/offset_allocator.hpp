@@ -3,7 +3,7 @@
 // A TLSF-style good-fit allocator after Sebastian Aaltonen's OffsetAllocator (MIT): 256 size-class bins shaped like an
 // 8-bit float (5-bit exponent, 3-bit mantissa, ≤ 12.5 % rounding), a two-level bitmask to find a non-empty bin with two
 // bit scans, and immediate merging of physical neighbours on free. Pure CPU logic: it manages offsets into memory it
-// never touches (the meshlet data and metadata buffers). Fixes the reference's defects (notes/meshlets.md §4.2): the
+// never touches (the meshlet data and metadata buffers). Fixes the reference's defects: the
 // node pool grows (no maxAllocs − 2 limit), a request that fits a free region never reports "no space", the storage
 // report is exact, and bad frees are reported instead of being undefined behaviour.
 #pragma once
@@ -20,7 +20,7 @@ namespace quokka
 /// Offset of a failed allocation.
 constexpr uint32_t kNoSpace = 0xffffffffu;
 
-/// One live range of an OffsetAllocator: its offset plus a generational id of the node that owns it (STYLE R7), so a
+/// One live range of an OffsetAllocator: its offset plus a generational id of the node that owns it, so a
 /// stale or foreign handle is recognised by free() instead of corrupting the allocator.
 struct Allocation
 {

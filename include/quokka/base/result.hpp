@@ -1,4 +1,4 @@
-// quokka/base/result.hpp — errors from the environment or bad input (STYLE R5, tier 2).
+// quokka/base/result.hpp — errors from the environment or bad input (error tier 2 of 3: assert, Result, VkResult).
 //
 // A Result<T> holds either a value or an Error: an ErrorCode plus a one-line human message. The library never throws
 // for its own errors; callers test `ok()` and the CLI prints `error().message` and exits non-zero.

@@ -1,4 +1,4 @@
-// quokka/base/version.hpp — the library version as one integer (STYLE R11): major * 10000 + minor * 100 + patch.
+// quokka/base/version.hpp — the library version as one integer: major * 10000 + minor * 100 + patch.
 #pragma once
 
 #define QUOKKA_VERSION 100 // 0.1.0

@@ -1,6 +1,6 @@
 // quokka/fx/compile.hpp — from an Effect and the framebuffer's outputs to SPIR-V plus the interface the runtime binds.
 //
-// Fragment-first two-phase compile (notes/effects.md §4.3): the fragment shader is generated with the framebuffer's
+// Fragment-first two-phase compile: the fragment shader is generated with the framebuffer's
 // colour outputs, optimised, and reflected for its *active* inputs (the varyings V); the vertex shader is then
 // generated to produce exactly V — a varying no vertex stage writes becomes an implicit vertex attribute passed
 // through — and reflected for its active attributes. An analysis compile puts every uniform in its own block, so the

@@ -3,7 +3,7 @@
 //
 // A Stage is written by the user as a function body over `s.<Port>` and bare uniform/texture names; `return;` leaves
 // only that stage. compose() concatenates stages after validating their interfaces; the generator (compile.hpp) fuses
-// same-kind stages into one shader per kind (the merged-state model, notes/effects.md §4.3), so the same snippets serve
+// same-kind stages into one shader per kind (the merged-state model), so the same snippets serve
 // the classic path today and the heap path later (only the prelude and main() differ). Ids are 128-bit content hashes
 // of everything that affects the code; display names are excluded. Stages and effects are immutable values.
 #pragma once

@@ -1,4 +1,4 @@
-// quokka/fx/instancing.hpp — uniforms supplied per instance (notes/effects.md §1.7, Aardvark's instanceUniforms).
+// quokka/fx/instancing.hpp — uniforms supplied per instance (Aardvark's instanceUniforms).
 //
 // An object drawn with several instances may give some of the uniforms its effect reads one value per instance. The
 // effect is rewritten so that each such uniform is read from a flat State port of the same name and type; the

@@ -1,6 +1,6 @@
 // quokka/gpu/buffer.hpp — GPU buffers: a Desc with intent enums, a move-only Buffer owned through BufferHandle.
 //
-// Memory domains say what the CPU does with the buffer (STYLE R3b): DeviceLocal (GPU only; filled through staging),
+// Memory domains say what the CPU does with the buffer: DeviceLocal (GPU only; filled through staging),
 // Upload (host-visible, written by the CPU, read by the GPU) and Readback (host-visible and cached, written by the
 // GPU). Host-visible buffers stay mapped for their whole life. Destruction is deferred until the GPU is done.
 #pragma once
@@ -69,7 +69,7 @@ public:
 	MemoryDomain domain() const { return domain_; }
 	BufferUsage usage() const { return usage_; }
 	const std::string& name() const { return name_; }
-	/// Monotonic id, unique for the life of the process (cache keys, STYLE R7).
+	/// Monotonic id, unique for the life of the process (cache keys).
 	uint64_t id() const { return id_; }
 	/// Persistently mapped pointer for Upload/Readback buffers; nullptr for DeviceLocal ones.
 	std::byte* mapped() const { return mapped_; }

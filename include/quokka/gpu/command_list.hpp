@@ -2,7 +2,7 @@
 //
 // Obtained from Device::beginCommands(), consumed by Device::submit(). Move-only. Objects recorded into it are kept
 // alive with keepAlive(); onRetire() callbacks run once the submission completed (staging memory recycling).
-// Sync2 barrier helpers return filled structs (STYLE R8); `barrier()` records them.
+// Sync2 barrier helpers return filled structs; `barrier()` records them.
 #pragma once
 
 #include <functional>

@@ -1,7 +1,7 @@
 // quokka/gpu/device.hpp — the Vulkan device: instance, physical-device selection, features, the queue, submission
 // with a timeline semaphore, deferred destruction and the validation messenger.
 //
-// `Device` is the only factory of GPU objects (STYLE R3b). It is owned by one thread: every method is called from the
+// `Device` is the only factory of GPU objects. It is owned by one thread: every method is called from the
 // thread that created it unless a method says otherwise. Every object it creates must be destroyed before it; objects
 // are destroyed *deferred*: their Vk handles are released once every submission made before the release completed.
 #pragma once
@@ -133,7 +133,7 @@ struct DeviceInfo
 	VkSampleCountFlags framebuffer_color_sample_counts = 0;
 	float timestamp_period_ns = 0.0f;
 	uint32_t timestamp_valid_bits = 0;
-	/// GPU timestamps are trusted only on real GPUs; lavapipe's are not (ARCHITECTURE §1), so callers time with
+	/// GPU timestamps are trusted only on real GPUs; lavapipe's are not, so callers time with
 	/// the wall clock there and say so.
 	bool gpu_timestamps_reliable = false;
 	uint64_t device_local_bytes = 0; ///< sum of DEVICE_LOCAL heaps
@@ -212,7 +212,7 @@ public:
 	/// Runs `fn` once every submission up to and including `value` completed (immediately when it already has).
 	/// Used for deferred destruction and for recycling staging memory.
 	void retireAfter(uint64_t value, std::function<void()> fn);
-	/// Queues `fn` to run once all work submitted so far completed (deferred destruction, STYLE R7).
+	/// Queues `fn` to run once all work submitted so far completed (deferred destruction).
 	void destroyLater(std::function<void()> fn) { retireAfter(last_submitted_, std::move(fn)); }
 
 	// ---- convenience transfers (each one submits and waits; for set-up, tests and tools, not per frame) ----------

@@ -1,6 +1,6 @@
 // quokka/gpu/pipeline.hpp — compute and graphics pipelines whose layouts come from SPIR-V reflection.
 //
-// Descriptor set layouts and push-constant ranges are reflected from the stages with spirv-cross (STYLE R8: never
+// Descriptor set layouts and push-constant ranges are reflected from the stages with spirv-cross (never
 // hand-kept tables). Set 0 is a push-descriptor set (VK_KHR_push_descriptor), written per draw/dispatch with
 // pushBuffer()/pushDescriptors(); other sets are ordinary layouts for the modules above. Graphics pipelines target
 // dynamic rendering and take viewport, scissor, cull mode, front face, depth test/write/compare, depth bias and

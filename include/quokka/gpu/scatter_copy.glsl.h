@@ -1,5 +1,5 @@
 // The scatter copy's layouts, shared by C++ (quokka/gpu/scatter_copy.hpp, src/gpu/scatter_copy.cpp) and the kernel
-// shaders/gpu/scatter_copy.comp (STYLE R9).
+// shaders/gpu/scatter_copy.comp.
 #ifndef QUOKKA_GPU_SCATTER_COPY_GLSL_H
 #define QUOKKA_GPU_SCATTER_COPY_GLSL_H
 

@@ -1,6 +1,6 @@
-// quokka/gpu/vk.hpp — the Vulkan headers plus the VkResult check family (STYLE R5, tier 3).
+// quokka/gpu/vk.hpp — the Vulkan headers plus the VkResult check family (error tier 3 of 3: assert, Result, VkResult).
 //
-// Vk types stay visible in the gpu API (STYLE R8). QUOKKA_VK_TRY turns a fatal VkResult into a tier-2 Error and
+// Vk types stay visible in the gpu API. QUOKKA_VK_TRY turns a fatal VkResult into a tier-2 Error and
 // returns it from the enclosing function (which must return Result<…>); QUOKKA_VK_CHECK asserts for calls that
 // cannot fail short of a programming error.
 #pragma once

@@ -4,7 +4,7 @@
 // allocation is 16-byte aligned and starts with a 16-byte header {typeId, length, strideBytes, pad} that the caller
 // writes; this allocator only hands out and takes back byte ranges: best fit from a coalesced free list, else a bump
 // cursor, with the cursor pulled back over free space at the end, and a compaction planner that packs live blocks to
-// the front and returns the copies plus an OLD→NEW remap. Pure CPU logic; it never touches the buffer (STYLE R7).
+// the front and returns the copies plus an OLD→NEW remap. Pure CPU logic; it never touches the buffer.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // quokka/heap/heap_scene.hpp — the heap renderer: every object's data in shared GPU heaps, drawn per bucket.
 //
-// A HeapScene renders an adaptive set of render objects (ARCHITECTURE §4). Their inputs live in an arena of chunks
+// A HeapScene renders an adaptive set of render objects. Their inputs live in an arena of chunks
 // (one storage buffer each, ≤ max_chunk_bytes, doubling as the index buffer): every allocation is a 16-byte header
 // {typeId, length, strideBytes, pad} plus tight data, placed by a best-fit allocator per chunk; all inputs of one draw
 // are in one chunk. Inputs are pooled: a uniform aval is one allocation per chunk however many objects use it (one
@@ -182,7 +182,7 @@ public:
 	/// (each update() adds and removes what it skipped; empty without the option).
 	adaptive::aset<scene::RenderObjectPtr> skipped() const;
 
-	/// Diagnostics (seed 002), over every chunk and every slot; each returns its findings (empty = clean).
+	/// Diagnostics, over every chunk and every slot; each returns its findings (empty = clean).
 	/// validateHeap: allocator invariants, pool refcounts, every header ref inside its chunk and on a live allocation
 	/// of the right size, every record consistent with its object; plus (GPU read-back) the allocation headers, the
 	/// draw headers and records as uploaded, and the megacall scans (firstEmit prefix, arguments, tile index).

@@ -1,7 +1,7 @@
-// quokka/meshlet/meshlet_builder.hpp — indexed triangle meshes into meshlet batches (pure CPU transforms, STYLE R3a).
+// quokka/meshlet/meshlet_builder.hpp — indexed triangle meshes into meshlet batches (pure CPU transforms).
 //
 // buildMeshletBatch() clusters a mesh with meshoptimizer (≤ 128 vertices and ≤ 128 triangles per meshlet, the
-// builder limits of notes/meshlets.md §2.1), computes each meshlet's AABB, bounding sphere and normal cone, and packs
+// limits of meep-engine's builder), computes each meshlet's AABB, bounding sphere and normal cone, and packs
 // the payload described in include/quokka/meshlet/meshlet_record.glsl.h: u8 local indices, f32 positions, octahedral
 // normals. The result is what MeshletManager::addBatch() uploads. Procedural meshes for scenes, tests and benchmarks
 // live here too.

@@ -1,7 +1,7 @@
 // quokka/meshlet/meshlet_manager.hpp — GPU memory for batches of meshlets: a data buffer (4-byte words) and a
 // metadata buffer (one 64-byte record per meshlet), each sub-allocated by its own OffsetAllocator.
 //
-// The C++/Vulkan form of meep-engine 3.13's GPUMeshletManager (seed 003, notes/meshlets.md): batches are added,
+// The C++/Vulkan form of meep-engine 3.13's GPUMeshletManager: batches are added,
 // removed and cloned at any time; compaction and growth rebuild both buffers on the GPU; pending work (uploads,
 // clones, moves) names batches, not addresses, and is resolved when update() records it, so a clone queued before a
 // compaction or a growth lands at the batches' new addresses (the 3.13 fix). Offsets are valid the moment a call
@@ -31,7 +31,7 @@ class StagingRing;
 namespace quokka::meshlet
 {
 
-/// Generational id of a batch (STYLE R7): a stale id (removed batch, other manager) is recognised, never misused.
+/// Generational id of a batch: a stale id (removed batch, other manager) is recognised, never misused.
 struct BatchId
 {
 	uint32_t index = kNoSpace;

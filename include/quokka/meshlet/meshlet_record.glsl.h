@@ -1,6 +1,6 @@
-// One metadata record per meshlet, shared by C++ (include/quokka/meshlet/meshlet_record.hpp) and GLSL (STYLE R9).
+// One metadata record per meshlet, shared by C++ (include/quokka/meshlet/meshlet_record.hpp) and GLSL.
 //
-// A documented successor of meep's 40-byte MESHLET_METADATA_STRUCT (notes/meshlets.md §1.2, §6.7): the same ten words
+// A documented successor of meep's 40-byte MESHLET_METADATA_STRUCT: the same ten words
 // first — AABB min/max, `address`, primitive and vertex counts, flags — then meshoptimizer's bounding sphere and
 // normal cone, padding the record to 64 B = 16 words so that it is 16-byte aligned (vector loads, one record per
 // cache-line quarter). Shaders read records as uint[] at `record * QUOKKA_MESHLET_RECORD_WORDS + word`.

@@ -1,6 +1,6 @@
 // quokka/meshlet/meshlet_record.hpp — the C++ view of one meshlet metadata record (64 B) and of a CPU batch.
 //
-// The layout is defined once, in include/quokka/meshlet/meshlet_record.glsl.h, which GLSL includes too (STYLE R9); this
+// The layout is defined once, in include/quokka/meshlet/meshlet_record.glsl.h, which GLSL includes too; this
 // header mirrors it as a struct and checks every offset at compile time. A MeshletBatch is what addBatch() uploads:
 // records whose `address` is batch-local plus the payload words those addresses point into.
 #pragma once

@@ -172,7 +172,7 @@ struct RenderObject
 	/// Default: everything the indices or the positions hold, one instance (DrawCall{}).
 	adaptive::aval<DrawCall> draw_call = detail::DefaultObjectLeaves::ofThisThread().draw_call;
 	adaptive::aval<bool> active = detail::DefaultObjectLeaves::ofThisThread().active;
-	/// Monotonic id for stable ordering and cache keys (STYLE R7); assigned at creation.
+	/// Monotonic id for stable ordering and cache keys; assigned at creation.
 	uint64_t id = 0;
 };
 

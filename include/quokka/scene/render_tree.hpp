@@ -43,7 +43,7 @@ struct RenderTree
 	adaptive::aset<RenderObjectPtr> objects;
 	/// Monotonic id assigned by the factories below: renderers create the walkers of a set's new members in a
 	/// deterministic order (leaves by object id, other trees by this id), so caches, serials and therefore draw order
-	/// never depend on heap addresses (STYLE R7).
+	/// never depend on heap addresses.
 	uint64_t id = 0;
 
 	static RenderTreePtr empty();
