@@ -11,14 +11,14 @@
 #define QUOKKA_MESHLET_RECORD_GLSL_H
 
 #define QUOKKA_MESHLET_RECORD_WORDS 16
-#define QUOKKA_MESHLET_WORD_BOUNDS_MIN 0   /* f32 x3 */
-#define QUOKKA_MESHLET_WORD_BOUNDS_MAX 3   /* f32 x3 */
-#define QUOKKA_MESHLET_WORD_ADDRESS 6      /* u32: payload word offset */
-#define QUOKKA_MESHLET_WORD_PRIMITIVES 7   /* u32: triangles, <= QUOKKA_MESHLET_MAX_TRIANGLES */
-#define QUOKKA_MESHLET_WORD_VERTICES 8     /* u32: vertices, <= QUOKKA_MESHLET_MAX_VERTICES */
-#define QUOKKA_MESHLET_WORD_FLAGS 9        /* u32: attribute flags, see QUOKKA_MESHLET_FLAG_* */
-#define QUOKKA_MESHLET_WORD_SPHERE 10      /* f32 x4: centre xyz, radius */
-#define QUOKKA_MESHLET_WORD_CONE 14        /* snorm8 x4: cone axis xyz, cutoff (cos of half angle) */
+#define QUOKKA_MESHLET_WORD_BOUNDS_MIN 0 /* f32 x3 */
+#define QUOKKA_MESHLET_WORD_BOUNDS_MAX 3 /* f32 x3 */
+#define QUOKKA_MESHLET_WORD_ADDRESS 6    /* u32: payload word offset */
+#define QUOKKA_MESHLET_WORD_PRIMITIVES 7 /* u32: triangles, <= QUOKKA_MESHLET_MAX_TRIANGLES */
+#define QUOKKA_MESHLET_WORD_VERTICES 8   /* u32: vertices, <= QUOKKA_MESHLET_MAX_VERTICES */
+#define QUOKKA_MESHLET_WORD_FLAGS 9      /* u32: attribute flags, see QUOKKA_MESHLET_FLAG_* */
+#define QUOKKA_MESHLET_WORD_SPHERE 10    /* f32 x4: centre xyz, radius */
+#define QUOKKA_MESHLET_WORD_CONE 14      /* snorm8 x4: cone axis xyz, cutoff (cos of half angle) */
 #define QUOKKA_MESHLET_WORD_RESERVED 15
 
 /* Builder limits: 128 vertices x 3 = 384 vertex-pulling invocations per meshlet; local indices fit in a u8. */
