@@ -892,4 +892,38 @@ private:
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
 };
 
+// The arena's small steps, inline: placement calls them for every allocation.
+
+inline uint32_t detail::HeapCore::openChunk()
+{
+	chunks.push_back(std::make_unique<Chunk>(max_chunk_bytes));
+	shape_changed = upload_chunks = true;
+	return uint32_t(chunks.size() - 1);
+}
+
+inline Result<uint32_t> detail::HeapCore::allocate(uint32_t chunk, uint32_t data_bytes)
+{
+	const std::optional<uint32_t> at = chunks[chunk]->allocator.allocate(16ull + data_bytes);
+	if (!at)
+	{
+		chunk_full = true;
+		return makeError(ErrorCode::OutOfMemory, "arena chunk full");
+	}
+	shape_changed = upload_chunks = true;
+	return *at;
+}
+
+inline Result<std::pair<uint32_t, std::byte*>> detail::HeapCore::allocateStaged(uint32_t chunk, uint32_t type_id,
+                                                                                uint32_t length, uint32_t data_bytes)
+{
+	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, data_bytes));
+	Result<std::byte*> staged = stageAllocation(pages, *chunks[chunk], ref, type_id, length, data_bytes);
+	if (!staged.ok())
+	{
+		freeBlock(chunk, ref);
+		return staged.error();
+	}
+	return std::pair{ref, staged.value()};
+}
+
 } // namespace quokka::heap

@@ -261,36 +261,33 @@ TEST_F(ImageTest, ImpossibleSizesAreRejected)
 	EXPECT_EQ(huge.error().code, ErrorCode::InvalidArgument);
 }
 
+/// Times one clear of a fresh target with `timer`, with `recording` of host time spent between begin() and end().
+Result<FrameTiming> timeOneClear(Device& device, FrameTimer& timer, std::chrono::milliseconds recording = {})
+{
+	auto image = makeTarget(device, VK_FORMAT_R8G8B8A8_UNORM);
+	QUOKKA_TRY_ASSIGN(list, device.beginCommands());
+	timer.begin(list);
+	const float rgba[4] = {0, 0, 0, 1};
+	clearColorImage(list, *image, rgba);
+	std::this_thread::sleep_for(recording);
+	timer.end(list);
+	QUOKKA_TRY(device.submitAndWait(std::move(list)));
+	return timer.resolve();
+}
+
 TEST_F(ImageTest, FrameTimerWallTimeLeavesOutTheCpuWorkOfRecording)
 {
 	// 300 ms of "recording" (a sleep between begin and end) must not show in the wall time, which starts at end().
-	auto image = makeTarget(device(), VK_FORMAT_R8G8B8A8_UNORM);
 	FrameTimer timer(device());
-	auto list = device().beginCommands();
-	ASSERT_TRUE(list.ok());
-	timer.begin(list.value());
-	const float rgba[4] = {0, 0, 0, 1};
-	clearColorImage(list.value(), *image, rgba);
-	std::this_thread::sleep_for(std::chrono::milliseconds(300));
-	timer.end(list.value());
-	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
-	auto t = timer.resolve();
+	auto t = timeOneClear(device(), timer, std::chrono::milliseconds(300));
 	ASSERT_TRUE(t.ok()) << t.error().message;
 	EXPECT_LT(t->wall_ms, 250.0);
 }
 
 TEST_F(ImageTest, FrameTimerReportsItsSource)
 {
-	auto image = makeTarget(device(), VK_FORMAT_R8G8B8A8_UNORM);
 	FrameTimer timer(device());
-	auto list = device().beginCommands();
-	ASSERT_TRUE(list.ok());
-	timer.begin(list.value());
-	const float rgba[4] = {0, 0, 0, 1};
-	clearColorImage(list.value(), *image, rgba);
-	timer.end(list.value());
-	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
-	auto t = timer.resolve();
+	auto t = timeOneClear(device(), timer);
 	ASSERT_TRUE(t.ok()) << t.error().message;
 	EXPECT_GE(t->ms, 0.0);
 	EXPECT_GT(t->wall_ms, 0.0);

@@ -1,0 +1,388 @@
+// heap_update.cpp — HeapScene::update(): one frame's changes, as named steps (FrameUpdate).
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <utility>
+
+#include <absl/cleanup/cleanup.h>
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
+
+#include "pointer_table.hpp"
+#include <quokka/base/assert.hpp>
+#include <quokka/base/block_cache.hpp>
+#include <quokka/base/clock.hpp>
+#include <quokka/base/range_overlay.hpp>
+#include <quokka/classic/object_inputs.hpp>
+#include <quokka/fx/megacall_glsl.hpp>
+#include <quokka/gpu/scatter_copy.hpp>
+#include <quokka/heap/chunk_allocator.hpp>
+#include <quokka/heap/megacall_scan.hpp>
+
+#include "attribute_convert.hpp"
+#include "findings.hpp"
+#include "heap_internal.hpp"
+
+namespace quokka::heap
+{
+
+namespace
+{
+
+/// One HeapScene::update(), as its steps: pull the set's changes, remove, collect derived uniforms, place the additions
+/// in batches, re-pack changed shared values, refresh changed objects, then publish the shape. Each loop over
+/// scattered objects prefetches ahead (the distances were measured; the comments say where each line is fetched).
+class FrameUpdate
+{
+public:
+	FrameUpdate(detail::HeapCore& p, HeapStats& stats) : p_(p), stats_(stats) {}
+
+	Result<void> run()
+	{
+		p_.compact();
+		pullChanges();
+		removeObjects();
+		updateSkipped();
+		collectDerived();
+		placeObjects();
+		p_.objects.flush();
+		p_.pool.flush();
+		repackChangedValues();
+		refreshChangedObjects();
+		p_.sweep();
+		for (Slot* s : p_.dirty_slots)
+			p_.chooseStrategy(*s);
+		publishShape();
+		return std::move(result_);
+	}
+
+private:
+	/// The set's delta: removals, and additions in object-id order (placement, and therefore the draw order, never
+	/// depends on addresses). Objects the heap cannot draw go to the skipped set when the options say so.
+	void pullChanges()
+	{
+		changes_ = p_.reader->getChanges(Token{});
+		std::vector<const RenderObjectPtr*> adding;
+		for (const auto& [object, count] : changes_)
+			if (count < 0)
+				removed_.push_back(&object); // (one never placed is not found below)
+			else
+				adding.push_back(&object);
+		// The objects are cold, so each is read once — its id beside the pointer, a few objects ahead — and the sort
+		// compares ids.
+		added_.reserve(adding.size());
+		for (size_t i = 0; i < adding.size(); ++i)
+		{
+			constexpr size_t kAhead = 8;
+			if (i + kAhead < adding.size())
+				__builtin_prefetch(adding[i + kAhead]->get());
+			const scene::RenderObject& object = **adding[i];
+			if (!p_.options.skip_ineligible || heapEligible(object))
+				added_.emplace_back(object.id, adding[i]);
+			else
+				skip_added_.push_back(adding[i]);
+		}
+		std::sort(added_.begin(), added_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+		// (Removals run first, so their blocks are reused by this frame's additions.)
+	}
+
+	/// Removals: the lookups, then the detaches, with scattered objects prefetched ahead (HeapObject::prefetch); pool
+	/// entries that lost their last user are erased together at the end.
+	void removeObjects()
+	{
+		constexpr size_t kAhead = 4;
+		std::vector<Ref<HeapObject>> doomed;
+		doomed.reserve(removed_.size());
+		for (size_t i = 0; i < removed_.size(); ++i)
+		{
+			if (i + 2 * kAhead < removed_.size())
+				p_.objects.prefetch(removed_[i + 2 * kAhead]->get());
+			Ref<HeapObject> h = p_.objects.take(removed_[i]->get());
+			if (!h)
+			{
+				if (p_.options.skip_ineligible)
+					skip_removed_.push_back(removed_[i]); // (skipped when it came)
+				continue;
+			}
+			doomed.push_back(std::move(h));
+		}
+		using Stage = HeapObject::PrefetchStage;
+		p_.defer_pool_erase = true;
+		for (size_t i = 0; i < doomed.size(); ++i)
+		{
+			// (The lookups above never read the objects: the table compares hashes only.)
+			if (i + 4 * kAhead < doomed.size())
+				doomed[i + 4 * kAhead]->prefetch(Stage::kObject);
+			if (i + 3 * kAhead < doomed.size())
+				doomed[i + 3 * kAhead]->prefetch(Stage::kArrays);
+			if (i + 2 * kAhead < doomed.size())
+				doomed[i + 2 * kAhead]->prefetch(Stage::kEntries);
+			if (i + kAhead < doomed.size())
+				doomed[i + kAhead]->prefetch(Stage::kPool);
+			// (The slot's last object changes with every swap-pop: looked at only one and two removals ahead.)
+			if (i + 2 < doomed.size())
+				doomed[i + 2]->prefetch(Stage::kSlot);
+			if (i + 1 < doomed.size())
+				doomed[i + 1]->prefetch(Stage::kLast);
+			doomed[i]->detach();
+			doomed[i] = Ref<HeapObject>();
+		}
+		p_.defer_pool_erase = false;
+		p_.eraseDoomed();
+		stats_.removed += uint32_t(doomed.size());
+	}
+
+	void updateSkipped()
+	{
+		if (skip_added_.empty() && skip_removed_.empty())
+			return;
+		adaptive::transact(
+		    [&]
+		    {
+			    for (const RenderObjectPtr* o : skip_removed_)
+				    p_.skipped.remove(*o);
+			    for (const RenderObjectPtr* o : skip_added_)
+				    p_.skipped.add(*o);
+		    });
+	}
+
+	/// Derived uniforms of removed objects: collected in O(size) once the removals since the last collection reach
+	/// half the live objects (amortised O(1) per removal; ScenePass::update explains the threshold).
+	void collectDerived()
+	{
+		p_.removed_since_collect += stats_.removed;
+		if (p_.removed_since_collect > 64 && p_.removed_since_collect * 2 > p_.objects.size())
+		{
+			p_.derived.collect();
+			p_.removed_since_collect = 0;
+		}
+	}
+
+	/// An object that fails a placement phase is left out (until an input changes: its edges are kept) and dropped
+	/// from its batch's later phases; the first error is kept.
+	void settle(Ref<HeapObject>& h, Result<void> r)
+	{
+		if (r.ok())
+			return;
+		h->unplace();
+		if (result_.ok())
+			result_ = std::move(r);
+		h = Ref<HeapObject>();
+	}
+
+	/// Placement phase by phase over batches of kBatch objects (HeapObject::Plan says why): read, acquire, attach.
+	void placeObjects()
+	{
+		batch_.reserve(std::min(kBatch, added_.size()));
+		plans_.resize(std::min(kBatch, added_.size())); // (none in a frame without additions)
+		for (size_t first = 0; first < added_.size(); first += kBatch)
+		{
+			const size_t last = std::min(added_.size(), first + kBatch);
+			readBatch(first, last);
+			acquireBatch();
+			for (size_t j = 0; j < batch_.size(); ++j)
+			{
+				plans_[j] = HeapObject::Plan{}; // (drops the uniform values it holds)
+				if (batch_[j])
+					settle(batch_[j], batch_[j]->attach());
+			}
+		}
+	}
+
+	/// Makes the heap objects of additions [first, last) and reads their inputs into their plans.
+	void readBatch(size_t first, size_t last)
+	{
+		batch_.clear();
+		for (size_t i = first; i < last; ++i)
+		{
+			// Reading an object touches the object, the nodes of its attribute and uniform maps and the input nodes
+			// they hold — scattered lines, each a miss in a large scene, most of them known only once the one before
+			// is read. Fetched in stages ahead, each stage reading only what the one before fetched: the object and
+			// its table slot (eight objects ahead), its maps' first nodes and its index node (four), every map
+			// node's input node (two).
+			constexpr size_t kAhead = 2;
+			if (i + 4 * kAhead < added_.size())
+			{
+				const scene::RenderObject* ahead = added_[i + 4 * kAhead].second->get();
+				p_.objects.prefetch(ahead);
+				prefetchLines(ahead, int(sizeof(scene::RenderObject) / 64) + 1);
+			}
+			if (i + 2 * kAhead < added_.size())
+			{
+				const scene::RenderObject& ahead = **added_[i + 2 * kAhead].second;
+				if (!ahead.attributes.empty())
+					__builtin_prefetch(&*ahead.attributes.begin());
+				if (!ahead.uniforms.empty())
+					__builtin_prefetch(&*ahead.uniforms.begin());
+				if (ahead.indices)
+					__builtin_prefetch(ahead.indices->buffer.node().get());
+			}
+			if (i + kAhead < added_.size())
+			{
+				const scene::RenderObject& ahead = **added_[i + kAhead].second;
+				for (const auto& [name, view] : ahead.attributes)
+					__builtin_prefetch(view.buffer.node().get());
+				for (const auto& [name, value] : ahead.uniforms)
+					__builtin_prefetch(value.node().get());
+			}
+			const RenderObjectPtr& object = *added_[i].second;
+			Ref<HeapObject> h = adaptive::makeRef<HeapObject>(p_, object);
+			p_.objects.insert(object.get(), h);
+			settle(h, h->read(plans_[i - first]));
+			batch_.push_back(std::move(h));
+		}
+	}
+
+	/// Acquires the batch's arena space and pooled inputs. Acquiring copies the buffers: their storage is read first
+	/// through its reference count (the control block beside the byte vector: one line) and then copied — the control
+	/// block one object ahead, the data's first lines just before (the hardware streams the rest).
+	void acquireBatch()
+	{
+		auto views = [](const scene::RenderObject& o, auto&& fn)
+		{
+			for (const auto& [name, view] : o.attributes)
+				fn(view);
+			if (o.indices)
+				fn(*o.indices);
+		};
+		for (size_t j = 0; j < batch_.size(); ++j)
+		{
+			if (j + 1 < batch_.size() && batch_[j + 1])
+				views(batch_[j + 1]->object(),
+				      [](const scene::BufferView& v)
+				      {
+					      if (const scene::ArrayBuffer* b = cachedBuffer(v))
+					      {
+						      // (make_shared puts the counts 16 bytes before the vector, maybe in the line before)
+						      __builtin_prefetch(reinterpret_cast<const char*>(b->bytes.get()) - 16);
+						      __builtin_prefetch(b->bytes.get());
+					      }
+				      });
+			if (!batch_[j])
+				continue;
+			views(batch_[j]->object(),
+			      [](const scene::BufferView& v)
+			      {
+				      if (const scene::ArrayBuffer* b = cachedBuffer(v); b && v.offset < b->size())
+					      prefetchLines(b->data() + v.offset,
+					                    int(std::min<uint64_t>(b->size() - v.offset, 256) + 63) / 64);
+			      });
+			settle(batch_[j], batch_[j]->acquire(plans_[j]));
+		}
+	}
+
+	/// Changed shared values: one re-pack each, in arena address order — the staging ring then appends each write
+	/// instead of searching its ordered region map, and neighbouring allocations merge into one copy region.
+	void repackChangedValues()
+	{
+		std::vector<Ref<UniformEntry>> entries;
+		entries.swap(p_.dirty_entries);
+		// The entries are scattered objects (10^4 random edits in a 10^6-object scene touch 10^4 cold entries and
+		// their uniform nodes), so both loops prefetch ahead: each visit is then one cache hit instead of a miss per
+		// level.
+		constexpr size_t kAhead = 8;
+		std::vector<std::pair<uint64_t, UniformEntry*>> by_address;
+		by_address.reserve(entries.size());
+		for (size_t i = 0; i < entries.size(); ++i)
+		{
+			if (i + kAhead < entries.size())
+				prefetchLines(entries[i + kAhead].get(), 4);
+			const UniformEntry* e = entries[i].get();
+			by_address.emplace_back(uint64_t(e->chunk) << 32 | e->ref, entries[i].get());
+		}
+		std::sort(by_address.begin(), by_address.end());
+		for (size_t i = 0; i < by_address.size(); ++i)
+		{
+			if (i + 2 * kAhead < by_address.size())
+				prefetchLines(by_address[i + 2 * kAhead].second, 4);
+			if (i + kAhead < by_address.size())
+				if (const auto& node = by_address[i + kAhead].second->uniform.node())
+					prefetchLines(node.get(), 4);
+			Result<void> r = by_address[i].second->repack();
+			if (!r.ok() && result_.ok())
+				result_ = r;
+		}
+	}
+
+	/// Objects whose inputs changed, re-read (re-placements may queue more: objects whose private uniform part a new
+	/// pooled entry now holds). In object-id order (re-placements, and so the draw order, never depend on addresses):
+	/// each id read once, a few objects ahead, then the pairs sorted — comparing through the scattered objects cost
+	/// misses per comparison.
+	void refreshChangedObjects()
+	{
+		for (std::vector<Ref<HeapObject>> dirty; !p_.dirty_objects.empty();)
+		{
+			dirty.clear();
+			dirty.swap(p_.dirty_objects);
+			std::vector<std::pair<uint64_t, HeapObject*>> order(dirty.size());
+			for (size_t i = 0; i < dirty.size(); ++i)
+			{
+				constexpr size_t kIdAhead = 8;
+				if (i + 2 * kIdAhead < dirty.size())
+					__builtin_prefetch(dirty[i + 2 * kIdAhead].get());
+				if (i + kIdAhead < dirty.size())
+					__builtin_prefetch(&dirty[i + kIdAhead]->object());
+				order[i] = {dirty[i]->object().id, dirty[i].get()};
+			}
+			std::sort(order.begin(), order.end());
+			for (const auto& [id, h] : order)
+			{
+				Result<void> r = h->refresh();
+				if (!r.ok() && result_.ok())
+					result_ = r;
+			}
+		}
+	}
+
+	/// The statistics of the scene's shape (re-summed only after a block or slot changed).
+	void publishShape()
+	{
+		stats_.objects = uint32_t(p_.objects.size());
+		stats_.derived_uniforms = uint32_t(p_.derived.size());
+		stats_.buckets = uint32_t(p_.bucket_order.size());
+		if (std::exchange(p_.shape_changed, false))
+			p_.shape = p_.sumShape();
+		QUOKKA_ASSERT(p_.sumShape() == p_.shape, "heap shape figures changed without shape_changed");
+		stats_.slots = p_.shape.slots;
+		stats_.megacall_slots = p_.shape.megacall_slots;
+		stats_.indirect_slots = p_.shape.indirect_slots;
+		stats_.chunks = p_.shape.chunks;
+		stats_.arena_bytes = p_.shape.arena_bytes;
+		stats_.live_bytes = p_.shape.live_bytes;
+	}
+
+	static constexpr size_t kBatch = 32;
+	detail::HeapCore& p_;
+	HeapStats& stats_;
+	Result<void> result_;
+	/// The set's delta this frame: removed_, added_ and the skip lists point into it.
+	decltype(std::declval<adaptive::SetReader<RenderObjectPtr>&>()->getChanges(Token{})) changes_;
+	std::vector<const RenderObjectPtr*> removed_;
+	std::vector<std::pair<uint64_t, const RenderObjectPtr*>> added_;
+	std::vector<const RenderObjectPtr*> skip_added_, skip_removed_;
+	std::vector<Ref<HeapObject>> batch_;
+	std::vector<HeapObject::Plan> plans_;
+};
+
+} // namespace
+
+Result<void> HeapScene::update()
+{
+	const auto t0 = std::chrono::steady_clock::now();
+	const HeapStats keep = stats_;
+	stats_ = HeapStats{};
+	stats_.compactions = keep.compactions;
+	FrameUpdate frame(*impl_, stats_);
+	Result<void> result = frame.run();
+	stats_.update_ms = msSince(t0);
+	return result;
+}
+
+} // namespace quokka::heap
