@@ -2,7 +2,8 @@
 // and the per-draw encoder that skips redundant binds.
 #include <quokka/classic/scene_pass.hpp>
 
-#include <quokka/classic/object_inputs.hpp>
+#include <quokka/inputs/derived_uniforms.hpp>
+#include <quokka/inputs/object_inputs.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -33,7 +34,7 @@ class WalkerNode;
 
 struct ScenePass::Impl
 {
-	Context* context;
+	inputs::Context* context;
 	scene::FramebufferSignature signature;
 	fx::FragmentOutputs outputs;
 	RenderTreePtr tree;
@@ -46,7 +47,7 @@ struct ScenePass::Impl
 	bool order_dirty = true;
 	size_t live_objects = 0;
 	size_t released_since_collect = 0; ///< derived uniforms are collected when this passes half their count
-	DerivedUniforms derived;
+	inputs::DerivedUniforms derived;
 
 	Result<std::unique_ptr<Walker>> build(const RenderTreePtr& tree);
 	void rebuildOrder();
@@ -55,7 +56,7 @@ struct ScenePass::Impl
 // ---- prepared objects -------------------------------------------------------------------------------------------
 
 /// One leaf ready to draw. Reads exactly the inputs its compiled effect needs; inputChanged() tells it which.
-class PreparedObject final : public ObjectNode
+class PreparedObject final : public inputs::ObjectNode
 {
 public:
 	PreparedObject(ScenePass::Impl& pass, RenderObjectPtr object) : pass_(&pass), object_(std::move(object))
@@ -79,16 +80,16 @@ public:
 	const scene::RenderObject& object() const { return *object_; }
 
 	// What encode() reads.
-	const PipelineEntry* pipeline = nullptr;
+	const inputs::PipelineEntry* pipeline = nullptr;
 	gpu::DynamicState dyn;
-	std::vector<Ref<BufferResource>> vertex_buffers;
+	std::vector<Ref<inputs::BufferResource>> vertex_buffers;
 	std::vector<uint64_t> vertex_offsets; ///< view offsets
-	Ref<BufferResource> index_buffer;
+	Ref<inputs::BufferResource> index_buffer;
 	uint64_t index_offset = 0;
 	VkIndexType index_type = VK_INDEX_TYPE_UINT32;
-	BufferArena::Range ubo;
+	inputs::BufferArena::Range ubo;
 	uint32_t ubo_size = 0;
-	std::vector<Ref<TextureResource>> textures;
+	std::vector<Ref<inputs::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
 	std::vector<uint32_t> texture_bindings;
 	scene::DrawCall draw;
@@ -130,7 +131,7 @@ private:
 	Result<void> uploadUniforms();
 	Error fail(const std::string& what) const
 	{
-		return makeError(ErrorCode::InvalidArgument, objectName(*object_) + ": " + what);
+		return makeError(ErrorCode::InvalidArgument, inputs::objectName(*object_) + ": " + what);
 	}
 	void track(AdaptiveObject* node, Role role, uint32_t index)
 	{
@@ -162,7 +163,7 @@ Result<void> PreparedObject::readUniform(uint32_t i)
 {
 	const fx::UniformMember& m = effect_->iface.uniforms[i];
 	const UniformValue& v = uniform_values_[i].getValue(Token{this});
-	const PackedValue p = packUniform(v);
+	const inputs::PackedValue p = inputs::packUniform(v);
 	if (p.type != m.type)
 		return fail("uniform '" + m.name + "' is " + fx::typeName(m.type) + " in the effect but the value is " +
 		            fx::typeName(p.type));
@@ -175,8 +176,8 @@ Result<void> PreparedObject::readState()
 {
 	state_ = object_->state.snapshot(Token{this});
 	const bool has_depth = pass_->signature.hasDepth();
-	dyn = dynamicState(state_, has_depth);
-	PipelineRequest req;
+	dyn = inputs::dynamicState(state_, has_depth);
+	inputs::PipelineRequest req;
 	req.effect = effect_;
 	for (uint32_t i = 0; i < effect_->iface.attributes.size(); ++i)
 	{
@@ -193,7 +194,7 @@ Result<void> PreparedObject::readState()
 	for (const scene::ColorAttachment& c : pass_->signature.colors)
 	{
 		req.color_formats.push_back(c.format);
-		req.blend.push_back(toVk(state_.blendFor(c.name)));
+		req.blend.push_back(inputs::toVk(state_.blendFor(c.name)));
 	}
 	req.depth_format = pass_->signature.depth_format;
 	req.samples = pass_->signature.samples;
@@ -217,42 +218,16 @@ Result<void> PreparedObject::readBuffer(uint32_t i)
 
 Result<void> PreparedObject::validateDraw()
 {
-	if (!active || draw.count == 0 || draw.instance_count == 0)
+	if (!active)
 		return {};
-	uint64_t vertices = uint64_t(draw.first) + draw.count;
-	if (draw.indexed)
-	{
-		if (!object_->indices)
-			return fail("the draw call is indexed but the object has no index buffer");
-		const BufferInput& ib = buffers_.back();
-		const uint32_t isize = index_type == VK_INDEX_TYPE_UINT16 ? 2 : 4;
-		const uint64_t end = ib.view->offset + (uint64_t(draw.first) + draw.count) * isize;
-		if (end > ib.bytes)
-			return fail("the draw reads indices up to byte " + std::to_string(end) + " of a " +
-			            std::to_string(ib.bytes) + "-byte index buffer");
-		// The largest index decides how many vertices the draw reads (O(count), only when the draw or buffer
-		// changed).
-		const scene::ArrayBuffer& data = ib.view->buffer.getValue(Token{this});
-		const std::byte* base = data.data() + ib.view->offset + uint64_t(draw.first) * isize;
-		const uint32_t max_index = maxIndex(base, isize == 2, draw.count);
-		const int64_t last = int64_t(max_index) + draw.base_vertex;
-		if (last < 0)
-			return fail("base vertex " + std::to_string(draw.base_vertex) + " makes indices negative");
-		vertices = uint64_t(last) + 1;
-	}
-	const uint64_t instances = uint64_t(draw.first_instance) + draw.instance_count;
+	const scene::ArrayBuffer* indices =
+	    draw.indexed && object_->indices ? &object_->indices->buffer.getValue(Token{this}) : nullptr;
+	QUOKKA_TRY_ASSIGN(reach, inputs::drawReach(*object_, draw, indices));
 	for (uint32_t i = 0; i < effect_->iface.attributes.size(); ++i)
 	{
 		const BufferInput& b = buffers_[i];
-		const uint32_t column = scene::formatSize(b.view->format);
-		const uint32_t element = column * b.type.cols;
-		const uint32_t stride = b.view->stride ? b.view->stride : element;
-		const uint64_t n = b.view->per_instance ? instances : vertices;
-		const uint64_t need = b.view->offset + (n - 1) * stride + element;
-		if (need > b.bytes)
-			return fail("attribute '" + b.name + "' holds " + std::to_string(b.bytes) + " bytes but the draw reads " +
-			            std::to_string(need) + " (" + std::to_string(n) +
-			            (b.view->per_instance ? " instances)" : " vertices)"));
+		QUOKKA_TRY(inputs::checkAttributeReach(*object_, b.name, *b.view,
+		                                       inputs::viewElements(*b.view, b.type, b.bytes), reach));
 	}
 	return {};
 }
@@ -289,90 +264,66 @@ Result<void> PreparedObject::prepare()
 	textures.clear();
 	samplers.clear();
 	texture_bindings.clear();
-	return evaluate(
-	    *object_,
-	    [&]() -> Result<void>
-	    {
-		    // Attributes (shader-driven: only the ones the compiled effect reads).
-		    for (const fx::InterfaceVariable& a : iface.attributes)
-		    {
-			    auto it = o.attributes.find(a.name);
-			    if (it == o.attributes.end())
-				    return fail("effect needs the vertex attribute '" + a.name + "' (" + fx::typeName(a.type) +
-				                "), which the object does not have");
-			    const scene::BufferView& view = it->second;
-			    if (scene::formatSize(view.format) == 0 || !formatFeeds(view.format, a.type))
-				    return fail("attribute '" + a.name + "' has a format that cannot feed a " + fx::typeName(a.type) +
-				                " input");
-			    buffers_.push_back({&view, a.type, a.name, 0});
-		    }
-		    if (o.indices)
-		    {
-			    if (o.indices->format != VK_FORMAT_R16_UINT && o.indices->format != VK_FORMAT_R32_UINT)
-				    return fail("indices must be R16_UINT or R32_UINT");
-			    index_type = o.indices->format == VK_FORMAT_R16_UINT ? VK_INDEX_TYPE_UINT16 : VK_INDEX_TYPE_UINT32;
-			    if (o.indices->offset % (index_type == VK_INDEX_TYPE_UINT16 ? 2 : 4) != 0)
-				    return fail("the index offset must be a multiple of the index size");
-			    buffers_.push_back({&*o.indices, fx::U32, "indices", 0});
-		    }
-		    for (uint32_t i = 0; i < buffers_.size(); ++i)
-		    {
-			    track(buffers_[i].view->buffer.node().get(), kBuffer, i);
-			    QUOKKA_TRY(readBuffer(i));
-			    Ref<BufferResource> r = pass_->context->buffer(buffers_[i].view->buffer);
-			    if (i < iface.attributes.size())
-			    {
-				    vertex_buffers.push_back(std::move(r));
-				    vertex_offsets.push_back(buffers_[i].view->offset);
-			    }
-			    else
-			    {
-				    index_buffer = std::move(r);
-				    index_offset = buffers_[i].view->offset;
-			    }
-		    }
-		    // Uniforms: the object's own, else derived standard ones.
-		    ubo_size = iface.uniform_block_size;
-		    ubo_bytes_.assign(ubo_size, std::byte{0});
-		    for (uint32_t i = 0; i < iface.uniforms.size(); ++i)
-		    {
-			    QUOKKA_TRY_ASSIGN(value, pass_->derived.resolve(o, iface.uniforms[i].name));
-			    uniform_values_.push_back(value);
-			    track(value.node().get(), kUniform, i);
-			    QUOKKA_TRY(readUniform(i));
-		    }
-		    // Textures and samplers.
-		    for (const fx::TextureBinding& t : iface.textures)
-		    {
-			    auto it = o.textures.find(t.name);
-			    if (it == o.textures.end())
-				    return fail("effect samples the texture '" + t.name + "', which the object does not have");
-			    textures.push_back(pass_->context->texture(it->second));
-			    auto s = o.samplers.find(t.name);
-			    QUOKKA_TRY_ASSIGN(sampler,
-			                      pass_->context->sampler(s == o.samplers.end() ? scene::SamplerState{} : s->second));
-			    samplers.push_back(std::move(sampler));
-			    texture_bindings.push_back(t.binding);
-		    }
-		    // Pipeline state: every leaf is an input.
-		    const scene::PipelineState& st = o.state;
-		    auto trackState = [&](const auto&... leaves) { (track(leaves.node().get(), kState, 0), ...); };
-		    trackState(st.topology, st.cull_mode, st.front_face, st.depth_test, st.depth_write, st.depth_compare,
-		               st.depth_clamp, st.depth_bias, st.stencil, st.default_blend, st.alpha_to_coverage);
-		    for (const auto& [name, b] : st.blend)
-			    trackState(b);
-		    QUOKKA_TRY(readState());
-		    track(o.draw_call.node().get(), kDraw, 0);
-		    draw = o.draw_call.getValue(Token{this});
-		    track(o.active.node().get(), kActive, 0);
-		    active = o.active.getValue(Token{this});
-		    QUOKKA_TRY(validateDraw());
-		    QUOKKA_TRY(uploadUniforms());
-		    prepared = true;
-		    dirty_inputs_.clear();
-		    ++pass_->stats->prepared;
-		    return {};
-	    });
+	return evaluate(*object_,
+	                [&]() -> Result<void>
+	                {
+		                // Attributes (shader-driven: only the ones the compiled effect reads).
+		                for (const fx::InterfaceVariable& a : iface.attributes)
+		                {
+			                QUOKKA_TRY_ASSIGN(view, inputs::attributeView(o, a));
+			                buffers_.push_back({view, a.type, a.name, 0});
+		                }
+		                QUOKKA_TRY(inputs::checkIndexView(o));
+		                if (o.indices)
+		                {
+			                index_type =
+			                    o.indices->format == VK_FORMAT_R16_UINT ? VK_INDEX_TYPE_UINT16 : VK_INDEX_TYPE_UINT32;
+			                buffers_.push_back({&*o.indices, fx::U32, "indices", 0});
+		                }
+		                for (uint32_t i = 0; i < buffers_.size(); ++i)
+		                {
+			                track(buffers_[i].view->buffer.node().get(), kBuffer, i);
+			                QUOKKA_TRY(readBuffer(i));
+			                Ref<inputs::BufferResource> r = pass_->context->buffer(buffers_[i].view->buffer);
+			                if (i < iface.attributes.size())
+			                {
+				                vertex_buffers.push_back(std::move(r));
+				                vertex_offsets.push_back(buffers_[i].view->offset);
+			                }
+			                else
+			                {
+				                index_buffer = std::move(r);
+				                index_offset = buffers_[i].view->offset;
+			                }
+		                }
+		                // Uniforms: the object's own, else derived standard ones.
+		                ubo_size = iface.uniform_block_size;
+		                ubo_bytes_.assign(ubo_size, std::byte{0});
+		                for (uint32_t i = 0; i < iface.uniforms.size(); ++i)
+		                {
+			                QUOKKA_TRY_ASSIGN(value, pass_->derived.resolve(o, iface.uniforms[i].name));
+			                uniform_values_.push_back(value);
+			                track(value.node().get(), kUniform, i);
+			                QUOKKA_TRY(readUniform(i));
+		                }
+		                // Textures and samplers.
+		                QUOKKA_TRY(pass_->context->objectTextures(o, iface.textures, textures, samplers));
+		                for (const fx::TextureBinding& t : iface.textures)
+			                texture_bindings.push_back(t.binding);
+		                // Pipeline state: every leaf is an input.
+		                inputs::forEachStateLeaf(o.state, [&](AdaptiveObject* leaf) { track(leaf, kState, 0); });
+		                QUOKKA_TRY(readState());
+		                track(o.draw_call.node().get(), kDraw, 0);
+		                draw = o.draw_call.getValue(Token{this});
+		                track(o.active.node().get(), kActive, 0);
+		                active = o.active.getValue(Token{this});
+		                QUOKKA_TRY(validateDraw());
+		                QUOKKA_TRY(uploadUniforms());
+		                prepared = true;
+		                dirty_inputs_.clear();
+		                ++pass_->stats->prepared;
+		                return {};
+	                });
 }
 
 Result<void> PreparedObject::refresh()
@@ -702,7 +653,7 @@ void ScenePass::Impl::rebuildOrder()
 
 // ---- ScenePass --------------------------------------------------------------------------------------------------
 
-ScenePass::ScenePass(Context& context, scene::FramebufferSignature signature, RenderTreePtr tree)
+ScenePass::ScenePass(inputs::Context& context, scene::FramebufferSignature signature, RenderTreePtr tree)
     : impl_(std::make_unique<Impl>()), signature_(std::move(signature))
 {
 	impl_->context = &context;
@@ -769,7 +720,7 @@ void ScenePass::encode(gpu::CommandList& list)
 {
 	const auto t0 = std::chrono::steady_clock::now();
 	VkCommandBuffer cmd = list.vk();
-	const PipelineEntry* bound = nullptr;
+	const inputs::PipelineEntry* bound = nullptr;
 	gpu::DynamicState dyn;
 	bool dyn_set = false;
 	// Last pushed descriptors and bound buffers, to skip redundant work.
@@ -862,7 +813,7 @@ void ScenePass::encode(gpu::CommandList& list)
 		vo.clear();
 		for (size_t i = 0; i < o->vertex_buffers.size(); ++i)
 		{
-			const BufferArena::Range& r = o->vertex_buffers[i]->range();
+			const inputs::BufferArena::Range& r = o->vertex_buffers[i]->range();
 			vb.push_back(r.buffer->vk());
 			vo.push_back(r.offset + o->vertex_offsets[i]);
 		}
@@ -875,7 +826,7 @@ void ScenePass::encode(gpu::CommandList& list)
 		}
 		if (d.indexed)
 		{
-			const BufferArena::Range& r = o->index_buffer->range();
+			const inputs::BufferArena::Range& r = o->index_buffer->range();
 			const VkDeviceSize offset = r.offset + o->index_offset;
 			if (r.buffer->vk() != last_ib || offset != last_io || o->index_type != last_it)
 			{

@@ -3,6 +3,7 @@
 // expressions name other trafos, which expand in turn (a macro is never expanded inside its own expansion, so
 // `#define ModelTrafo s.ModelTrafo` is safe), and the uniforms they still need are added to the stage.
 #include <quokka/fx/instancing.hpp>
+#include <quokka/fx/standard_uniforms.hpp>
 #include <quokka/fx/uniform_scope.hpp>
 
 #include <algorithm>
@@ -13,39 +14,11 @@ namespace quokka::fx
 
 namespace
 {
-struct Derivation
+/// The standard uniform `name` when it is derived from others (not one of the three input trafos), else null.
+const StandardUniform* derivation(const std::string& name)
 {
-	const char* name;
-	const char* expression;
-	std::vector<std::string> inputs;
-};
-
-// The GPU side of classic::DerivedUniforms (same names, same meaning).
-const std::vector<Derivation>& derivations()
-{
-	static const std::vector<Derivation> table = {
-	    {"ViewProjTrafo", "(ProjTrafo * ViewTrafo)", {"ProjTrafo", "ViewTrafo"}},
-	    {"ModelViewTrafo", "(ViewTrafo * ModelTrafo)", {"ViewTrafo", "ModelTrafo"}},
-	    {"ModelViewProjTrafo", "(ViewProjTrafo * ModelTrafo)", {"ViewProjTrafo", "ModelTrafo"}},
-	    {"ModelTrafoInv", "inverse(ModelTrafo)", {"ModelTrafo"}},
-	    {"ViewTrafoInv", "inverse(ViewTrafo)", {"ViewTrafo"}},
-	    {"ProjTrafoInv", "inverse(ProjTrafo)", {"ProjTrafo"}},
-	    {"ViewProjTrafoInv", "(ViewTrafoInv * ProjTrafoInv)", {"ViewTrafoInv", "ProjTrafoInv"}},
-	    {"ModelViewTrafoInv", "(ModelTrafoInv * ViewTrafoInv)", {"ModelTrafoInv", "ViewTrafoInv"}},
-	    {"ModelViewProjTrafoInv", "(ModelTrafoInv * ViewProjTrafoInv)", {"ModelTrafoInv", "ViewProjTrafoInv"}},
-	    {"NormalMatrix", "transpose(inverse(mat3(ModelTrafo)))", {"ModelTrafo"}},
-	    {"CameraLocation", "(ViewTrafoInv[3].xyz)", {"ViewTrafoInv"}},
-	    {"LightLocation", "(ViewTrafoInv[3].xyz)", {"ViewTrafoInv"}},
-	};
-	return table;
-}
-
-const Derivation* derivation(const std::string& name)
-{
-	for (const Derivation& d : derivations())
-		if (name == d.name)
-			return &d;
-	return nullptr;
+	const StandardUniform* u = standardUniform(name);
+	return u && !u->glsl.empty() ? u : nullptr;
 }
 
 bool contains(const std::vector<std::string>& names, const std::string& name)
@@ -67,8 +40,9 @@ struct Rewriter
 			return it->second;
 		bool v = contains(per_instance, name);
 		if (!v && !contains(supplied, name))
-			if (const Derivation* d = derivation(name))
-				v = std::any_of(d->inputs.begin(), d->inputs.end(), [&](const std::string& i) { return varies(i); });
+			if (const StandardUniform* d = derivation(name))
+				v = std::any_of(d->inputs.begin(), d->inputs.end(),
+				                [&](std::string_view i) { return !i.empty() && varies(std::string(i)); });
 		varies_memo[name] = v;
 		return v;
 	}
@@ -93,10 +67,13 @@ struct Rewriter
 			reads.push_back({name, *type, Interp::Flat});
 			return {};
 		}
-		const Derivation* d = derivation(name);
-		defines[name] = d->expression;
-		for (const std::string& input : d->inputs)
+		const StandardUniform* d = derivation(name);
+		defines[name] = std::string(d->glsl);
+		for (std::string_view view : d->inputs)
 		{
+			if (view.empty())
+				continue;
+			const std::string input(view);
 			if (varies(input))
 				QUOKKA_TRY(need(input, reads, uniforms, defines));
 			else if (!contains(uniforms, input))

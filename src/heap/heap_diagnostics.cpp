@@ -78,14 +78,14 @@ private:
 			    if (h->placed)
 				    placed_.push_back(h);
 			    else if (h->owned)
-				    f_.add("object", classic::objectName(h->object()) + " is not placed but owns a private block");
+				    f_.add("object", inputs::objectName(h->object()) + " is not placed but owns a private block");
 		    });
 	}
 
 	/// A placed object: bucket and slot, its private block, where its inputs live, its header words and its record.
 	void checkObject(const HeapObject& h)
 	{
-		const std::string name = classic::objectName(h.object());
+		const std::string name = inputs::objectName(h.object());
 		for (const Entry* e : h.entries)
 			++uses_[e];
 		if (h.indices)
@@ -274,7 +274,7 @@ private:
 
 	void simulateDraw(const Bucket& b, const HeapObject& h, const std::vector<uint32_t>& arena)
 	{
-		const std::string name = classic::objectName(h.object());
+		const std::string name = inputs::objectName(h.object());
 		int64_t max_vertex = int64_t(h.draw.first) + h.count() - 1;
 		if (h.draw.indexed)
 		{

@@ -30,7 +30,7 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 				    effect, p.context->effects().compile(s->bucket->effect, p.outputs, fx::PathVariant::HeapMegacall));
 				s->bucket->megacall_effect = effect;
 			}
-			classic::PipelineRequest req = s->request;
+			inputs::PipelineRequest req = s->request;
 			req.effect = s->bucket->megacall_effect;
 			QUOKKA_TRY_ASSIGN(entry, p.context->pipeline(req));
 			s->megacall_pipeline = entry;
@@ -116,7 +116,7 @@ private:
 		if (s.records.empty() || s.emit_sum == 0)
 			return;
 		const bool mega = s.strategy == DrawStrategy::Megacall;
-		const classic::PipelineEntry* entry = mega ? s.megacall_pipeline : s.indirect_pipeline;
+		const inputs::PipelineEntry* entry = mega ? s.megacall_pipeline : s.indirect_pipeline;
 		if (!entry || (mega && (!s.args || !s.tiles || !s.mrecords.buffer)) || (!mega && !s.commands.buffer))
 			return;
 		const gpu::Pipeline& pipeline = *entry->pipeline;

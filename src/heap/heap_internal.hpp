@@ -22,10 +22,11 @@
 #include "pointer_table.hpp"
 #include <quokka/base/assert.hpp>
 #include <quokka/base/block_cache.hpp>
-#include <quokka/classic/object_inputs.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/heap_scene.hpp>
 #include <quokka/heap/megacall_scan.hpp>
+#include <quokka/inputs/derived_uniforms.hpp>
+#include <quokka/inputs/object_inputs.hpp>
 
 #include "arena_staging.hpp"
 #include "attribute_convert.hpp"
@@ -282,14 +283,14 @@ struct UniformEntry final : AdaptiveObject, Entry
 	aval<UniformValue> uniform; ///< with a non-constant source
 	/// The value is this recipe applied to `uniform` (NormalMatrix from a ModelTrafo node) — pooled by (input node,
 	/// recipe) instead of an adaptive node per object; None for a plain value.
-	classic::DerivedRecipe recipe = classic::DerivedRecipe::None;
+	inputs::DerivedRecipe recipe = inputs::DerivedRecipe::None;
 	std::unique_ptr<ConstantKey> constant; ///< a constant uniform's key (for erasure)
 	bool queued = false;
 
 	/// May be listed in the placement index (detail::HeapCore::uniform_chunks): plain values of a non-constant node in
 	/// the first 64 chunks (a recipe entry's node is the object's ModelTrafo, whose own entry sits in the same chunk
 	/// when the effect reads it).
-	bool placementIndexed() const { return key.node && chunk < 64 && recipe == classic::DerivedRecipe::None; }
+	bool placementIndexed() const { return key.node && chunk < 64 && recipe == inputs::DerivedRecipe::None; }
 	/// Its chunk's bit is in the placement index: the index lists a node from the first placement that asks for it
 	/// (not when its first entry is made), so an object's own uniforms, which no other placement asks for, never
 	/// enter that table of millions of keys.
@@ -379,9 +380,9 @@ private:
 struct Slot
 {
 	Bucket* bucket = nullptr;
-	const classic::PipelineEntry* indirect_pipeline = nullptr;
-	const classic::PipelineEntry* megacall_pipeline = nullptr;
-	classic::PipelineRequest request; ///< (indirect variant) kept to create the megacall pipeline lazily
+	const inputs::PipelineEntry* indirect_pipeline = nullptr;
+	const inputs::PipelineEntry* megacall_pipeline = nullptr;
+	inputs::PipelineRequest request; ///< (indirect variant) kept to create the megacall pipeline lazily
 	gpu::DynamicState dyn;
 	bool indexed = true;
 	uint32_t prim = 3; ///< vertices per primitive
@@ -436,7 +437,7 @@ struct Bucket
 	std::vector<uint32_t> free_headers;
 	uint32_t header_count = 0;
 	bool headers_queued = false; ///< listed in detail::HeapCore::dirty_headers
-	std::vector<Ref<classic::TextureResource>> textures;
+	std::vector<Ref<inputs::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
 	std::vector<uint32_t> texture_bindings;
 	std::vector<std::unique_ptr<Slot>> slots;
@@ -490,7 +491,7 @@ private:
 
 struct detail::HeapCore
 {
-	classic::Context* context;
+	inputs::Context* context;
 	scene::FramebufferSignature signature;
 	fx::FragmentOutputs outputs;
 	HeapOptions options;
@@ -498,7 +499,7 @@ struct detail::HeapCore
 	uint64_t max_chunk_bytes = 0;
 	adaptive::SetReader<RenderObjectPtr> reader;
 	adaptive::cset<RenderObjectPtr> skipped; ///< HeapOptions::skip_ineligible: the objects left to another pass
-	classic::DerivedUniforms derived;
+	inputs::DerivedUniforms derived;
 	std::optional<MegacallScan> scanner;
 	std::optional<gpu::ScatterCopy>
 	    scatter; ///< made by the first upload() with enough regions (HeapOptions::scatter_above)
@@ -533,11 +534,11 @@ struct detail::HeapCore
 
 	/// The entry of `value` (with `recipe` applied) in `chunk`: shared, or allocated and staged. `unheld`: the caller
 	/// knows no entry reads the value's node (see HeapObject::place), so the pool is not searched.
-	Result<Entry*> acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe, uint32_t chunk,
+	Result<Entry*> acquireUniform(const aval<UniformValue>& value, inputs::DerivedRecipe recipe, uint32_t chunk,
 	                              fx::Type expected, const scene::RenderObject& object, const std::string& name,
 	                              bool unheld);
 	/// The pool key of a non-constant uniform: `node` read through `recipe` in `chunk`.
-	static PoolKey uniformKey(const void* node, classic::DerivedRecipe recipe, uint32_t chunk)
+	static PoolKey uniformKey(const void* node, inputs::DerivedRecipe recipe, uint32_t chunk)
 	{
 		PoolKey key = PoolKey::uniform(node, chunk);
 		key.format = uint32_t(recipe); // (unused by uniform keys otherwise: 0 for a plain value)
@@ -573,7 +574,7 @@ struct detail::HeapCore
 	static Error uniformMismatch(const scene::RenderObject& object, const std::string& name, fx::Type expected,
 	                             fx::Type got)
 	{
-		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": uniform '" + name + "' is " +
+		return makeError(ErrorCode::InvalidArgument, inputs::objectName(object) + ": uniform '" + name + "' is " +
 		                                                 fx::typeName(expected) + " in the effect but the value is " +
 		                                                 fx::typeName(got));
 	}
@@ -582,7 +583,7 @@ struct detail::HeapCore
 	void promotePrivate(AdaptiveObject* node);
 	/// Stages a re-packed uniform at `ref` of `chunk`: with its allocation header when the frame's previous write ends
 	/// where the allocation starts (one copy region instead of two: an object's uniforms sit side by side).
-	Result<void> stageUniform(uint32_t chunk, uint32_t ref, const classic::PackedValue& p, uint32_t bytes);
+	Result<void> stageUniform(uint32_t chunk, uint32_t ref, const inputs::PackedValue& p, uint32_t bytes);
 	/// Records the copies of one page's `regions` into `target`: the short ones through the arena scatter when there
 	/// are more than HeapOptions::scatter_above of them, everything else with vkCmdCopyBuffer (upload()).
 	Result<void> copyWrites(gpu::CommandList& list, uint32_t page, std::span<const VkBufferCopy> regions,
@@ -590,7 +591,7 @@ struct detail::HeapCore
 	/// The error of a buffer larger than a chunk.
 	Error bufferTooLarge(const scene::RenderObject& object, const std::string& name, uint64_t bytes) const
 	{
-		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": " + name + " needs " +
+		return makeError(ErrorCode::InvalidArgument, inputs::objectName(object) + ": " + name + " needs " +
 		                                                 std::to_string(bytes) +
 		                                                 " bytes, more than one arena chunk holds");
 	}
@@ -650,7 +651,7 @@ struct detail::HeapCore
 	struct HeapEffect
 	{
 		fx::CompiledEffectPtr compiled;
-		classic::UniformPlan uniforms;
+		inputs::UniformPlan uniforms;
 	};
 	Result<const HeapEffect*> heapEffect(const fx::Effect& effect);
 	std::map<fx::Hash128, HeapEffect> heap_effects;
@@ -708,7 +709,7 @@ struct detail::HeapCore
 
 /// One object in the heap. Reads its draw call, active flag, pipeline-state leaves and buffers (uniform values are
 /// read by their pool entries); inputChanged() tells it which changed.
-class HeapObject final : public classic::ObjectNode
+class HeapObject final : public inputs::ObjectNode
 {
 public:
 	HeapObject(detail::HeapCore& s, RenderObjectPtr o) : scene_(&s), object_(std::move(o)) {}
@@ -733,7 +734,7 @@ public:
 		const fx::Effect* source = nullptr;
 		const detail::HeapCore::HeapEffect* planned = nullptr;
 		absl::InlinedVector<aval<UniformValue>, 8> uniforms;
-		absl::InlinedVector<classic::DerivedRecipe, 8> recipes;
+		absl::InlinedVector<inputs::DerivedRecipe, 8> recipes;
 	};
 	/// Phase 1: compiles the effect and reads the inputs (subscribing to the changeable ones).
 	Result<void> read(Plan& plan);
@@ -862,7 +863,7 @@ private:
 	}
 	Error fail(const std::string& what) const
 	{
-		return makeError(ErrorCode::InvalidArgument, classic::objectName(*object_) + ": " + what);
+		return makeError(ErrorCode::InvalidArgument, inputs::objectName(*object_) + ": " + what);
 	}
 	void track(AdaptiveObject* node, Role role)
 	{

@@ -21,11 +21,11 @@
 #include <quokka/base/block_cache.hpp>
 #include <quokka/base/clock.hpp>
 #include <quokka/base/range_overlay.hpp>
-#include <quokka/classic/object_inputs.hpp>
 #include <quokka/fx/megacall_glsl.hpp>
 #include <quokka/gpu/scatter_copy.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/megacall_scan.hpp>
+#include <quokka/inputs/object_inputs.hpp>
 
 #include "attribute_convert.hpp"
 #include "findings.hpp"
@@ -60,38 +60,16 @@ void ObjectTable::clear()
 
 Result<void> HeapObject::validateDraw()
 {
-	if (!active || draw.count == 0 || draw.instance_count == 0)
+	if (!active)
 		return {};
-	uint64_t vertices = uint64_t(draw.first) + draw.count;
-	if (draw.indexed)
-	{
-		if (!indices)
-			return fail("the draw call is indexed but the object has no index buffer");
-		if (uint64_t(draw.first) + draw.count > indices->elements)
-			return fail("the draw reads indices up to " + std::to_string(uint64_t(draw.first) + draw.count) + " of " +
-			            std::to_string(indices->elements));
-		// The largest index decides how many vertices the draw reads (only when the draw or the buffer changed).
-		const scene::BufferView& v = *object_->indices;
-		const scene::ArrayBuffer& data = v.buffer.getValue(Token{this});
-		const bool u16 = v.format == VK_FORMAT_R16_UINT;
-		const std::byte* base = data.data() + v.offset + uint64_t(draw.first) * (u16 ? 2 : 4);
-		const uint32_t max_index = classic::maxIndex(base, u16, draw.count);
-		const int64_t last = int64_t(max_index) + draw.base_vertex;
-		if (last < 0)
-			return fail("base vertex " + std::to_string(draw.base_vertex) + " makes indices negative");
-		vertices = uint64_t(last) + 1;
-	}
-	const uint64_t instances = uint64_t(draw.first_instance) + draw.instance_count;
+	const scene::ArrayBuffer* index_data =
+	    draw.indexed && indices ? &object_->indices->buffer.getValue(Token{this}) : nullptr;
+	QUOKKA_TRY_ASSIGN(reach, inputs::drawReach(*object_, draw, index_data));
 	const size_t uniforms = bucket ? entries.size() - views_.size() : 0;
 	for (size_t i = 0; i < views_.size(); ++i)
-	{
-		const Entry* e = entries[uniforms + i];
-		const uint64_t n = views_[i]->per_instance ? instances : vertices;
-		if (n > e->elements)
-			return fail("attribute '" + (bucket ? bucket->indirect_effect->iface.attributes[i].name : std::string()) +
-			            "' holds " + std::to_string(e->elements) + " elements but the draw reads " + std::to_string(n) +
-			            (views_[i]->per_instance ? " instances" : " vertices"));
-	}
+		QUOKKA_TRY(inputs::checkAttributeReach(
+		    *object_, bucket ? std::string_view(bucket->indirect_effect->iface.attributes[i].name) : std::string_view(),
+		    *views_[i], entries[uniforms + i]->elements, reach));
 	return {};
 }
 
@@ -208,51 +186,34 @@ Result<void> HeapObject::read(Plan& plan)
 	const fx::EffectInterface& iface = planned->compiled->iface;
 	inputs_.clear();
 	views_.clear();
-	return evaluate(
-	    *object_,
-	    [&]() -> Result<void>
-	    {
-		    // Read everything first (shader-driven: only what the compiled effect uses), then place.
-		    // Values derived from the object's ModelTrafo alone are pooled by (input, recipe): no adaptive node per
-		    // object, and nothing left in the derived table when the object goes.
-		    // (Inline storage: an add otherwise spent a dozen allocations growing these few-element arrays.)
-		    plan.uniforms.assign(iface.uniforms.size(), aval<UniformValue>());
-		    plan.recipes.assign(iface.uniforms.size(), classic::DerivedRecipe{});
-		    views_.reserve(iface.attributes.size());
-		    QUOKKA_TRY(scene_->derived.resolve(o, planned->uniforms, plan.uniforms, plan.recipes));
-		    for (const fx::InterfaceVariable& a : iface.attributes)
-		    {
-			    auto it = o.attributes.find(a.name);
-			    if (it == o.attributes.end())
-				    return fail("effect needs the vertex attribute '" + a.name + "' (" + fx::typeName(a.type) +
-				                "), which the object does not have");
-			    if (scene::formatSize(it->second.format) == 0 || !classic::formatFeeds(it->second.format, a.type))
-				    return fail("attribute '" + a.name + "' has a format that cannot feed a " + fx::typeName(a.type) +
-				                " input");
-			    views_.push_back(&it->second);
-			    track(it->second.buffer.node().get(), kBuffer);
-		    }
-		    if (o.indices)
-		    {
-			    if (o.indices->format != VK_FORMAT_R16_UINT && o.indices->format != VK_FORMAT_R32_UINT)
-				    return fail("indices must be R16_UINT or R32_UINT");
-			    if (o.indices->offset % (o.indices->format == VK_FORMAT_R16_UINT ? 2 : 4) != 0)
-				    return fail("the index offset must be a multiple of the index size");
-			    track(o.indices->buffer.node().get(), kBuffer);
-		    }
-		    const scene::PipelineState& st = o.state;
-		    auto trackState = [&](const auto&... leaves) { (track(leaves.node().get(), kState), ...); };
-		    trackState(st.topology, st.cull_mode, st.front_face, st.depth_test, st.depth_write, st.depth_compare,
-		               st.depth_clamp, st.depth_bias, st.stencil, st.default_blend, st.alpha_to_coverage);
-		    for (const auto& [name, b] : st.blend)
-			    trackState(b);
-		    QUOKKA_TRY(readState());
-		    track(o.draw_call.node().get(), kDraw);
-		    draw = o.draw_call.getValue(Token{this});
-		    track(o.active.node().get(), kActive);
-		    active = o.active.getValue(Token{this});
-		    return {};
-	    });
+	return evaluate(*object_,
+	                [&]() -> Result<void>
+	                {
+		                // Read everything first (shader-driven: only what the compiled effect uses), then place.
+		                // Values derived from the object's ModelTrafo alone are pooled by (input, recipe): no adaptive
+		                // node per object, and nothing left in the derived table when the object goes. (Inline storage:
+		                // an add otherwise spent a dozen allocations growing these few-element arrays.)
+		                plan.uniforms.assign(iface.uniforms.size(), aval<UniformValue>());
+		                plan.recipes.assign(iface.uniforms.size(), inputs::DerivedRecipe{});
+		                views_.reserve(iface.attributes.size());
+		                QUOKKA_TRY(scene_->derived.resolve(o, planned->uniforms, plan.uniforms, plan.recipes));
+		                for (const fx::InterfaceVariable& a : iface.attributes)
+		                {
+			                QUOKKA_TRY_ASSIGN(view, inputs::attributeView(o, a));
+			                views_.push_back(view);
+			                track(view->buffer.node().get(), kBuffer);
+		                }
+		                QUOKKA_TRY(inputs::checkIndexView(o));
+		                if (o.indices)
+			                track(o.indices->buffer.node().get(), kBuffer);
+		                inputs::forEachStateLeaf(o.state, [&](AdaptiveObject* leaf) { track(leaf, kState); });
+		                QUOKKA_TRY(readState());
+		                track(o.draw_call.node().get(), kDraw);
+		                draw = o.draw_call.getValue(Token{this});
+		                track(o.active.node().get(), kActive);
+		                active = o.active.getValue(Token{this});
+		                return {};
+	                });
 }
 
 Result<void> HeapObject::acquire(Plan& plan)
@@ -378,15 +339,15 @@ Result<void> HeapObject::acquire(Plan& plan)
 		    // chunk attempts. Should another reader appear later, its pooled entry has this object re-placed
 		    // (detail::HeapCore::promotePrivate), so a shared value is stored and uploaded once.
 		    absl::InlinedVector<bool, 8> uniform_private(uniforms.size(), false);
-		    absl::InlinedVector<classic::PackedValue, PrivateSet::kUniformParts> packed_private;
+		    absl::InlinedVector<inputs::PackedValue, PrivateSet::kUniformParts> packed_private;
 		    for (size_t i = 0; i < uniforms.size() && packed_private.size() < PrivateSet::kUniformParts; ++i)
 		    {
 			    if (!unheld[i])
 				    continue;
-			    classic::PackedValue packed;
+			    inputs::PackedValue packed;
 			    try
 			    {
-				    packed = classic::packDerived(recipes[i], uniforms[i].getValue(Token{this}));
+				    packed = inputs::packDerived(recipes[i], uniforms[i].getValue(Token{this}));
 			    }
 			    catch (const std::exception& ex)
 			    {
@@ -491,7 +452,7 @@ Result<void> HeapObject::acquire(Plan& plan)
 					    {
 						    if (!uniform_private[i])
 							    continue;
-						    const classic::PackedValue& packed = packed_private[next_uniform];
+						    const inputs::PackedValue& packed = packed_private[next_uniform];
 						    const uint32_t bytes = packed.type.packedBytes();
 						    QUOKKA_TRY_ASSIGN(out, stageAllocation(scene_->pages, c, at, kTypeUniform, 1, bytes));
 						    std::memcpy(out, packed.f, bytes);
@@ -707,8 +668,8 @@ Result<void> HeapObject::repackPrivate(const DirtyInputs& dirty)
 		if (std::find(dirty.begin(), dirty.end(), u.node().get()) == dirty.end())
 			continue;
 		PrivateSet::Part& part = owned->parts[i];
-		const classic::PackedValue p =
-		    classic::packDerived(classic::DerivedRecipe(part.key.format), u.getValue(Token{this}));
+		const inputs::PackedValue p =
+		    inputs::packDerived(inputs::DerivedRecipe(part.key.format), u.getValue(Token{this}));
 		if (p.type != part.type)
 			return fail("uniform value changed its type from " + fx::typeName(part.type) + " to " +
 			            fx::typeName(p.type));

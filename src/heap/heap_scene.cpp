@@ -29,11 +29,11 @@
 #include <quokka/base/block_cache.hpp>
 #include <quokka/base/clock.hpp>
 #include <quokka/base/range_overlay.hpp>
-#include <quokka/classic/object_inputs.hpp>
 #include <quokka/fx/megacall_glsl.hpp>
 #include <quokka/gpu/scatter_copy.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/megacall_scan.hpp>
+#include <quokka/inputs/object_inputs.hpp>
 
 #include "attribute_convert.hpp"
 #include "findings.hpp"
@@ -128,10 +128,10 @@ Result<void> UniformEntry::repack()
 	if (refcount == 0)
 		return {};
 	beginEvaluation();
-	classic::PackedValue p;
+	inputs::PackedValue p;
 	try
 	{
-		p = classic::packDerived(recipe, uniform.getValue(Token{this}));
+		p = inputs::packDerived(recipe, uniform.getValue(Token{this}));
 	}
 	catch (const std::exception& e)
 	{
@@ -151,13 +151,13 @@ Result<void> UniformEntry::repack()
 // [SECTION] pools, buckets and slots
 // ---------------------------------------------------------------------------------------------------------------------
 
-Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value, classic::DerivedRecipe recipe,
+Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value, inputs::DerivedRecipe recipe,
                                                 uint32_t chunk, fx::Type expected, const scene::RenderObject& object,
                                                 const std::string& name, bool unheld)
 {
 	auto mismatch = [&](fx::Type got) { return uniformMismatch(object, name, expected, got); };
 	const bool constant = value.node()->isConstant();
-	classic::PackedValue packed{};
+	inputs::PackedValue packed{};
 	const PoolKey key = uniformKey(constant ? nullptr : value.node().get(), recipe, chunk);
 	ConstantKey constant_key;
 	auto shared = [&](Entry* e) -> Result<Entry*>
@@ -170,7 +170,7 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 	if (constant)
 	{
 		// Equal constants share one allocation: the key is the value itself.
-		packed = classic::packDerived(recipe, value.force());
+		packed = inputs::packDerived(recipe, value.force());
 		constant_key.chunk = chunk;
 		constant_key.type = packed.type;
 		std::memcpy(constant_key.value.data(), packed.f, packed.type.packedBytes());
@@ -192,13 +192,13 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 		e->beginEvaluation();
 		try
 		{
-			packed = classic::packDerived(recipe, value.getValue(Token{e.get()}));
+			packed = inputs::packDerived(recipe, value.getValue(Token{e.get()}));
 		}
 		catch (const std::exception& ex)
 		{
 			e->endEvaluation(false);
 			return makeError(ErrorCode::InvalidArgument,
-			                 classic::objectName(object) + ": uniform '" + name + "' threw: " + ex.what());
+			                 inputs::objectName(object) + ": uniform '" + name + "' threw: " + ex.what());
 		}
 		e->endEvaluation(true);
 	}
@@ -285,13 +285,13 @@ Result<void> detail::HeapCore::convertBuffer(Entry::Kind kind, const scene::Buff
                                              const scene::RenderObject& object, const std::string& name)
 {
 	if (!detail::convertToArena(kind == Entry::kIndex, view, type, layout, data, out))
-		return makeError(ErrorCode::InvalidArgument, classic::objectName(object) + ": attribute '" + name +
+		return makeError(ErrorCode::InvalidArgument, inputs::objectName(object) + ": attribute '" + name +
 		                                                 "' has a format the heap cannot convert to " +
 		                                                 fx::typeName(type));
 	return {};
 }
 
-Result<void> detail::HeapCore::stageUniform(uint32_t chunk, uint32_t ref, const classic::PackedValue& p, uint32_t bytes)
+Result<void> detail::HeapCore::stageUniform(uint32_t chunk, uint32_t ref, const inputs::PackedValue& p, uint32_t bytes)
 {
 	Chunk& c = *chunks[chunk];
 	if (c.pendingEndsAt(ref))
@@ -407,7 +407,7 @@ Result<const detail::HeapCore::HeapEffect*> detail::HeapCore::heapEffect(const f
 	std::vector<std::string> names;
 	for (const fx::UniformMember& m : compiled->iface.uniforms)
 		names.push_back(m.name);
-	classic::UniformPlan plan(names);
+	inputs::UniformPlan plan(names);
 	return &heap_effects.emplace(effect.id(), HeapEffect{std::move(compiled), std::move(plan)}).first->second;
 }
 
@@ -415,20 +415,13 @@ Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const 
                                             const fx::CompiledEffectPtr& effect, uint32_t chunk)
 {
 	BucketKey key{effect->key, chunk, {}};
-	std::vector<Ref<classic::TextureResource>> textures;
+	std::vector<Ref<inputs::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
-	for (const fx::TextureBinding& t : effect->iface.textures)
+	QUOKKA_TRY(context->objectTextures(o, effect->iface.textures, textures, samplers));
+	for (size_t i = 0; i < textures.size(); ++i)
 	{
-		auto it = o.textures.find(t.name);
-		if (it == o.textures.end())
-			return makeError(ErrorCode::InvalidArgument, classic::objectName(o) + ": effect samples the texture '" +
-			                                                 t.name + "', which the object does not have");
-		textures.push_back(context->texture(it->second));
-		auto sit = o.samplers.find(t.name);
-		QUOKKA_TRY_ASSIGN(sampler, context->sampler(sit == o.samplers.end() ? scene::SamplerState{} : sit->second));
-		key.textures.push_back(textures.back().get());
-		key.textures.push_back(sampler.get());
-		samplers.push_back(std::move(sampler));
+		key.textures.push_back(textures[i].get());
+		key.textures.push_back(samplers[i].get());
 	}
 	auto it = buckets.find(key);
 	if (it != buckets.end())
@@ -462,20 +455,20 @@ Result<Slot*> detail::HeapCore::slotFor(Bucket& b, const scene::PipelineStateVal
 
 Result<Slot*> detail::HeapCore::createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
 {
-	classic::PipelineRequest req;
+	inputs::PipelineRequest req;
 	req.effect = b.indirect_effect;
 	req.topology = state.topology;
 	for (const scene::ColorAttachment& c : signature.colors)
 	{
 		req.color_formats.push_back(c.format);
-		req.blend.push_back(classic::toVk(state.blendFor(c.name)));
+		req.blend.push_back(inputs::toVk(state.blendFor(c.name)));
 	}
 	req.depth_format = signature.depth_format;
 	req.samples = signature.samples;
 	req.alpha_to_coverage = state.alpha_to_coverage;
 	req.depth_clamp = state.depth_clamp;
 	QUOKKA_TRY_ASSIGN(entry, context->pipeline(req));
-	const gpu::DynamicState dyn = classic::dynamicState(state, signature.hasDepth());
+	const gpu::DynamicState dyn = inputs::dynamicState(state, signature.hasDepth());
 	for (const auto& s : b.slots)
 		if (s->indirect_pipeline == entry && s->dyn == dyn && s->indexed == indexed)
 			return s.get();
@@ -604,7 +597,7 @@ void detail::HeapCore::sweep()
 // [SECTION] construction
 // ---------------------------------------------------------------------------------------------------------------------
 
-HeapScene::HeapScene(classic::Context& context, scene::FramebufferSignature signature,
+HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signature,
                      adaptive::aset<RenderObjectPtr> objects, HeapOptions options)
     : impl_(std::make_unique<detail::HeapCore>()), options_(options)
 {

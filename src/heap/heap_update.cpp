@@ -20,11 +20,11 @@
 #include <quokka/base/block_cache.hpp>
 #include <quokka/base/clock.hpp>
 #include <quokka/base/range_overlay.hpp>
-#include <quokka/classic/object_inputs.hpp>
 #include <quokka/fx/megacall_glsl.hpp>
 #include <quokka/gpu/scatter_copy.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/megacall_scan.hpp>
+#include <quokka/inputs/object_inputs.hpp>
 
 #include "attribute_convert.hpp"
 #include "findings.hpp"

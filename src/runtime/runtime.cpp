@@ -451,7 +451,7 @@ adaptive::aval<scene::TextureData> RenderTarget::texture(const std::string& name
 
 Result<std::unique_ptr<Runtime>> Runtime::create(gpu::Device& device)
 {
-	QUOKKA_TRY_ASSIGN(context, classic::Context::create(device));
+	QUOKKA_TRY_ASSIGN(context, inputs::Context::create(device));
 	return std::unique_ptr<Runtime>(new Runtime(std::move(context)));
 }
 

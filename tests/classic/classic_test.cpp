@@ -11,10 +11,11 @@
 #include <vector>
 
 #include <quokka/adaptive/aset.hpp>
-#include <quokka/classic/object_inputs.hpp>
 #include <quokka/classic/scene_pass.hpp>
 #include <quokka/fx/stock.hpp>
 #include <quokka/gpu/image_io.hpp>
+#include <quokka/inputs/derived_uniforms.hpp>
+#include <quokka/inputs/object_inputs.hpp>
 #include <quokka/runtime/runtime.hpp>
 
 namespace quokka::classic::test
@@ -395,7 +396,7 @@ TEST_F(ClassicTest, StaticReRunPreparesNothingAndOneAddedObjectPreparesOne)
 	EXPECT_EQ(passStats().prepared, 20u);
 	EXPECT_EQ(passStats().draws, 20u);
 	EXPECT_EQ(passStats().pipeline_binds, 1u);
-	const ContextStats before = runtime_->context().stats();
+	const inputs::ContextStats before = runtime_->context().stats();
 	ASSERT_EQ(frame(), "");
 	EXPECT_EQ(passStats().prepared, 0u);
 	EXPECT_EQ(passStats().refreshed, 0u);
@@ -425,7 +426,7 @@ TEST_F(ClassicTest, OneChangedUniformReUploadsOneBlockAndCreatesNoPipeline)
 	setUpTask(RenderTree::unordered(leaves));
 	ASSERT_EQ(frame(), "");
 	EXPECT_EQ(pixels().at(11, 16), px(255, 0, 0));
-	const ContextStats before = runtime_->context().stats();
+	const inputs::ContextStats before = runtime_->context().stats();
 	color.setValue(rgba(0, 255, 0));
 	ASSERT_EQ(frame(), "");
 	EXPECT_EQ(passStats().uniform_uploads, 1u);
@@ -448,10 +449,10 @@ TEST_F(ClassicTest, ManyChangedUniformBlocksAreCopiedAsFewRuns)
 	}
 	setUpTask(RenderTree::ofObjects(objects));
 	ASSERT_EQ(frame(), "");
-	const ContextStats s0 = runtime_->context().stats();
+	const inputs::ContextStats s0 = runtime_->context().stats();
 	red.setValue(0.0f);
 	ASSERT_EQ(frame(), "");
-	const ContextStats s1 = runtime_->context().stats();
+	const inputs::ContextStats s1 = runtime_->context().stats();
 	EXPECT_EQ(passStats().uniform_uploads, 100u);
 	EXPECT_EQ(s1.uniform_blocks - s0.uniform_blocks, 100u);
 	EXPECT_EQ(s1.uniform_runs - s0.uniform_runs, 1u) << "100 adjacent blocks of one page are one copy region";
@@ -472,12 +473,12 @@ TEST_F(ClassicTest, SharedBuffersUploadOnceAndReuseTheirRangeWhenTheSizeFits)
 	}
 	setUpTask(RenderTree::ordered(leaves));
 	ASSERT_EQ(frame(), "");
-	const ContextStats s0 = runtime_->context().stats();
+	const inputs::ContextStats s0 = runtime_->context().stats();
 	// Positions are shared by the five objects; the normals are never uploaded: no active stage reads them.
 	EXPECT_EQ(s0.buffer_uploads, 1u);
 	positions.setValue(squarePositions(0, 0, 1, 1, 0.5f));
 	ASSERT_EQ(frame(), "");
-	const ContextStats s1 = runtime_->context().stats();
+	const inputs::ContextStats s1 = runtime_->context().stats();
 	EXPECT_EQ(s1.buffer_uploads - s0.buffer_uploads, 1u);
 	EXPECT_EQ(s1.buffer_reallocations, s0.buffer_reallocations);
 	EXPECT_EQ(pixels().at(24, 24), px(200, 0, 0)); // the last drawn of the ordered five
@@ -514,11 +515,11 @@ TEST_F(ClassicTest, ChangedTextureOfTheSameSizeIsUploadedIntoTheSameImage)
 	setUpTask(RenderTree::leafOf(scene::makeRenderObject(std::move(o))));
 	ASSERT_EQ(frame(), "");
 	EXPECT_EQ(pixels().at(16, 16), px(200, 10, 10));
-	const ContextStats s0 = runtime_->context().stats();
+	const inputs::ContextStats s0 = runtime_->context().stats();
 	texture.setValue(texels(10, 220, 30));
 	ASSERT_EQ(frame(), "");
 	EXPECT_EQ(pixels().at(16, 16), px(10, 220, 30));
-	const ContextStats s1 = runtime_->context().stats();
+	const inputs::ContextStats s1 = runtime_->context().stats();
 	EXPECT_EQ(s1.texture_uploads - s0.texture_uploads, 1u);
 	EXPECT_EQ(s1.texture_images, s0.texture_images) << "same size and format: no new image";
 	EXPECT_EQ(passStats().prepared, 0u);
@@ -790,8 +791,8 @@ TEST_F(ClassicTest, AnArenaWhoseDedicatedPageWasGivenBackIsDestroyedCleanly)
 {
 	// A range larger than a page gets a dedicated page, which is dropped when the range is freed; the arena must then
 	// skip the empty slot (a 10^6-object baked mesh found this as a crash on destruction).
-	auto arena = std::make_unique<BufferArena>(device(), gpu::BufferUsage::Storage | gpu::BufferUsage::TransferDst, 16,
-	                                           4096, "dedicated test");
+	auto arena = std::make_unique<inputs::BufferArena>(
+	    device(), gpu::BufferUsage::Storage | gpu::BufferUsage::TransferDst, 16, 4096, "dedicated test");
 	auto small = arena->allocate(256);
 	auto big = arena->allocate(3 * 4096);
 	ASSERT_TRUE(small.ok() && big.ok());
@@ -807,129 +808,3 @@ TEST_F(ClassicTest, AnArenaWhoseDedicatedPageWasGivenBackIsDestroyedCleanly)
 
 } // namespace
 } // namespace quokka::classic::test
-
-// maxIndex decides how many vertices an indexed draw reads (both paths validate with it): each vectorised scan (SSE2,
-// and SSE4.1 where the CPU has it) must agree with a plain loop for every length (every tail, one or two vectors
-// unrolled), for values with the top bit set (the SSE2 scan compares biased values) and at unaligned addresses.
-TEST(ObjectInputs, MaxIndexAgreesWithAScalarScanForEveryLengthAndOffset)
-{
-	using quokka::classic::IndexScan;
-	std::mt19937 rng(5);
-	std::vector<IndexScan> scans{IndexScan::Portable};
-	if (quokka::classic::indexScanSupported(IndexScan::Sse41))
-		scans.push_back(IndexScan::Sse41);
-	else
-		std::printf("this CPU has no SSE4.1: only the portable index scan is tested\n");
-	for (const IndexScan scan : scans)
-		for (const bool u16 : {true, false})
-			for (uint32_t count = 0; count <= 80; ++count)
-				for (uint32_t shift = 0; shift < 4; ++shift)
-					for (int round = 0; round < 8; ++round)
-					{
-						const uint32_t size = u16 ? 2 : 4;
-						std::vector<std::byte> bytes(size_t(count + 2) * size + 4);
-						uint32_t expected = 0;
-						for (uint32_t k = 0; k < count; ++k)
-						{
-							// Half the rounds draw full-range values (top bit set), half small ones.
-							uint32_t v = round % 2 ? uint32_t(rng()) : uint32_t(rng() % 1000);
-							if (u16)
-								v &= 0xffffu;
-							expected = std::max(expected, v);
-							std::memcpy(bytes.data() + shift + size_t(k) * size, &v, size);
-						}
-						EXPECT_EQ(quokka::classic::maxIndexWith(scan, bytes.data() + shift, u16, count), expected)
-						    << (scan == IndexScan::Sse41 ? "sse4.1 " : "portable ") << (u16 ? "u16" : "u32")
-						    << " count " << count << " shift " << shift;
-						if (scan == scans.back())
-						{
-							EXPECT_EQ(quokka::classic::maxIndex(bytes.data() + shift, u16, count), expected);
-						}
-					}
-	// The extremes: the top value inside a SIMD step with a smaller top-bit value in the scalar tail, and a lone value.
-	const uint32_t top32[5] = {1, 2, 0xffffffffu, 3, 0x80000000u};
-	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top32), false, 5), 0xffffffffu);
-	const uint16_t top16[9] = {0x8000, 0xffff, 1, 2, 3, 4, 5, 6, 0x7fff};
-	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top16), true, 9), 0xffffu);
-	EXPECT_EQ(quokka::classic::maxIndex(reinterpret_cast<const std::byte*>(top16), true, 1), 0x8000u);
-}
-
-// A UniformPlan resolves every name to the very node resolving by name gives (derived values are interned, so equal
-// nodes mean equal values and shared work), for objects with all, some or none of the trafos, objects that define
-// derived names themselves, and objects with many more uniforms than the plan (the lookup branch instead of the merge
-// walk). With `pooled`, NormalMatrix and ModelTrafoInv the object lacks become a recipe over its ModelTrafo node.
-TEST(ObjectInputs, UniformPlanResolvesEveryNameAsResolvingByNameDoes)
-{
-	using quokka::classic::DerivedRecipe;
-	using quokka::scene::UniformValue;
-	using Trafo = quokka::math::Trafo3d;
-	const std::vector<std::string> names = {
-	    "ModelTrafo",    "ViewTrafo",      "ProjTrafo",     "ViewProjTrafo",         "ModelViewTrafo",
-	    "ModelTrafoInv", "ViewTrafoInv",   "ProjTrafoInv",  "ViewProjTrafoInv",      "ModelViewTrafoInv",
-	    "NormalMatrix",  "CameraLocation", "LightLocation", "ModelViewProjTrafoInv", "ModelViewProjTrafo",
-	    "ConstantColor"};
-	const quokka::classic::UniformPlan plan(names);
-	ASSERT_EQ(plan.size(), names.size());
-	const auto model = quokka::scene::uniform(Trafo::translation({1.0, 2.0, 3.0}));
-	const auto view = quokka::scene::uniform(Trafo::rotation({0.0, 1.0, 0.0}, 0.25));
-	const auto proj = quokka::scene::uniform(Trafo::scale({2.0, 3.0, 0.5}));
-	std::vector<quokka::scene::RenderObject> objects(5);
-	for (quokka::scene::RenderObject& o : objects)
-		o.uniforms["ConstantColor"] = quokka::scene::uniform(quokka::math::V4f(1.0f));
-	objects[0].uniforms["ModelTrafo"] = model;
-	objects[0].uniforms["ViewTrafo"] = view;
-	objects[0].uniforms["ProjTrafo"] = proj;
-	objects[1].uniforms["ModelTrafo"] = model; // view and proj: identity
-	objects[2].uniforms["ViewTrafo"] = view;   // no ModelTrafo
-	objects[3] = objects[0];                   // defines derived names itself
-	objects[3].uniforms["NormalMatrix"] = quokka::scene::uniform(quokka::math::V4f(7.0f));
-	objects[3].uniforms["ModelViewProjTrafo"] = proj;
-	objects[4] = objects[0]; // far more uniforms than the plan names
-	for (int i = 0; i < 60; ++i)
-		objects[4].uniforms["Extra" + std::to_string(i)] = quokka::scene::uniform(float(i));
-	quokka::classic::DerivedUniforms derived;
-	for (size_t k = 0; k < objects.size(); ++k)
-	{
-		const quokka::scene::RenderObject& o = objects[k];
-		std::vector<quokka::adaptive::aval<UniformValue>> out(names.size()), pooled_out(names.size());
-		std::vector<DerivedRecipe> recipes(names.size(), DerivedRecipe::Inverse);
-		ASSERT_TRUE(derived.resolve(o, plan, out).ok()) << k;
-		ASSERT_TRUE(derived.resolve(o, plan, pooled_out, recipes).ok()) << k;
-		auto model_node = derived.resolve(o, "ModelTrafo");
-		ASSERT_TRUE(model_node.ok());
-		for (size_t i = 0; i < names.size(); ++i)
-		{
-			auto by_name = derived.resolve(o, names[i]);
-			ASSERT_TRUE(by_name.ok()) << k << " " << names[i];
-			EXPECT_EQ(out[i].node().get(), by_name->node().get()) << "object " << k << ": " << names[i];
-			const bool own = o.uniforms.count(names[i]) != 0;
-			const DerivedRecipe expected = own                           ? DerivedRecipe::None
-			                               : names[i] == "NormalMatrix"  ? DerivedRecipe::NormalMatrix
-			                               : names[i] == "ModelTrafoInv" ? DerivedRecipe::Inverse
-			                                                             : DerivedRecipe::None;
-			EXPECT_EQ(recipes[i], expected) << "object " << k << ": " << names[i];
-			EXPECT_EQ(pooled_out[i].node().get(),
-			          (expected == DerivedRecipe::None ? *by_name : *model_node).node().get())
-			    << "object " << k << ": " << names[i];
-		}
-	}
-	// The values themselves, for the object with all three trafos: ModelViewProj = Proj · View · Model.
-	std::vector<quokka::adaptive::aval<UniformValue>> out(names.size());
-	ASSERT_TRUE(derived.resolve(objects[0], plan, out).ok());
-	const quokka::math::M44d expected =
-	    (Trafo::scale({2.0, 3.0, 0.5}) * Trafo::rotation({0.0, 1.0, 0.0}, 0.25) * Trafo::translation({1.0, 2.0, 3.0}))
-	        .forward;
-	const UniformValue mvp = out[14].force();
-	ASSERT_TRUE(std::holds_alternative<Trafo>(mvp));
-	EXPECT_EQ(std::get<Trafo>(mvp).forward, expected);
-	// A name without a standard meaning that the object lacks is an error naming it; defining it resolves.
-	const std::vector<std::string> custom = {"ModelTrafo", "Tint"};
-	const quokka::classic::UniformPlan custom_plan(custom);
-	std::vector<quokka::adaptive::aval<UniformValue>> two(2);
-	const quokka::Result<void> missing = derived.resolve(objects[0], custom_plan, two);
-	ASSERT_FALSE(missing.ok());
-	EXPECT_NE(missing.error().message.find("'Tint'"), std::string::npos) << missing.error().message;
-	objects[1].uniforms["Tint"] = quokka::scene::uniform(0.5f);
-	ASSERT_TRUE(derived.resolve(objects[1], custom_plan, two).ok());
-	EXPECT_EQ(two[1].node().get(), objects[1].uniforms["Tint"].node().get());
-}

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include <quokka/base/result.hpp>
-#include <quokka/classic/context.hpp>
 #include <quokka/gpu/command_list.hpp>
+#include <quokka/inputs/context.hpp>
 #include <quokka/scene/framebuffer_signature.hpp>
 #include <quokka/scene/render_tree.hpp>
 
@@ -74,7 +74,7 @@ class ScenePass
 {
 public:
 	/// Builds the walker (nothing is read or prepared until the first update()).
-	ScenePass(Context& context, scene::FramebufferSignature signature, scene::RenderTreePtr tree);
+	ScenePass(inputs::Context& context, scene::FramebufferSignature signature, scene::RenderTreePtr tree);
 	~ScenePass();
 	ScenePass(const ScenePass&) = delete;
 	ScenePass& operator=(const ScenePass&) = delete;

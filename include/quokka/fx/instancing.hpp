@@ -5,7 +5,7 @@
 // renderers feed that port from a per-instance vertex attribute (an instance-rate input on the classic path, a load by
 // instance index on the heap path), so the existing machinery draws it and a fragment-side read becomes a flat
 // varying. The standard trafos derived from a per-instance uniform (ModelViewProjTrafo, NormalMatrix, *Inv, … — the
-// ones classic::DerivedUniforms would otherwise compute on the CPU, once per object) are computed in the shader from
+// ones inputs::DerivedUniforms would otherwise compute on the CPU, once per object) are computed in the shader from
 // the per-instance value instead, unless the object supplies them itself.
 #pragma once
 

@@ -29,8 +29,8 @@
 
 #include <quokka/adaptive/aset.hpp>
 #include <quokka/base/result.hpp>
-#include <quokka/classic/context.hpp>
 #include <quokka/gpu/command_list.hpp>
+#include <quokka/inputs/context.hpp>
 #include <quokka/scene/framebuffer_signature.hpp>
 #include <quokka/scene/render_object.hpp>
 
@@ -159,7 +159,7 @@ struct HeapTestAccess; // test hooks (src/heap/heap_test_access.hpp)
 class HeapScene
 {
 public:
-	HeapScene(classic::Context& context, scene::FramebufferSignature signature,
+	HeapScene(inputs::Context& context, scene::FramebufferSignature signature,
 	          adaptive::aset<scene::RenderObjectPtr> objects, HeapOptions options = {});
 	~HeapScene();
 	HeapScene(const HeapScene&) = delete;

@@ -1,6 +1,6 @@
 // quokka/runtime/runtime.hpp — Runtime, RenderTask, framebuffers and renderTo: how applications drive the renderers.
 //
-// A Runtime owns the device-level caches (classic::Context). compile(signature, commands) gives a RenderTask over an
+// A Runtime owns the device-level caches (inputs::Context). compile(signature, commands) gives a RenderTask over an
 // adaptive list of Commands; the concrete framebuffer is supplied at run(), so one task renders into any framebuffer
 // of its signature. run() records one frame into a command list: every Render command's ScenePass pulls its changes,
 // all uploads of the frame go out as one batch, then the commands are encoded in order — a Clear immediately followed
@@ -20,11 +20,11 @@
 #include <quokka/adaptive/alist.hpp>
 #include <quokka/adaptive/resource.hpp>
 #include <quokka/base/result.hpp>
-#include <quokka/classic/context.hpp>
 #include <quokka/classic/scene_pass.hpp>
 #include <quokka/gpu/device.hpp>
 #include <quokka/gpu/image.hpp>
 #include <quokka/heap/heap_scene.hpp>
+#include <quokka/inputs/context.hpp>
 #include <quokka/scene/command.hpp>
 #include <quokka/scene/framebuffer_signature.hpp>
 
@@ -168,7 +168,7 @@ public:
 	Runtime& operator=(const Runtime&) = delete;
 
 	gpu::Device& device() { return context_->device(); }
-	classic::Context& context() { return *context_; }
+	inputs::Context& context() { return *context_; }
 
 	/// A task over `commands` for framebuffers of `signature`.
 	std::unique_ptr<RenderTask> compile(const scene::FramebufferSignature& signature,
@@ -181,11 +181,11 @@ private:
 	friend class RenderTask;
 	friend class RenderTarget;
 	friend struct detail::RenderTargetState;
-	explicit Runtime(std::unique_ptr<classic::Context> context) : context_(std::move(context)) {}
+	explicit Runtime(std::unique_ptr<inputs::Context> context) : context_(std::move(context)) {}
 	/// Renders every allocated target whose scene changed, before the frame's own passes.
 	Result<uint32_t> renderTargets(gpu::CommandList& list);
 
-	std::unique_ptr<classic::Context> context_;
+	std::unique_ptr<inputs::Context> context_;
 	std::set<detail::RenderTargetState*> live_targets_; ///< targets whose framebuffer is allocated
 };
 

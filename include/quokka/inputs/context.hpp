@@ -1,4 +1,4 @@
-// quokka/classic/context.hpp — the device-level caches of the classic (per-object) render path.
+// quokka/inputs/context.hpp — the device-level caches of the classic (per-object) render path.
 //
 // One Context serves every ScenePass of a runtime: compiled effects (fx::EffectCompiler), graphics pipelines keyed by
 // (effect, framebuffer signature, pipeline-state *values* without the dynamic parts, vertex layout), samplers by
@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,7 +33,7 @@
 #include <quokka/gpu/staging.hpp>
 #include <quokka/scene/render_object.hpp>
 
-namespace quokka::classic
+namespace quokka::inputs
 {
 
 /// A sub-allocator of GPU buffer memory: pages of `page_bytes` (larger requests get a page of their own), each managed
@@ -149,6 +150,12 @@ public:
 	Result<const PipelineEntry*> pipeline(const PipelineRequest& request);
 	/// The sampler for `state`, created on first use.
 	Result<gpu::SamplerHandle> sampler(const scene::SamplerState& state);
+	/// Appends the texture and the sampler of every binding in `textures` (a compiled effect's) as `object` supplies
+	/// them; a texture without a sampler of its own is sampled with the default SamplerState. Errors: InvalidArgument
+	/// naming the object when it lacks a texture the effect samples; as sampler().
+	Result<void> objectTextures(const scene::RenderObject& object, std::span<const fx::TextureBinding> textures,
+	                            std::vector<adaptive::Ref<TextureResource>>& images,
+	                            std::vector<gpu::SamplerHandle>& samplers);
 	/// The GPU copy of `buffer` (interned by aval identity; alive while a Ref is held). Uploaded by upload().
 	adaptive::Ref<BufferResource> buffer(const adaptive::aval<scene::ArrayBuffer>& buffer);
 	/// The GPU copy of `texture` (interned by aval identity). Uploaded by upload().
@@ -258,4 +265,4 @@ private:
 	bool owned_ = false; ///< image_ was created here (not a renderTo image)
 };
 
-} // namespace quokka::classic
+} // namespace quokka::inputs

@@ -1,8 +1,8 @@
-// The classic path's device-level caches: buffer arenas, pipelines, samplers, and the interned GPU copies of adaptive
-// buffers and textures.
-#include <quokka/classic/context.hpp>
-#include <quokka/classic/object_inputs.hpp>
+// The device-level caches both render paths share: buffer arenas, pipelines, samplers, and the interned GPU copies of
+// adaptive buffers and textures.
 #include <quokka/fx/instancing.hpp>
+#include <quokka/inputs/context.hpp>
+#include <quokka/inputs/object_inputs.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -10,7 +10,7 @@
 
 #include <quokka/base/assert.hpp>
 
-namespace quokka::classic
+namespace quokka::inputs
 {
 
 // ---- BufferArena ------------------------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ Context::~Context()
 	dirty_buffers_.clear();
 	dirty_textures_.clear();
 	QUOKKA_ASSERT(buffers_.empty() && textures_.empty(),
-	              "classic::Context destroyed while buffer or texture resources are alive (destroy passes first)");
+	              "inputs::Context destroyed while buffer or texture resources are alive (destroy passes first)");
 }
 
 Result<const fx::Effect*> Context::objectEffect(const scene::RenderObject& object)
@@ -296,6 +296,24 @@ Result<gpu::SamplerHandle> Context::sampler(const scene::SamplerState& state)
 	QUOKKA_TRY_ASSIGN(sampler, device_->createSampler(desc));
 	samplers_.emplace(key, sampler);
 	return sampler;
+}
+
+Result<void> Context::objectTextures(const scene::RenderObject& object, std::span<const fx::TextureBinding> textures,
+                                     std::vector<adaptive::Ref<TextureResource>>& images,
+                                     std::vector<gpu::SamplerHandle>& samplers)
+{
+	for (const fx::TextureBinding& t : textures)
+	{
+		auto it = object.textures.find(t.name);
+		if (it == object.textures.end())
+			return makeError(ErrorCode::InvalidArgument, objectName(object) + ": effect samples the texture '" +
+			                                                 t.name + "', which the object does not have");
+		auto s = object.samplers.find(t.name);
+		QUOKKA_TRY_ASSIGN(sampler, this->sampler(s == object.samplers.end() ? scene::SamplerState{} : s->second));
+		images.push_back(texture(it->second));
+		samplers.push_back(std::move(sampler));
+	}
+	return {};
 }
 
 adaptive::Ref<BufferResource> Context::buffer(const adaptive::aval<scene::ArrayBuffer>& buffer)
@@ -592,4 +610,4 @@ Result<void> TextureResource::update(gpu::CommandList& list)
 	return {};
 }
 
-} // namespace quokka::classic
+} // namespace quokka::inputs

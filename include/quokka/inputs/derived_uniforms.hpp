@@ -1,10 +1,10 @@
-// quokka/classic/object_inputs.hpp — how a render object's inputs become what the GPU reads, shared by the classic
-// and the heap path (so both derive the same uniforms, accept the same formats and build the same pipeline state):
-// uniform packing, attribute format checks, blend/dynamic state conversion and the standard derived trafo uniforms.
+// quokka/inputs/derived_uniforms.hpp — the standard uniforms an object need not supply (ModelViewProjTrafo,
+// NormalMatrix, the *Inv variants, CameraLocation, …), derived on the CPU in double precision from its ModelTrafo,
+// ViewTrafo and ProjTrafo. The names and their meaning are fx/standard_uniforms.hpp's table, which the shader rewrite
+// of per-instance uniforms reads too, so the CPU and the GPU derive the same names the same way.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,77 +14,15 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <quokka/base/result.hpp>
-#include <quokka/fx/types.hpp>
-#include <quokka/gpu/pipeline.hpp>
+#include <quokka/fx/standard_uniforms.hpp>
+#include <quokka/inputs/object_inputs.hpp>
 #include <quokka/scene/render_object.hpp>
 
-namespace quokka::classic
+namespace quokka::inputs
 {
 
-/// "render object #<id>", the prefix of every per-object error.
-std::string objectName(const scene::RenderObject& object);
-
-/// An adaptive node standing for one render object in a renderer (classic PreparedObject, heap HeapObject): its
-/// inputs are explicit and it is told which of them changed.
-class ObjectNode : public adaptive::AdaptiveObject
-{
-protected:
-	ObjectNode() : AdaptiveObject(kExplicitInputs | kWantsInputChanged) {}
-	/// Runs `body` (reading inputs with Token{this}) as one evaluation; an exception thrown by an input becomes an
-	/// error naming `object`, and the node's edges are kept so that a change retries.
-	template <typename F>
-	Result<void> evaluate(const scene::RenderObject& object, F&& body)
-	{
-		beginEvaluation();
-		Result<void> r;
-		try
-		{
-			r = body();
-		}
-		catch (const std::exception& e)
-		{
-			r = makeError(ErrorCode::InvalidArgument, objectName(object) + ": an input threw: " + e.what());
-		}
-		endEvaluation(r.ok());
-		return r;
-	}
-};
-
-/// The uniforms `object` supplies per instance (fx/instancing.hpp): the names of its per-instance views that its effect
-/// reads as uniforms, in name order. Such a view is the uniform's value for each instance (element first_instance + i
-/// for instance i, as for every per-instance attribute); it shadows a uniform of the same name in `object.uniforms`.
-std::vector<std::string> perInstanceUniforms(const scene::RenderObject& object);
-
-/// The largest of `count` u16 (`u16`) or u32 indices at `data` (how many vertices an indexed draw reads). Uses the
-/// widest scan the CPU has (IndexScan).
-uint32_t maxIndex(const std::byte* data, bool u16, uint32_t count);
-
-/// The vector scans maxIndex() chooses from: Portable (SSE2 on x86-64, scalar elsewhere) or Sse41 (x86-64 CPUs with
-/// SSE4.1: unsigned maxima of 4 u32 / 8 u16 per instruction). Public so tests compare each with a plain loop.
-enum class IndexScan
-{
-	Portable,
-	Sse41,
-};
-bool indexScanSupported(IndexScan scan);
-/// maxIndex() with the given scan, which must be supported.
-uint32_t maxIndexWith(IndexScan scan, const std::byte* data, bool u16, uint32_t count);
-
-/// The fx type of a uniform value plus its tightly packed column-major data (Trafo3d → its forward matrix, narrowed).
-struct PackedValue
-{
-	fx::Type type;
-	float f[16];
-};
-PackedValue packUniform(const scene::UniformValue& value);
-
-/// Whether a vertex buffer of `format` can feed a shader input of type `type` (same component class: float-like,
-/// signed or unsigned integer; Vulkan's vertex input rules).
-bool formatFeeds(VkFormat format, fx::Type type);
-
-VkPipelineColorBlendAttachmentState toVk(const scene::BlendState& blend);
-/// The Vulkan 1.3 dynamic part of a pipeline state (depth test/write forced off without a depth attachment).
-gpu::DynamicState dynamicState(const scene::PipelineStateValues& values, bool has_depth);
+/// The trafo a uniform value stands for: a Trafo3d itself, an M44f read as a forward matrix, the identity otherwise.
+math::Trafo3d trafoOf(const scene::UniformValue& value);
 
 /// A per-object derived uniform that a renderer may pool itself: a recipe over one input node (the object's
 /// ModelTrafo, or the shared identity when it has none). The heap keys such values by (recipe, input, chunk) instead of
@@ -113,26 +51,10 @@ public:
 
 private:
 	friend class DerivedUniforms;
-	/// The standard derivation of a name the object does not define (the *Inv variants: `inverse` on
-	/// Model…ModelViewProj).
-	enum class Rule : uint8_t
-	{
-		Model,
-		View,
-		Proj,
-		ViewProj,
-		ModelView,
-		ModelViewProj,
-		Normal,
-		Camera,
-		Missing, ///< no standard meaning: an error when the object does not define it
-	};
-	static Rule parse(std::string_view name, bool& inverse);
 	struct Member
 	{
-		uint32_t own; ///< index of the name in fetch_
-		Rule rule;
-		bool inverse;
+		uint32_t own;                        ///< index of the name in fetch_
+		const fx::StandardUniform* standard; ///< its standard derivation; null: an error when the object lacks it
 	};
 	std::vector<std::string> fetch_; ///< names read from the object, sorted and unique: every member's and the trafos'
 	uint32_t model_ = 0, view_ = 0, proj_ = 0; ///< where ModelTrafo, ViewTrafo and ProjTrafo sit in fetch_
@@ -163,7 +85,7 @@ public:
 private:
 	using Key = std::tuple<int, const void*, const void*>; ///< (recipe, input a, input b)
 	/// The value of `rule` from the object's trafo inputs (each the identity when the object lacks it).
-	adaptive::aval<scene::UniformValue> derive(UniformPlan::Rule rule, bool inverse,
+	adaptive::aval<scene::UniformValue> derive(fx::StandardRule rule, bool inverse,
 	                                           const adaptive::aval<scene::UniformValue>& model,
 	                                           const adaptive::aval<scene::UniformValue>& view,
 	                                           const adaptive::aval<scene::UniformValue>& proj);
@@ -175,4 +97,4 @@ private:
 	adaptive::aval<scene::UniformValue> identity_ = adaptive::constant(scene::UniformValue(math::Trafo3d::identity()));
 };
 
-} // namespace quokka::classic
+} // namespace quokka::inputs
