@@ -30,6 +30,7 @@
 
 #include "arena_staging.hpp"
 #include "attribute_convert.hpp"
+#include "buckets.hpp"
 #include "gpu_array.hpp"
 
 namespace quokka::heap
@@ -118,9 +119,10 @@ struct PoolKey
 {
 	const void* node = nullptr;
 	uint32_t chunk = 0;
-	uint32_t format = 0, offset = 0, stride = 0;
+	uint32_t format = 0, offset = 0, stride = 0; ///< a buffer view's (VkFormat); 0 for uniforms
 	fx::Type type;
 	uint8_t kind = 0;
+	inputs::DerivedRecipe recipe = inputs::DerivedRecipe::None; ///< a uniform's: `node` read through this recipe
 	bool operator==(const PoolKey&) const = default;
 
 	/// The key of a non-constant uniform (kind 0 = Entry::kUniform).
@@ -149,9 +151,11 @@ struct PoolKeyHash
 		                       uint64_t(k.type.cols) << 16 | uint64_t(k.kind) << 24 | uint64_t(k.chunk) << 32;
 		const uint64_t view = uint64_t(k.offset) | uint64_t(k.stride) << 32;
 		return mix(reinterpret_cast<uintptr_t>(k.node) ^ 0xa0761d6478bd642full, small ^ 0xe7037ed1a0b428dbull) ^
-		       mix(view ^ 0x8ebc6af09c88c6e3ull, uint64_t(k.format) ^ 0x589965cc75374cc3ull);
+		       mix(view ^ 0x8ebc6af09c88c6e3ull,
+		           (uint64_t(k.format) | uint64_t(k.recipe) << 32) ^ 0x589965cc75374cc3ull);
 	}
 };
+static_assert(sizeof(PoolKey) == 32, "a pool key stays half a cache line");
 
 /// A constant uniform's pool key: equal constants share one allocation per chunk.
 struct ConstantKey
@@ -376,83 +380,6 @@ private:
 	detail::PointerTable<Entry> table_;
 };
 
-/// One pipeline state inside a bucket: its records and, per strategy, its GPU arrays.
-struct Slot
-{
-	Bucket* bucket = nullptr;
-	const inputs::PipelineEntry* indirect_pipeline = nullptr;
-	const inputs::PipelineEntry* megacall_pipeline = nullptr;
-	inputs::PipelineRequest request; ///< (indirect variant) kept to create the megacall pipeline lazily
-	gpu::DynamicState dyn;
-	bool indexed = true;
-	uint32_t prim = 3; ///< vertices per primitive
-	std::vector<HeapObject*> records;
-	uint64_t emit_sum = 0;
-	DrawStrategy strategy = DrawStrategy::Indirect; ///< how the slot draws now (Auto chooses per frame)
-	// indirect: VkDrawIndexedIndirectCommand (5 words) or VkDrawIndirectCommand (4 words) per record; count word.
-	GpuArray commands{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
-	                  "heap commands"};
-	GpuArray draw_count{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
-	                    "heap count"};
-	// megacall: 5-word records, scan scratch, arguments, tile index.
-	GpuArray mrecords{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap megacall records"};
-	std::optional<ScanBuffers> scan;
-	gpu::BufferHandle args;
-	gpu::BufferHandle tiles;
-	bool scan_dirty = true;
-	bool queued = false;
-
-	uint32_t commandWords() const { return indexed ? 5u : 4u; }
-};
-
-/// What makes two objects share a bucket: the heap effect's compile key, the chunk and the (texture, sampler) pairs.
-struct BucketKey
-{
-	fx::Hash128 effect;
-	uint32_t chunk = 0;
-	std::vector<const void*> textures; ///< texture, sampler, texture, sampler, …
-	bool operator==(const BucketKey&) const = default;
-};
-
-struct BucketKeyHash
-{
-	size_t operator()(const BucketKey& k) const
-	{
-		uint64_t h = k.effect.lo ^ (k.effect.hi * 0x9E3779B97F4A7C15ull) ^ (uint64_t(k.chunk) << 17);
-		for (const void* t : k.textures)
-			h = (h ^ uint64_t(uintptr_t(t))) * 0xff51afd7ed558ccdull;
-		return size_t(h ^ (h >> 31));
-	}
-};
-
-/// (effect, chunk, textures): one draw-header heap and its slots.
-struct Bucket
-{
-	uint32_t chunk = 0;
-	fx::Effect effect;
-	fx::CompiledEffectPtr indirect_effect;
-	fx::CompiledEffectPtr megacall_effect;
-	uint32_t header_words = 0;
-	GpuArray headers{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap draw headers"};
-	std::vector<uint32_t> free_headers;
-	uint32_t header_count = 0;
-	bool headers_queued = false; ///< listed in detail::HeapCore::dirty_headers
-	std::vector<Ref<inputs::TextureResource>> textures;
-	std::vector<gpu::SamplerHandle> samplers;
-	std::vector<uint32_t> texture_bindings;
-	std::vector<std::unique_ptr<Slot>> slots;
-	/// Pipeline-state values already resolved to a slot (skips building a PipelineRequest per object).
-	struct Known
-	{
-		scene::PipelineStateValues state;
-		bool indexed;
-		Slot* slot;
-	};
-	std::vector<Known> known;
-	uint32_t objects = 0;
-	uint64_t serial = 0;
-};
-
 /// The placed objects by their render object. Its hash is the render object's address times an odd constant — a
 /// bijection, so equal hashes are the same object and a lookup never reads a HeapObject to compare. Holds a reference
 /// to each.
@@ -473,6 +400,11 @@ public:
 	/// Removes the object filed for `o` and returns the table's reference to it (null when there is none).
 	Ref<HeapObject> take(const scene::RenderObject* o);
 	void prefetch(const scene::RenderObject* o) const { table_.prefetch(hash(o)); }
+	/// Whether an object is filed for `o` (compares hashes only: does not read `o`).
+	bool holds(const scene::RenderObject* o) const
+	{
+		return table_.find(hash(o), [](const HeapObject&) { return true; }) != nullptr;
+	}
 	size_t size() const { return table_.size(); }
 	template <typename F>
 	void forEach(F&& f) const
@@ -497,8 +429,18 @@ struct detail::HeapCore
 	HeapOptions options;
 	HeapStats* stats;
 	uint64_t max_chunk_bytes = 0;
+	/// Membership: a scene built over a set reads its changes (reader); one without gets add()/remove() calls, queued
+	/// here in call order (serial) until the next update().
 	adaptive::SetReader<RenderObjectPtr> reader;
-	adaptive::cset<RenderObjectPtr> skipped; ///< HeapOptions::skip_ineligible: the objects left to another pass
+	struct PendingAdd
+	{
+		RenderObjectPtr object;
+		uint64_t serial;
+	};
+	std::vector<PendingAdd> pending_adds;
+	std::vector<std::pair<const scene::RenderObject*, uint64_t>> pending_removals;
+	uint64_t next_serial = 0;
+	bool pushed_to_set_scene = false; ///< add()/remove() called on a scene built over a set (an error at update())
 	inputs::DerivedUniforms derived;
 	std::optional<MegacallScan> scanner;
 	std::optional<gpu::ScatterCopy>
@@ -541,7 +483,7 @@ struct detail::HeapCore
 	static PoolKey uniformKey(const void* node, inputs::DerivedRecipe recipe, uint32_t chunk)
 	{
 		PoolKey key = PoolKey::uniform(node, chunk);
-		key.format = uint32_t(recipe); // (unused by uniform keys otherwise: 0 for a plain value)
+		key.recipe = recipe;
 		return key;
 	}
 	/// The pool key of `view` read as `type` in `chunk` (reads the buffer's current value without subscribing).
@@ -644,8 +586,9 @@ struct detail::HeapCore
 	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`, compiled as `effect`) in `chunk`.
 	Result<Bucket*> bucketFor(const scene::RenderObject& o, const fx::Effect& source,
 	                          const fx::CompiledEffectPtr& effect, uint32_t chunk);
+	/// The slot of `state` in `b`, through the routing seam (SlotRouting); a new slot changes the shape.
 	Result<Slot*> slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
-	Result<Slot*> createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
+	std::optional<SlotRouting> routing; ///< (made with the scene: it needs the context and the signature)
 	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
 	/// An effect compiled for the heap, with its uniforms planned (DerivedUniforms resolves objects against the plan).
 	struct HeapEffect

@@ -178,7 +178,7 @@ Result<void> HeapObject::read(Plan& plan)
 	const scene::RenderObject& o = *object_;
 	if (!heapEligible(o))
 		return fail("its topology (strips, fans, or one that is not a constant) cannot be drawn by the heap: draw it "
-		            "on the classic path, or set HeapOptions::skip_ineligible and give it to a classic pass");
+		            "on the classic path (runtime::ObjectRouter routes by heapEligible())");
 	QUOKKA_TRY_ASSIGN(source, scene_->context->objectEffect(o));
 	QUOKKA_TRY_ASSIGN(planned, scene_->heapEffect(*source));
 	plan.source = source;
@@ -668,8 +668,7 @@ Result<void> HeapObject::repackPrivate(const DirtyInputs& dirty)
 		if (std::find(dirty.begin(), dirty.end(), u.node().get()) == dirty.end())
 			continue;
 		PrivateSet::Part& part = owned->parts[i];
-		const inputs::PackedValue p =
-		    inputs::packDerived(inputs::DerivedRecipe(part.key.format), u.getValue(Token{this}));
+		const inputs::PackedValue p = inputs::packDerived(part.key.recipe, u.getValue(Token{this}));
 		if (p.type != part.type)
 			return fail("uniform value changed its type from " + fx::typeName(part.type) + " to " +
 			            fx::typeName(p.type));

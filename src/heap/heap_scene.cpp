@@ -414,15 +414,8 @@ Result<const detail::HeapCore::HeapEffect*> detail::HeapCore::heapEffect(const f
 Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const fx::Effect& source,
                                             const fx::CompiledEffectPtr& effect, uint32_t chunk)
 {
-	BucketKey key{effect->key, chunk, {}};
-	std::vector<Ref<inputs::TextureResource>> textures;
-	std::vector<gpu::SamplerHandle> samplers;
-	QUOKKA_TRY(context->objectTextures(o, effect->iface.textures, textures, samplers));
-	for (size_t i = 0; i < textures.size(); ++i)
-	{
-		key.textures.push_back(textures[i].get());
-		key.textures.push_back(samplers[i].get());
-	}
+	QUOKKA_TRY_ASSIGN(textures, TextureKey::of(*context, o, effect->iface.textures));
+	BucketKey key{effect->key, chunk, std::move(textures.words)};
 	auto it = buckets.find(key);
 	if (it != buckets.end())
 		return it->second.get();
@@ -432,8 +425,8 @@ Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const 
 	b->effect = source;
 	b->indirect_effect = effect;
 	b->header_words = effect->iface.header_words;
-	b->textures = std::move(textures);
-	b->samplers = std::move(samplers);
+	b->textures = std::move(textures.textures);
+	b->samplers = std::move(textures.samplers);
 	for (const fx::TextureBinding& t : effect->iface.textures)
 		b->texture_bindings.push_back(t.binding);
 	b->serial = next_bucket_serial++;
@@ -445,46 +438,14 @@ Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const 
 
 Result<Slot*> detail::HeapCore::slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
 {
-	for (const Bucket::Known& k : b.known)
-		if (k.indexed == indexed && k.state == state)
-			return k.slot;
-	QUOKKA_TRY_ASSIGN(slot, createSlot(b, state, indexed));
-	b.known.push_back({state, indexed, slot});
-	return slot;
-}
-
-Result<Slot*> detail::HeapCore::createSlot(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
-{
-	inputs::PipelineRequest req;
-	req.effect = b.indirect_effect;
-	req.topology = state.topology;
-	for (const scene::ColorAttachment& c : signature.colors)
+	bool created = false;
+	QUOKKA_TRY_ASSIGN(slot, routing->route(b, state, indexed, created));
+	if (created)
 	{
-		req.color_formats.push_back(c.format);
-		req.blend.push_back(inputs::toVk(state.blendFor(c.name)));
+		sweep_pending = true; // dropped again if placement fails before it is used
+		shape_changed = true;
 	}
-	req.depth_format = signature.depth_format;
-	req.samples = signature.samples;
-	req.alpha_to_coverage = state.alpha_to_coverage;
-	req.depth_clamp = state.depth_clamp;
-	QUOKKA_TRY_ASSIGN(entry, context->pipeline(req));
-	const gpu::DynamicState dyn = inputs::dynamicState(state, signature.hasDepth());
-	for (const auto& s : b.slots)
-		if (s->indirect_pipeline == entry && s->dyn == dyn && s->indexed == indexed)
-			return s.get();
-	auto s = std::make_unique<Slot>();
-	sweep_pending = true; // dropped again if placement fails before it is used
-	s->bucket = &b;
-	s->indirect_pipeline = entry;
-	s->request = std::move(req);
-	s->dyn = dyn;
-	s->indexed = indexed;
-	s->prim = primitiveVertices(state.topology);
-	s->draw_count.words = {0};
-	s->strategy = options.draw == DrawStrategy::Megacall ? DrawStrategy::Megacall : DrawStrategy::Indirect;
-	b.slots.push_back(std::move(s));
-	shape_changed = true;
-	return b.slots.back().get();
+	return slot;
 }
 
 void detail::HeapCore::chooseStrategy(Slot& s)
@@ -597,8 +558,7 @@ void detail::HeapCore::sweep()
 // [SECTION] construction
 // ---------------------------------------------------------------------------------------------------------------------
 
-HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signature,
-                     adaptive::aset<RenderObjectPtr> objects, HeapOptions options)
+HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signature, HeapOptions options)
     : impl_(std::make_unique<detail::HeapCore>()), options_(options)
 {
 	detail::HeapCore& p = *impl_;
@@ -612,8 +572,37 @@ HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signa
 	const uint64_t range = context.device().info().max_storage_buffer_range;
 	p.max_chunk_bytes = options.max_chunk_bytes ? options.max_chunk_bytes : std::min<uint64_t>(range, 256ull << 20);
 	p.max_chunk_bytes = std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15);
-	p.reader = objects.getDeltaReader();
 	p.pages.bind(context.device());
+	p.routing.emplace(context, p.signature, options.draw);
+}
+
+HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signature,
+                     adaptive::aset<RenderObjectPtr> objects, HeapOptions options)
+    : HeapScene(context, std::move(signature), options)
+{
+	impl_->reader = objects.getDeltaReader();
+}
+
+void HeapScene::add(RenderObjectPtr object)
+{
+	if (impl_->reader)
+	{
+		impl_->pushed_to_set_scene = true;
+		return;
+	}
+	if (object)
+		impl_->pending_adds.push_back({std::move(object), impl_->next_serial++});
+}
+
+void HeapScene::remove(const RenderObjectPtr& object)
+{
+	if (impl_->reader)
+	{
+		impl_->pushed_to_set_scene = true;
+		return;
+	}
+	if (object)
+		impl_->pending_removals.emplace_back(object.get(), impl_->next_serial++);
 }
 
 HeapScene::~HeapScene()
@@ -632,11 +621,6 @@ HeapScene::~HeapScene()
 size_t HeapScene::objectCount() const
 {
 	return impl_->objects.size();
-}
-
-adaptive::aset<RenderObjectPtr> HeapScene::skipped() const
-{
-	return impl_->skipped;
 }
 
 } // namespace quokka::heap

@@ -49,7 +49,6 @@ public:
 		p_.compact();
 		pullChanges();
 		removeObjects();
-		updateSkipped();
 		collectDerived();
 		placeObjects();
 		p_.objects.flush();
@@ -64,17 +63,23 @@ public:
 	}
 
 private:
-	/// The set's delta: removals, and additions in object-id order (placement, and therefore the draw order, never
-	/// depends on addresses). Objects the heap cannot draw go to the skipped set when the options say so.
+	/// This frame's membership changes — the set's delta, or the add()/remove() calls since the last update() —
+	/// as removals, and additions in object-id order (placement, and therefore the draw order, never depends on
+	/// addresses).
 	void pullChanges()
 	{
-		changes_ = p_.reader->getChanges(Token{});
 		std::vector<const RenderObjectPtr*> adding;
-		for (const auto& [object, count] : changes_)
-			if (count < 0)
-				removed_.push_back(&object); // (one never placed is not found below)
-			else
-				adding.push_back(&object);
+		if (p_.reader)
+		{
+			changes_ = p_.reader->getChanges(Token{});
+			for (const auto& [object, count] : changes_)
+				if (count < 0)
+					removed_.push_back(object.get()); // (one never placed is not found below)
+				else
+					adding.push_back(&object);
+		}
+		else
+			takePushedChanges(adding);
 		// The objects are cold, so each is read once — its id beside the pointer, a few objects ahead — and the sort
 		// compares ids.
 		added_.reserve(adding.size());
@@ -83,14 +88,38 @@ private:
 			constexpr size_t kAhead = 8;
 			if (i + kAhead < adding.size())
 				__builtin_prefetch(adding[i + kAhead]->get());
-			const scene::RenderObject& object = **adding[i];
-			if (!p_.options.skip_ineligible || heapEligible(object))
-				added_.emplace_back(object.id, adding[i]);
-			else
-				skip_added_.push_back(adding[i]);
+			added_.emplace_back((*adding[i])->id, adding[i]);
 		}
 		std::sort(added_.begin(), added_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 		// (Removals run first, so their blocks are reused by this frame's additions.)
+	}
+
+	/// The add()/remove() calls since the last update(), the last call per object winning: an addition followed by a
+	/// removal of the same object is dropped (its removal then finds nothing to release); a removal followed by an
+	/// addition releases and places it again. Adding an object the heap holds is ignored when it is read (readBatch).
+	void takePushedChanges(std::vector<const RenderObjectPtr*>& adding)
+	{
+		pushed_.swap(p_.pending_adds);
+		p_.pending_adds.clear();
+		std::vector<std::pair<const scene::RenderObject*, uint64_t>> removals;
+		removals.swap(p_.pending_removals);
+		pushed_adds_ = true;
+		removed_.reserve(removals.size());
+		for (const auto& [object, serial] : removals)
+			removed_.push_back(object);
+		adding.reserve(pushed_.size());
+		if (removals.empty() || pushed_.empty())
+		{
+			for (const auto& a : pushed_)
+				adding.push_back(&a.object);
+			return;
+		}
+		absl::flat_hash_map<const scene::RenderObject*, uint64_t> last_removal;
+		for (const auto& [object, serial] : removals)
+			last_removal[object] = std::max(last_removal[object], serial);
+		for (const auto& a : pushed_)
+			if (auto it = last_removal.find(a.object.get()); it == last_removal.end() || it->second < a.serial)
+				adding.push_back(&a.object);
 	}
 
 	/// Removals: the lookups, then the detaches, with scattered objects prefetched ahead (HeapObject::prefetch); pool
@@ -103,15 +132,9 @@ private:
 		for (size_t i = 0; i < removed_.size(); ++i)
 		{
 			if (i + 2 * kAhead < removed_.size())
-				p_.objects.prefetch(removed_[i + 2 * kAhead]->get());
-			Ref<HeapObject> h = p_.objects.take(removed_[i]->get());
-			if (!h)
-			{
-				if (p_.options.skip_ineligible)
-					skip_removed_.push_back(removed_[i]); // (skipped when it came)
-				continue;
-			}
-			doomed.push_back(std::move(h));
+				p_.objects.prefetch(removed_[i + 2 * kAhead]);
+			if (Ref<HeapObject> h = p_.objects.take(removed_[i]))
+				doomed.push_back(std::move(h));
 		}
 		using Stage = HeapObject::PrefetchStage;
 		p_.defer_pool_erase = true;
@@ -137,20 +160,6 @@ private:
 		p_.defer_pool_erase = false;
 		p_.eraseDoomed();
 		stats_.removed += uint32_t(doomed.size());
-	}
-
-	void updateSkipped()
-	{
-		if (skip_added_.empty() && skip_removed_.empty())
-			return;
-		adaptive::transact(
-		    [&]
-		    {
-			    for (const RenderObjectPtr* o : skip_removed_)
-				    p_.skipped.remove(*o);
-			    for (const RenderObjectPtr* o : skip_added_)
-				    p_.skipped.add(*o);
-		    });
 	}
 
 	/// Derived uniforms of removed objects: collected in O(size) once the removals since the last collection reach
@@ -233,6 +242,8 @@ private:
 					__builtin_prefetch(value.node().get());
 			}
 			const RenderObjectPtr& object = *added_[i].second;
+			if (pushed_adds_ && p_.objects.holds(object.get()))
+				continue; // (added again without a removal: it is placed already)
 			Ref<HeapObject> h = adaptive::makeRef<HeapObject>(p_, object);
 			p_.objects.insert(object.get(), h);
 			settle(h, h->read(plans_[i - first]));
@@ -362,11 +373,12 @@ private:
 	detail::HeapCore& p_;
 	HeapStats& stats_;
 	Result<void> result_;
-	/// The set's delta this frame: removed_, added_ and the skip lists point into it.
+	/// The set's delta this frame, or the add() calls taken from the core: added_ points into one of them.
 	decltype(std::declval<adaptive::SetReader<RenderObjectPtr>&>()->getChanges(Token{})) changes_;
-	std::vector<const RenderObjectPtr*> removed_;
+	std::vector<detail::HeapCore::PendingAdd> pushed_;
+	bool pushed_adds_ = false;
+	std::vector<const scene::RenderObject*> removed_;
 	std::vector<std::pair<uint64_t, const RenderObjectPtr*>> added_;
-	std::vector<const RenderObjectPtr*> skip_added_, skip_removed_;
 	std::vector<Ref<HeapObject>> batch_;
 	std::vector<HeapObject::Plan> plans_;
 };
@@ -375,6 +387,12 @@ private:
 
 Result<void> HeapScene::update()
 {
+	if (impl_->pushed_to_set_scene)
+	{
+		impl_->pushed_to_set_scene = false;
+		return makeError(ErrorCode::InvalidArgument, "HeapScene::add/remove on a scene built over a set: its set is "
+		                                             "its membership (change the set, or build the scene without one)");
+	}
 	const auto t0 = std::chrono::steady_clock::now();
 	const HeapStats keep = stats_;
 	stats_ = HeapStats{};

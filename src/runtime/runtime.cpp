@@ -193,19 +193,16 @@ Result<bool> RenderTask::update()
 		entries_.erase(index);
 		if (!op)
 			continue;
-		Entry e{*op, nullptr, nullptr};
+		Entry e{*op, nullptr, nullptr, nullptr};
 		if (const auto* render = std::get_if<scene::RenderCommand>(&*op))
 		{
 			if (options_.path == RenderPath::Heap)
 			{
-				// The heap reads the leaves itself, alone, and lists what it cannot draw: the classic pass draws those
-				// (after the heap's update, which lists them).
-				heap::HeapOptions heap_options = options_.heap;
-				heap_options.skip_ineligible = true;
-				e.heap = std::make_unique<heap::HeapScene>(runtime_->context(), signature_,
-				                                           scene::leafSet(render->tree), heap_options);
+				// One reader of the leaves routes each object to the heap or to the classic pass.
+				e.heap = std::make_unique<heap::HeapScene>(runtime_->context(), signature_, options_.heap);
+				e.router = std::make_unique<ObjectRouter>(scene::leafSet(render->tree), *e.heap);
 				e.pass = std::make_unique<classic::ScenePass>(runtime_->context(), signature_,
-				                                              scene::RenderTree::ofObjects(e.heap->skipped()));
+				                                              scene::RenderTree::ofObjects(e.router->classicObjects()));
 			}
 			else
 				e.pass = std::make_unique<classic::ScenePass>(runtime_->context(), signature_, render->tree);
@@ -214,6 +211,8 @@ Result<bool> RenderTask::update()
 	}
 	for (auto& [index, e] : entries_)
 	{
+		if (e.router)
+			e.router->route();
 		if (e.heap)
 		{
 			QUOKKA_TRY(e.heap->update());

@@ -179,9 +179,9 @@ TEST_F(HeapRenderTest, PlacingAnObjectCreatesOneAdaptiveNodeItselfWhateverItsOwn
 	EXPECT_EQ(forty - twenty, 20 * 1) << "nodes per placed object: " << double(forty - twenty) / 20.0;
 }
 
-/// Strip topologies are not heap-drawable: on the heap path the runtime's heap scene reads the whole set and skips
-/// them (HeapOptions::skip_ineligible) while the classic pass draws them — through adds and removes of both kinds —
-/// and a HeapScene without that option fails with one line instead of drawing them wrongly.
+/// Strip topologies are not heap-drawable: on the heap path the runtime's ObjectRouter sends them to the classic pass
+/// and the rest to the heap — through adds and removes of both kinds — and a HeapScene given one fails with one line
+/// instead of drawing it wrongly.
 TEST_F(HeapRenderTest, ObjectsTheHeapCannotDrawGoToTheClassicPassThroughAddsAndRemoves)
 {
 	const Effects fx;
@@ -242,38 +242,85 @@ TEST_F(HeapRenderTest, ObjectsTheHeapCannotDrawGoToTheClassicPassThroughAddsAndR
 	ASSERT_EQ(frame(*heap), "");
 	EXPECT_GT(differing(with_strip, pixels()), 0u);
 
-	// The heap scene itself: the strips are skipped with the option and an error without it.
+	// The router itself: strips go to its classic set, the rest to the heap, and leave with their set.
 	adaptive::cset<RenderObjectPtr> mixed(std::vector<RenderObjectPtr>{s.objects[6], strips[3]});
-	HeapOptions skip;
-	skip.skip_ineligible = true;
-	HeapScene skipping(runtime_->context(), signature_, mixed, skip);
-	ASSERT_TRUE(skipping.update().ok());
-	EXPECT_EQ(skipping.objectCount(), 1u);
-	// What it skipped is listed for another pass, and leaves the list when it leaves the set.
-	EXPECT_EQ(skipping.skipped().force().size(), 1u);
-	EXPECT_TRUE(skipping.skipped().force().contains(strips[3]));
+	HeapScene routed(runtime_->context(), signature_);
+	runtime::ObjectRouter router(mixed, routed);
+	router.route();
+	ASSERT_TRUE(routed.update().ok());
+	EXPECT_EQ(routed.objectCount(), 1u);
+	EXPECT_EQ(router.classicObjects().force().size(), 1u);
+	EXPECT_TRUE(router.classicObjects().force().contains(strips[3]));
 	{
 		adaptive::Transaction tx;
 		mixed.remove(strips[3]);
 		mixed.remove(s.objects[6]);
 		mixed.add(strips[2]);
 	}
-	ASSERT_TRUE(skipping.update().ok());
-	EXPECT_EQ(skipping.objectCount(), 0u);
-	EXPECT_EQ(skipping.skipped().force().size(), 1u);
-	EXPECT_TRUE(skipping.skipped().force().contains(strips[2]));
-	{
-		adaptive::Transaction tx;
-		mixed.remove(strips[2]);
-		mixed.add(strips[3]);
-	}
-	HeapScene strict(runtime_->context(), signature_, mixed, HeapOptions{});
+	router.route();
+	ASSERT_TRUE(routed.update().ok());
+	EXPECT_EQ(routed.objectCount(), 0u);
+	EXPECT_EQ(router.classicObjects().force().size(), 1u);
+	EXPECT_TRUE(router.classicObjects().force().contains(strips[2]));
+	EXPECT_EQ(router.routedToHeap(), 1u);
+	EXPECT_EQ(router.routedToClassic(), 2u);
+	// A heap scene given a strip directly reports it, naming the object, in one line.
+	HeapScene strict(runtime_->context(), signature_);
+	strict.add(strips[3]);
 	const auto r = strict.update();
 	ASSERT_FALSE(r.ok());
 	EXPECT_NE(r.error().message.find("render object #" + std::to_string(strips[3]->id)), std::string::npos)
 	    << r.error().message;
 	EXPECT_NE(r.error().message.find("topology"), std::string::npos) << r.error().message;
 	EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << r.error().message;
+}
+
+/// HeapScene's membership calls: between two update()s the last call per object wins, adding a held object or
+/// removing one not held changes nothing, and a scene built over a set refuses them.
+TEST_F(HeapRenderTest, MembershipCallsBetweenUpdatesFollowTheLastCallPerObject)
+{
+	const Effects fx;
+	RandomScene s = randomScene(31, 6, fx);
+	HeapScene heap(runtime_->context(), signature_);
+	auto held = [&] { return heap.objectCount(); };
+	heap.add(s.objects[0]);
+	heap.add(s.objects[1]);
+	heap.add(s.objects[1]); // twice in one frame: once
+	heap.add(s.objects[2]);
+	heap.remove(s.objects[2]); // added, then removed: never placed
+	heap.remove(s.objects[3]); // not held: nothing
+	ASSERT_TRUE(heap.update().ok());
+	EXPECT_EQ(held(), 2u);
+	EXPECT_EQ(heap.stats().added, 2u);
+	heap.add(s.objects[0]); // held already: nothing
+	ASSERT_TRUE(heap.update().ok());
+	EXPECT_EQ(held(), 2u);
+	EXPECT_EQ(heap.stats().added, 0u);
+	heap.remove(s.objects[0]);
+	heap.add(s.objects[0]); // removed, then added: released and placed again
+	heap.remove(s.objects[1]);
+	heap.add(s.objects[4]);
+	ASSERT_TRUE(heap.update().ok());
+	EXPECT_EQ(held(), 2u);
+	EXPECT_EQ(heap.stats().removed, 2u);
+	EXPECT_EQ(heap.stats().added, 2u);
+	auto findings = heap.validateHeap();
+	ASSERT_TRUE(findings.ok());
+	EXPECT_TRUE(findings->empty()) << findings->front();
+	heap.remove(s.objects[0]);
+	heap.remove(s.objects[4]);
+	ASSERT_TRUE(heap.update().ok());
+	EXPECT_EQ(held(), 0u);
+	EXPECT_EQ(heap.stats().live_bytes, 0u) << "the last removal gives every block back";
+
+	adaptive::cset<RenderObjectPtr> set(std::vector<RenderObjectPtr>{s.objects[5]});
+	HeapScene over_set(runtime_->context(), signature_, set);
+	over_set.add(s.objects[0]);
+	const auto r = over_set.update();
+	ASSERT_FALSE(r.ok());
+	EXPECT_NE(r.error().message.find("built over a set"), std::string::npos) << r.error().message;
+	ASSERT_TRUE(over_set.update().ok()) << "the refusal is reported once; the set still rules";
+	EXPECT_EQ(over_set.objectCount(), 1u);
 }
 
 TEST_F(HeapRenderTest, ValidatorsStayCleanThroughTenThousandRandomOperations)

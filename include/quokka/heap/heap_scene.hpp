@@ -17,8 +17,8 @@
 // Per frame: update() (CPU: set deltas with removals first, changed inputs — O(changes)), upload(list) (buffer growth,
 // compaction copies, this frame's writes into the context's staging ring), Context::upload(list), prepare(list)
 // (megacall scans of changed slots), then encode(list) inside the render pass: O(buckets × slots) commands.
-// Objects the heap cannot draw (strip/fan topologies) are rejected by heapEligible(); the runtime routes them to the
-// classic path. Draw order inside the heap is unspecified (the heap treats ordered trees as unordered).
+// Objects the heap cannot draw (strip/fan topologies) are rejected by heapEligible(); the runtime's ObjectRouter sends
+// them to the classic path. Draw order inside the heap is unspecified (the heap treats ordered trees as unordered).
 // Owner thread only.
 #pragma once
 
@@ -58,11 +58,6 @@ struct HeapOptions
 	/// the megacall, larger ones by indirect commands. Measured on the H200 (docs/benchmarks.md): the megacall is
 	/// faster at 12 emitted vertices per record (0.55×), slower from 36 on (1.3×), so the crossover is about 24.
 	uint32_t megacall_below = 24;
-	/// Objects heapEligible() rejects are ignored instead of failing update(), and listed in HeapScene::skipped(): for
-	/// a caller that draws them another way (the runtime hands skipped() to a classic pass). The heap then is the only
-	/// reader of the scene's set — no filtered copy (one more persistent-set update per added or removed object) and no
-	/// second reader (whose pending changes make the set copy every change for the first reader).
-	bool skip_ineligible = false;
 	/// A staging page's arena writes go to their chunk through the compute scatter (gpu::ScatterCopy: one dispatch, 16
 	/// bytes of table per region) when it has more than this many regions of at most 64 KiB, and through
 	/// vkCmdCopyBuffer otherwise (and for longer regions). vkCmdCopyBuffer costs the driver CPU time per region (~0.25
@@ -159,14 +154,27 @@ struct HeapTestAccess; // test hooks (src/heap/heap_test_access.hpp)
 class HeapScene
 {
 public:
+	/// An empty heap scene drawing into framebuffers of `signature`; add() and remove() say which objects it draws.
+	/// `context` must outlive the scene.
+	HeapScene(inputs::Context& context, scene::FramebufferSignature signature, HeapOptions options = {});
+	/// A heap scene drawing the objects of `objects`: each update() reads the set's changes (the scene is its only
+	/// reader unless the caller adds another). add() and remove() are errors on such a scene.
 	HeapScene(inputs::Context& context, scene::FramebufferSignature signature,
 	          adaptive::aset<scene::RenderObjectPtr> objects, HeapOptions options = {});
 	~HeapScene();
 	HeapScene(const HeapScene&) = delete;
 	HeapScene& operator=(const HeapScene&) = delete;
 
-	/// Pulls the set's changes (removals before additions, additions in object-id order) and the changed inputs.
-	/// Errors: one line naming the offending object (the object is left out until it changes).
+	/// Membership (a scene built without a set). An added object is placed by the next update(), a removed one
+	/// released by it; between two update()s the last call per object wins (add then remove: nothing happens; remove
+	/// then add: the object is placed again). Adding an object the scene holds, or removing one it does not, changes
+	/// nothing. Every object must be heapEligible(): update() reports one that is not. O(1) each.
+	void add(scene::RenderObjectPtr object);
+	void remove(const scene::RenderObjectPtr& object);
+
+	/// Applies the membership changes (removals before additions, additions in object-id order) and the changed
+	/// inputs. Errors: one line naming the offending object (the object is left out until it changes); add()/remove()
+	/// on a scene built over a set.
 	Result<void> update();
 	/// Grows GPU buffers, records compaction copies and stages this frame's writes. Before Context::upload(list).
 	Result<void> upload(gpu::CommandList& list);
@@ -178,9 +186,6 @@ public:
 	const HeapStats& stats() const { return stats_; }
 	const HeapOptions& options() const { return options_; }
 	size_t objectCount() const;
-	/// With HeapOptions::skip_ineligible: the set's objects that heapEligible() rejects, as of the last update()
-	/// (each update() adds and removes what it skipped; empty without the option).
-	adaptive::aset<scene::RenderObjectPtr> skipped() const;
 
 	/// Diagnostics, over every chunk and every slot; each returns its findings (empty = clean).
 	/// validateHeap: allocator invariants, pool refcounts, every header ref inside its chunk and on a live allocation

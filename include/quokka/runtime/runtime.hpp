@@ -25,6 +25,7 @@
 #include <quokka/gpu/image.hpp>
 #include <quokka/heap/heap_scene.hpp>
 #include <quokka/inputs/context.hpp>
+#include <quokka/runtime/object_router.hpp>
 #include <quokka/scene/command.hpp>
 #include <quokka/scene/framebuffer_signature.hpp>
 
@@ -56,7 +57,7 @@ Result<Framebuffer> createFramebuffer(gpu::Device& device, const scene::Framebuf
 enum class RenderPath : uint8_t
 {
 	Classic, ///< per-object draws (classic::ScenePass)
-	/// The heap renderer (heap::HeapScene) for every eligible object, the classic path for the rest (heapEligible);
+	/// The heap renderer (heap::HeapScene) for every eligible object, the classic path for the rest (ObjectRouter);
 	/// the heap's objects are drawn first, order within a Render command is not kept.
 	Heap,
 };
@@ -123,6 +124,7 @@ private:
 		scene::Command command;
 		std::unique_ptr<classic::ScenePass> pass; ///< Render commands (path Heap: the objects the heap cannot draw)
 		std::unique_ptr<heap::HeapScene> heap;    ///< Render commands, path Heap
+		std::unique_ptr<ObjectRouter> router;     ///< path Heap: the one reader of the leaves, heap or classic
 	};
 	Runtime* runtime_;
 	RenderOptions options_;

@@ -1,0 +1,150 @@
+// buckets.hpp — how the heap organises draws (internal to quokka::heap): a bucket per (effect, chunk, texture key) with
+// its draw-header heap, and in it a slot per distinct pipeline state, drawn with one strategy. Two seams live here:
+// the bucket's texture key (TextureKey) and slot routing (SlotRouting).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <quokka/adaptive/core.hpp>
+#include <quokka/base/result.hpp>
+#include <quokka/fx/compile.hpp>
+#include <quokka/heap/heap_scene.hpp>
+#include <quokka/heap/megacall_scan.hpp>
+#include <quokka/inputs/context.hpp>
+#include <quokka/inputs/object_inputs.hpp>
+
+#include "gpu_array.hpp"
+
+namespace quokka::heap
+{
+
+using adaptive::Ref;
+using detail::GpuArray;
+class HeapObject;
+struct Bucket;
+
+/// One pipeline state inside a bucket: its records and, per strategy, its GPU arrays.
+struct Slot
+{
+	Bucket* bucket = nullptr;
+	const inputs::PipelineEntry* indirect_pipeline = nullptr;
+	const inputs::PipelineEntry* megacall_pipeline = nullptr;
+	inputs::PipelineRequest request; ///< (indirect variant) kept to create the megacall pipeline lazily
+	gpu::DynamicState dyn;
+	bool indexed = true;
+	uint32_t prim = 3; ///< vertices per primitive
+	std::vector<HeapObject*> records;
+	uint64_t emit_sum = 0;
+	DrawStrategy strategy = DrawStrategy::Indirect; ///< how the slot draws now (Auto chooses per frame)
+	// indirect: VkDrawIndexedIndirectCommand (5 words) or VkDrawIndirectCommand (4 words) per record; count word.
+	GpuArray commands{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
+	                  "heap commands"};
+	GpuArray draw_count{gpu::BufferUsage::Indirect | gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
+	                    "heap count"};
+	// megacall: 5-word records, scan scratch, arguments, tile index.
+	GpuArray mrecords{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap megacall records"};
+	std::optional<ScanBuffers> scan;
+	gpu::BufferHandle args;
+	gpu::BufferHandle tiles;
+	bool scan_dirty = true;
+	bool queued = false;
+
+	uint32_t commandWords() const { return indexed ? 5u : 4u; }
+};
+
+/// The bucket's texture key — what an object's textures contribute to its bucket — and the textures it binds.
+///
+/// Seam: today the key is the texture set itself, (texture, sampler) per binding, so objects with different textures
+/// draw from different buckets and every bucket pushes its own descriptors. An atlas or a bindless table changes only
+/// this type: the key becomes the atlas page (or nothing, with bindless), and the per-object texture rectangle or index
+/// becomes one more pooled uniform.
+struct TextureKey
+{
+	std::vector<const void*> words; ///< texture, sampler, texture, sampler, … (identities: equal words, same bucket)
+	std::vector<Ref<inputs::TextureResource>> textures;
+	std::vector<gpu::SamplerHandle> samplers;
+
+	/// The key of the textures `bindings` (a compiled effect's) name, as `object` supplies them. Errors:
+	/// InvalidArgument naming the object (a texture it lacks); as Context::sampler().
+	static Result<TextureKey> of(inputs::Context& context, const scene::RenderObject& object,
+	                             std::span<const fx::TextureBinding> bindings);
+};
+
+/// What makes two objects share a bucket: the heap effect's compile key, the chunk and the texture key.
+struct BucketKey
+{
+	fx::Hash128 effect;
+	uint32_t chunk = 0;
+	std::vector<const void*> textures; ///< TextureKey::words
+	bool operator==(const BucketKey&) const = default;
+};
+
+struct BucketKeyHash
+{
+	size_t operator()(const BucketKey& k) const
+	{
+		uint64_t h = k.effect.lo ^ (k.effect.hi * 0x9E3779B97F4A7C15ull) ^ (uint64_t(k.chunk) << 17);
+		for (const void* t : k.textures)
+			h = (h ^ uint64_t(uintptr_t(t))) * 0xff51afd7ed558ccdull;
+		return size_t(h ^ (h >> 31));
+	}
+};
+
+/// (effect, chunk, textures): one draw-header heap and its slots.
+struct Bucket
+{
+	uint32_t chunk = 0;
+	fx::Effect effect;
+	fx::CompiledEffectPtr indirect_effect;
+	fx::CompiledEffectPtr megacall_effect;
+	uint32_t header_words = 0;
+	GpuArray headers{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap draw headers"};
+	std::vector<uint32_t> free_headers;
+	uint32_t header_count = 0;
+	bool headers_queued = false; ///< listed in detail::HeapCore::dirty_headers
+	std::vector<Ref<inputs::TextureResource>> textures;
+	std::vector<gpu::SamplerHandle> samplers;
+	std::vector<uint32_t> texture_bindings;
+	std::vector<std::unique_ptr<Slot>> slots;
+	/// Pipeline-state values already resolved to a slot (skips building a PipelineRequest per object).
+	struct Known
+	{
+		scene::PipelineStateValues state;
+		bool indexed;
+		Slot* slot;
+	};
+	std::vector<Known> known;
+	uint32_t objects = 0;
+	uint64_t serial = 0;
+};
+
+/// Slot routing: how an object's pipeline state chooses its slot inside a bucket.
+///
+/// Seam: today the routing is on the CPU, by value. An object's pipeline-state values are compared with the values the
+/// bucket has seen (Bucket::known); new values build a pipeline request and land in the slot with the same pipeline,
+/// dynamic state and index kind, or a new slot. GPU-routed pipeline state replaces this class: a per-object mode key
+/// computed on the GPU partitions the bucket's records into its slots, and the CPU no longer reads state values per
+/// object.
+class SlotRouting
+{
+public:
+	SlotRouting(inputs::Context& context, const scene::FramebufferSignature& signature, DrawStrategy draw)
+	    : context_(&context), signature_(&signature), draw_(draw)
+	{
+	}
+	/// The slot for `state` and the index kind in `bucket`; `created` tells whether a new slot was made (the caller's
+	/// shape changed). Errors: as Context::pipeline().
+	Result<Slot*> route(Bucket& bucket, const scene::PipelineStateValues& state, bool indexed, bool& created);
+
+private:
+	Result<Slot*> slotOf(Bucket& bucket, const scene::PipelineStateValues& state, bool indexed, bool& created);
+	inputs::Context* context_;
+	const scene::FramebufferSignature* signature_;
+	DrawStrategy draw_;
+};
+
+} // namespace quokka::heap
