@@ -31,6 +31,7 @@
 #include "arena_staging.hpp"
 #include "attribute_convert.hpp"
 #include "buckets.hpp"
+#include "derived_step.hpp"
 #include "gpu_array.hpp"
 
 namespace quokka::heap
@@ -109,6 +110,7 @@ using detail::RecordCache;
 
 struct Entry;
 class HeapObject;
+class Placement;
 struct Bucket;
 struct Slot;
 
@@ -778,6 +780,7 @@ public:
 	}
 
 private:
+	friend class Placement; // (placement.cpp: acquire() as named steps)
 	enum Role : uint8_t
 	{
 		kState,

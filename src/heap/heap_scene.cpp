@@ -131,7 +131,7 @@ Result<void> UniformEntry::repack()
 	inputs::PackedValue p;
 	try
 	{
-		p = inputs::packDerived(recipe, uniform.getValue(Token{this}));
+		p = detail::DerivedStep::pack(recipe, uniform.getValue(Token{this}));
 	}
 	catch (const std::exception& e)
 	{
@@ -170,7 +170,7 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 	if (constant)
 	{
 		// Equal constants share one allocation: the key is the value itself.
-		packed = inputs::packDerived(recipe, value.force());
+		packed = detail::DerivedStep::pack(recipe, value.force());
 		constant_key.chunk = chunk;
 		constant_key.type = packed.type;
 		std::memcpy(constant_key.value.data(), packed.f, packed.type.packedBytes());
@@ -192,7 +192,7 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 		e->beginEvaluation();
 		try
 		{
-			packed = inputs::packDerived(recipe, value.getValue(Token{e.get()}));
+			packed = detail::DerivedStep::pack(recipe, value.getValue(Token{e.get()}));
 		}
 		catch (const std::exception& ex)
 		{
