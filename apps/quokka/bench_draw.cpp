@@ -3,7 +3,7 @@
 // with one draw, the least work any renderer of that scene can do. Per object count and variant: medians of the CPU
 // update, CPU encode, GPU and frame times of R static frames (the first, preparing frame dropped), draw calls, and
 // GPU time over the floor's, measured in the same run. Then the crossover study behind
-// HeapOptions::megacall_below: heap GPU time of indirect vs megacall at 4, 12, 32 and 100 triangles per object.
+// HeapTuning::megacall_below: heap GPU time of indirect vs megacall at 4, 12, 32 and 100 triangles per object.
 #include "commands.hpp"
 #include "render_common.hpp"
 #include "scene_run.hpp"
@@ -299,7 +299,7 @@ int runBenchDraw(const BenchOptions& b)
 			std::printf("  classic skipped: %u objects is above %u (one draw per object)\n", n, kClassicMaxObjects);
 	}
 
-	// Crossover: indirect vs megacall on the heap at fixed triangle counts (what HeapOptions::megacall_below, in
+	// Crossover: indirect vs megacall on the heap at fixed triangle counts (what HeapTuning::megacall_below, in
 	// emitted vertices = 3 × triangles, is chosen from). The object count follows a smaller --objects.
 	nlohmann::ordered_json crossover = nlohmann::ordered_json::array();
 	const bool heap_included = b.path.empty() || b.path == "heap";
@@ -311,7 +311,7 @@ int runBenchDraw(const BenchOptions& b)
 		if (!b.json)
 			std::printf("\n  crossover, heap at %u objects: GPU ms per frame (megacall_below = %u emitted vertices)\n"
 			            "  %10s %10s %12s %12s %10s %10s\n",
-			            n, heap::HeapOptions{}.megacall_below, "triangles", "vertices", "indirect", "megacall",
+			            n, heap::HeapTuning{}.megacall_below, "triangles", "vertices", "indirect", "megacall",
 			            "mega/ind", "auto");
 		auto rt = runtime::Runtime::create(dev);
 		if (!rt.ok())

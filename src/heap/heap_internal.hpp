@@ -446,7 +446,7 @@ struct detail::HeapCore
 	inputs::DerivedUniforms derived;
 	std::optional<MegacallScan> scanner;
 	std::optional<gpu::ScatterCopy>
-	    scatter; ///< made by the first upload() with enough regions (HeapOptions::scatter_above)
+	    scatter; ///< made by the first upload() with enough regions (HeapTuning::scatter_above)
 
 	std::vector<std::unique_ptr<Chunk>> chunks;
 	// Flat (open-addressing) maps for the per-object tables: a node-based map costs ~3 cache misses per lookup at 10^6
@@ -529,7 +529,7 @@ struct detail::HeapCore
 	/// where the allocation starts (one copy region instead of two: an object's uniforms sit side by side).
 	Result<void> stageUniform(uint32_t chunk, uint32_t ref, const inputs::PackedValue& p, uint32_t bytes);
 	/// Records the copies of one page's `regions` into `target`: the short ones through the arena scatter when there
-	/// are more than HeapOptions::scatter_above of them, everything else with vkCmdCopyBuffer (upload()).
+	/// are more than HeapTuning::scatter_above of them, everything else with vkCmdCopyBuffer (upload()).
 	Result<void> copyWrites(gpu::CommandList& list, uint32_t page, std::span<const VkBufferCopy> regions,
 	                        const gpu::Buffer& target);
 	/// The error of a buffer larger than a chunk.

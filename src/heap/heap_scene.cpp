@@ -455,7 +455,7 @@ void detail::HeapCore::chooseStrategy(Slot& s)
 	// Mean vertices emitted per record, with a ±25 % band so a slot hovering at the crossover does not flip every
 	// frame (a flip re-uploads the slot's whole array).
 	const double mean = double(s.emit_sum) / double(s.records.size());
-	const double t = options.megacall_below;
+	const double t = options.tuning.megacall_below;
 	DrawStrategy want = s.strategy;
 	if (s.strategy == DrawStrategy::Indirect && mean < t * 0.75)
 		want = DrawStrategy::Megacall;
@@ -477,7 +477,7 @@ void detail::HeapCore::compact()
 	for (uint32_t c = 0; c < chunks.size(); ++c)
 	{
 		Chunk& chunk = *chunks[c];
-		if (!chunk.allocator.shouldCompact(options.compaction_floor))
+		if (!chunk.allocator.shouldCompact(options.tuning.compaction_floor))
 			continue;
 		if (!chunk.buffer || !chunk.moves.empty())
 		{
@@ -568,7 +568,7 @@ HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signa
 	p.options = options;
 	p.stats = &stats_;
 	// The draw headers and records the heap stages through the context's ring.
-	context.staging().setScatterAbove(options.ring_scatter_above);
+	context.staging().setScatterAbove(options.tuning.ring_scatter_above);
 	const uint64_t range = context.device().info().max_storage_buffer_range;
 	p.max_chunk_bytes = options.max_chunk_bytes ? options.max_chunk_bytes : std::min<uint64_t>(range, 256ull << 20);
 	p.max_chunk_bytes = std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15);

@@ -26,14 +26,14 @@ Result<void> detail::HeapCore::copyWrites(gpu::CommandList& list, uint32_t page,
 			lo = std::min<uint64_t>(lo, r.srcOffset);
 			hi = std::max<uint64_t>(hi, r.srcOffset + r.size);
 		}
-	if (small != 0 && small > options.scatter_above && !scatter)
+	if (small != 0 && small > options.tuning.scatter_above && !scatter)
 	{
 		QUOKKA_TRY_ASSIGN(made, gpu::ScatterCopy::create(context->device()));
 		scatter.emplace(std::move(made));
 	}
 	const uint64_t align = scatter ? scatter->offsetAlignment() : 4;
 	const uint64_t base = small != 0 ? lo - lo % align : 0;
-	if (small == 0 || small <= options.scatter_above || hi - base > scatter->maxRange() ||
+	if (small == 0 || small <= options.tuning.scatter_above || hi - base > scatter->maxRange() ||
 	    target.size() > scatter->maxRange())
 	{
 		vkCmdCopyBuffer(list.vk(), source.vk(), target.vk(), uint32_t(regions.size()), regions.data());

@@ -199,12 +199,12 @@ inline std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 		o.path = runtime::RenderPath::Heap;
 		o.heap.draw = d;
 		o.heap.max_chunk_bytes = chunk_bytes;
-		o.heap.scatter_above = scatter_above;
-		o.heap.ring_scatter_above =
-		    scatter_above == 0 || scatter_above == UINT32_MAX ? scatter_above : HeapOptions{}.ring_scatter_above;
+		o.heap.tuning.scatter_above = scatter_above;
+		o.heap.tuning.ring_scatter_above =
+		    scatter_above == 0 || scatter_above == UINT32_MAX ? scatter_above : HeapTuning{}.ring_scatter_above;
 		return o;
 	};
-	const uint32_t by_count = HeapOptions{}.scatter_above;
+	const uint32_t by_count = HeapTuning{}.scatter_above;
 	return {{"classic", {}},
 	        {"heap-indirect", heap(DrawStrategy::Indirect, UINT32_MAX)},
 	        {"heap-megacall", heap(DrawStrategy::Megacall, 0)},

@@ -149,7 +149,7 @@ TEST_F(HeapRenderTest, CompactionLeavesTheImageUnchanged)
 		runtime::RenderOptions options;
 		options.path = runtime::RenderPath::Heap;
 		options.heap.draw = d;
-		options.heap.compaction_floor = 1024;
+		options.heap.tuning.compaction_floor = 1024;
 		auto heap = task(tree, options);
 		auto classic = task(tree, {});
 		ASSERT_EQ(frame(*heap), "");

@@ -83,7 +83,8 @@ TEST_F(HeapRenderTest, ObjectsPlacedSideBySideUploadAsOneCopyRegion)
 		EXPECT_EQ(st.added, 300u);
 		EXPECT_EQ(st.chunks, 1u);
 		EXPECT_EQ(st.copy_regions, 1u);
-		EXPECT_EQ(st.scatters, mode.options.heap.scatter_above == 0 ? 1u : 0u); // (one region: copied unless forced)
+		EXPECT_EQ(st.scatters,
+		          mode.options.heap.tuning.scatter_above == 0 ? 1u : 0u); // (one region: copied unless forced)
 		EXPECT_GE(st.upload_bytes, st.arena_bytes); // (every block staged whole, plus the draw headers and records)
 		expectValidHeap(*heap);
 		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), {})), 0u);
@@ -99,7 +100,7 @@ TEST_F(HeapRenderTest, ObjectsPlacedSideBySideUploadAsOneCopyRegion)
 			ASSERT_EQ(frame(*heap), "");
 		}
 		EXPECT_EQ(heap->stats().heap.copy_regions, 150u);
-		EXPECT_EQ(heap->stats().heap.scatters, mode.options.heap.scatter_above < 150 ? 1u : 0u);
+		EXPECT_EQ(heap->stats().heap.scatters, mode.options.heap.tuning.scatter_above < 150 ? 1u : 0u);
 		expectValidHeap(*heap);
 		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), {})), 0u);
 	}
@@ -107,7 +108,7 @@ TEST_F(HeapRenderTest, ObjectsPlacedSideBySideUploadAsOneCopyRegion)
 
 /// Removals move a slot's last records into the holes they leave, one record (and draw header) region each in the
 /// context's staging ring: spread over a large slot they are many short regions, which the ring sends through its
-/// scatter copy when HeapOptions::ring_scatter_above says so — and the image is the same either way.
+/// scatter copy when HeapTuning::ring_scatter_above says so — and the image is the same either way.
 TEST_F(HeapRenderTest, SpreadRemovalsStageTheirMovedRecordsThroughTheRingsScatterWhenAsked)
 {
 	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
@@ -131,7 +132,7 @@ TEST_F(HeapRenderTest, SpreadRemovalsStageTheirMovedRecordsThroughTheRingsScatte
 		runtime::RenderOptions o;
 		o.path = runtime::RenderPath::Heap;
 		o.heap.draw = DrawStrategy::Indirect;
-		o.heap.ring_scatter_above = ring_above;
+		o.heap.tuning.ring_scatter_above = ring_above;
 		adaptive::cset<RenderObjectPtr> set;
 		auto heap = task(RenderTree::ofObjects(set), o);
 		adaptive::transact(

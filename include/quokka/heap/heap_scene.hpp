@@ -47,27 +47,33 @@ const char* strategyName(DrawStrategy strategy);
 /// Parses "auto" | "indirect" | "megacall".
 Result<DrawStrategy> parseStrategy(const std::string& name);
 
-struct HeapOptions
+/// Thresholds inside the heap, exposed for measurement and tests. EXPERIMENTAL: fields, meanings and defaults may
+/// change in any release without notice; the defaults are the best measured on the H200 (docs/benchmarks.md).
+struct HeapTuning
 {
-	DrawStrategy draw = DrawStrategy::Auto;
-	/// Bytes per arena chunk; 0 = min(maxStorageBufferRange, 256 MiB). Small values force paging (tests).
-	uint64_t max_chunk_bytes = 0;
-	/// A chunk is compacted when its free bytes reach this floor and its live bytes are under half its cursor.
+	/// A chunk is compacted when its free bytes reach this floor and its live bytes are under half its cursor. Bytes.
 	uint64_t compaction_floor = 4ull << 20;
-	/// `auto`: slots whose records emit fewer vertices than this on average (indexCount × instanceCount) are drawn by
-	/// the megacall, larger ones by indirect commands. Measured on the H200 (docs/benchmarks.md): the megacall is
-	/// faster at 12 emitted vertices per record (0.55×), slower from 36 on (1.3×), so the crossover is about 24.
+	/// `auto`: a slot whose records emit fewer vertices than this on average (index count × instance count) is drawn
+	/// by the megacall, a larger one by indirect commands (the crossover lies between 12 and 36 emitted vertices).
 	uint32_t megacall_below = 24;
-	/// A staging page's arena writes go to their chunk through the compute scatter (gpu::ScatterCopy: one dispatch, 16
-	/// bytes of table per region) when it has more than this many regions of at most 64 KiB, and through
-	/// vkCmdCopyBuffer otherwise (and for longer regions). vkCmdCopyBuffer costs the driver CPU time per region (~0.25
-	/// µs on the H200 host), the scatter a fixed dispatch. 0 sends every short region through the scatter, UINT32_MAX
-	/// none (tests compare both).
+	/// A staging page's arena writes reach their chunk through the compute scatter (gpu::ScatterCopy: one dispatch, 16
+	/// bytes of table per region) when the page has more than this many regions of at most 64 KiB, and through
+	/// vkCmdCopyBuffer otherwise (and for longer regions): the copy costs the driver CPU time per region, the scatter
+	/// a fixed dispatch. 0 = every short region is scattered; UINT32_MAX = none is.
 	uint32_t scatter_above = 32;
 	/// The same rule for what the heap stages through its context's StagingRing (draw headers, records, indirect
-	/// commands): StagingRing::setScatterAbove. Higher than for arena pages: on the H200 host a removal frame of 100
-	/// objects (~50 record regions) was no faster scattered, one of 10^4 (~4,900) was 2.5 ms faster.
+	/// commands): StagingRing::setScatterAbove. Same meaning of 0 and UINT32_MAX.
 	uint32_t ring_scatter_above = 256;
+};
+
+struct HeapOptions
+{
+	/// How slots draw: `indirect`, `megacall`, or `auto` (per slot, by HeapTuning::megacall_below).
+	DrawStrategy draw = DrawStrategy::Auto;
+	/// Bytes per arena chunk, a multiple of 16 (rounded down); 0 = min(maxStorageBufferRange, 256 MiB). An object's
+	/// inputs must fit in one chunk. Small values force paging (tests).
+	uint64_t max_chunk_bytes = 0;
+	HeapTuning tuning; ///< EXPERIMENTAL
 };
 
 /// Counters of the last update() … encode(), plus the heap's current shape.
@@ -90,7 +96,7 @@ struct HeapStats
 	uint32_t overlapping_writes = 0;
 	/// Copy regions recorded for the frame's arena writes: one per run of blocks staged side by side (upload)
 	uint32_t copy_regions = 0;
-	/// Arena scatter dispatches recorded for them (upload; HeapOptions::scatter_above)
+	/// Arena scatter dispatches recorded for them (upload; HeapTuning::scatter_above)
 	uint32_t scatters = 0;
 	// Shape after the update.
 	uint32_t objects = 0;
