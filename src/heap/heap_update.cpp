@@ -83,13 +83,9 @@ private:
 		// The objects are cold, so each is read once — its id beside the pointer, a few objects ahead — and the sort
 		// compares ids.
 		added_.reserve(adding.size());
-		for (size_t i = 0; i < adding.size(); ++i)
-		{
-			constexpr size_t kAhead = 8;
-			if (i + kAhead < adding.size())
-				__builtin_prefetch(adding[i + kAhead]->get());
-			added_.emplace_back((*adding[i])->id, adding[i]);
-		}
+		forEachAhead(
+		    adding.size(), [&](size_t i) { added_.emplace_back((*adding[i])->id, adding[i]); },
+		    Ahead{8, [&](size_t j) { __builtin_prefetch(adding[j]->get()); }});
 		std::sort(added_.begin(), added_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 		// (Removals run first, so their blocks are reused by this frame's additions.)
 	}
@@ -129,34 +125,29 @@ private:
 		constexpr size_t kAhead = 4;
 		std::vector<Ref<HeapObject>> doomed;
 		doomed.reserve(removed_.size());
-		for (size_t i = 0; i < removed_.size(); ++i)
-		{
-			if (i + 2 * kAhead < removed_.size())
-				p_.objects.prefetch(removed_[i + 2 * kAhead]);
-			if (Ref<HeapObject> h = p_.objects.take(removed_[i]))
-				doomed.push_back(std::move(h));
-		}
+		forEachAhead(
+		    removed_.size(),
+		    [&](size_t i)
+		    {
+			    if (Ref<HeapObject> h = p_.objects.take(removed_[i]))
+				    doomed.push_back(std::move(h));
+		    },
+		    Ahead{2 * kAhead, [&](size_t j) { p_.objects.prefetch(removed_[j]); }});
+		// (The lookups above never read the objects: the table compares hashes only. The slot's last object changes
+		// with every swap-pop: it is looked at only one and two removals ahead.)
 		using Stage = HeapObject::PrefetchStage;
+		auto stage = [&](Stage s) { return [&doomed, s](size_t j) { doomed[j]->prefetch(s); }; };
 		p_.defer_pool_erase = true;
-		for (size_t i = 0; i < doomed.size(); ++i)
-		{
-			// (The lookups above never read the objects: the table compares hashes only.)
-			if (i + 4 * kAhead < doomed.size())
-				doomed[i + 4 * kAhead]->prefetch(Stage::kObject);
-			if (i + 3 * kAhead < doomed.size())
-				doomed[i + 3 * kAhead]->prefetch(Stage::kArrays);
-			if (i + 2 * kAhead < doomed.size())
-				doomed[i + 2 * kAhead]->prefetch(Stage::kEntries);
-			if (i + kAhead < doomed.size())
-				doomed[i + kAhead]->prefetch(Stage::kPool);
-			// (The slot's last object changes with every swap-pop: looked at only one and two removals ahead.)
-			if (i + 2 < doomed.size())
-				doomed[i + 2]->prefetch(Stage::kSlot);
-			if (i + 1 < doomed.size())
-				doomed[i + 1]->prefetch(Stage::kLast);
-			doomed[i]->detach();
-			doomed[i] = Ref<HeapObject>();
-		}
+		forEachAhead(
+		    doomed.size(),
+		    [&](size_t i)
+		    {
+			    doomed[i]->detach();
+			    doomed[i] = Ref<HeapObject>();
+		    },
+		    Ahead{4 * kAhead, stage(Stage::kObject)}, Ahead{3 * kAhead, stage(Stage::kArrays)},
+		    Ahead{2 * kAhead, stage(Stage::kEntries)}, Ahead{kAhead, stage(Stage::kPool)},
+		    Ahead{2, stage(Stage::kSlot)}, Ahead{1, stage(Stage::kLast)});
 		p_.defer_pool_erase = false;
 		p_.eraseDoomed();
 		stats_.removed += uint32_t(doomed.size());
