@@ -21,11 +21,13 @@ Result<GrowBuffer> GrowBuffer::create(Device& device, const GrowBufferDesc& desc
 	g.device_ = &device;
 	g.desc_ = desc;
 	g.max_capacity_ = desc.max_capacity ? desc.max_capacity : device.info().max_storage_buffer_range;
-	if (desc.min_capacity == 0 || nextPowerOfTwo(desc.min_capacity) > g.max_capacity_)
+	if (desc.min_capacity == 0 || desc.min_capacity > g.max_capacity_)
 		return makeError(ErrorCode::InvalidArgument,
 		                 "GrowBuffer '" + desc.name + "': minimum capacity " + std::to_string(desc.min_capacity) +
 		                     " is 0 or above the maximum " + std::to_string(g.max_capacity_));
-	auto buffer = device.createBuffer({nextPowerOfTwo(desc.min_capacity),
+	if (desc.lazy)
+		return g;
+	auto buffer = device.createBuffer({std::min(nextPowerOfTwo(desc.min_capacity), g.max_capacity_),
 	                                   desc.usage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
 	                                   MemoryDomain::DeviceLocal, desc.name});
 	if (!buffer.ok())
@@ -44,21 +46,26 @@ Result<bool> GrowBuffer::ensure(uint64_t bytes, CommandList& list)
 	if (bytes > max_capacity_)
 		return makeError(ErrorCode::OutOfMemory, "GrowBuffer '" + desc_.name + "' needs " + std::to_string(bytes) +
 		                                             " bytes but its maximum is " + std::to_string(max_capacity_));
-	const uint64_t new_capacity = std::min(max_capacity_, std::max(nextPowerOfTwo(bytes), capacity() * 2));
-	auto grown = device_->createBuffer({new_capacity, buffer_->usage(), MemoryDomain::DeviceLocal, desc_.name});
+	const uint64_t new_capacity =
+	    std::min(max_capacity_, std::max({nextPowerOfTwo(bytes), capacity() * 2, nextPowerOfTwo(desc_.min_capacity)}));
+	auto grown = device_->createBuffer({new_capacity, desc_.usage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
+	                                    MemoryDomain::DeviceLocal, desc_.name});
 	if (!grown.ok())
 		return grown.error();
 	BufferHandle old = buffer_;
-	if (used_ > 0)
+	if (old && used_ > 0)
 	{
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_READ_BIT);
+		if (!desc_.caller_barriers)
+			list.memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_WRITE_BIT,
+			                   VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_READ_BIT);
 		copyBuffer(list.vk(), *old, 0, *grown.value(), 0, used_);
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
-		                   VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
+		if (!desc_.caller_barriers)
+			list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+			                   VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+			                   VK_ACCESS_2_MEMORY_READ_BIT | VK_ACCESS_2_MEMORY_WRITE_BIT);
 	}
-	list.keepAlive(old); // the copy reads it
+	if (old)
+		list.keepAlive(old); // the copy reads it
 	buffer_ = std::move(grown.value());
 	used_ = bytes;
 	++grow_count_;
@@ -73,6 +80,14 @@ void GrowBuffer::setUsed(uint64_t bytes)
 {
 	QUOKKA_ASSERT(bytes <= capacity(), "GrowBuffer::setUsed beyond capacity");
 	used_ = bytes;
+}
+
+void GrowBuffer::release(CommandList& list)
+{
+	if (buffer_)
+		list.keepAlive(buffer_); // destroyed once the list completed
+	buffer_.reset();
+	used_ = 0;
 }
 
 uint32_t GrowBuffer::addListener(ResizeListener listener)

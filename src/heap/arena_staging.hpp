@@ -14,6 +14,7 @@
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
+#include <quokka/gpu/grow_buffer.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 
 namespace quokka::heap::detail
@@ -134,9 +135,15 @@ private:
 /// the GPU) and the writes staged for it this frame.
 struct Chunk
 {
-	explicit Chunk(uint64_t max_bytes) : allocator(max_bytes) {}
+	explicit Chunk(uint64_t max_bytes, gpu::GrowBuffer storage_ = {})
+	    : allocator(max_bytes), storage(std::move(storage_))
+	{
+	}
 	ChunkAllocator allocator;
-	gpu::BufferHandle buffer;
+	/// The chunk's GPU memory: lazy (none until upload() sizes it to the allocator's cursor), doubling from 64 KiB up
+	/// to the chunk size with a GPU copy of the old content, released when the chunk empties.
+	gpu::GrowBuffer storage;
+	const gpu::BufferHandle& buffer() const { return storage.buffer(); }
 	/// This frame's writes, in arrival order: runs of consecutive bytes in a host page (HostPages); a write that
 	/// continues the previous one at both ends extends it, so a frame placing many objects by the bump cursor stages a
 	/// few large runs instead of one write per allocation.

@@ -217,9 +217,9 @@ private:
 	Result<void> checkArena(uint32_t c)
 	{
 		const Chunk& chunk = *p_.chunks[c];
-		if (!chunk.buffer || chunk.allocator.cursor() == 0)
+		if (!chunk.buffer() || chunk.allocator.cursor() == 0)
 			return {};
-		QUOKKA_TRY_ASSIGN(arena, readWords(device_, *chunk.buffer, chunk.allocator.cursor() / 4));
+		QUOKKA_TRY_ASSIGN(arena, readWords(device_, *chunk.buffer(), chunk.allocator.cursor() / 4));
 		auto check = [&](const Entry& e) { checkAllocation(c, arena, e); };
 		p_.forEachEntry(check);
 		for (const HeapObject* h : placed_)
@@ -379,7 +379,7 @@ private:
 		probe.records = s.mrecords.buffer.get();
 		probe.record_count = uint32_t(s.records.size());
 		probe.tiles = s.tiles.get();
-		probe.arena = p_.chunks[b.chunk]->buffer.get();
+		probe.arena = p_.chunks[b.chunk]->buffer().get();
 		// Every emit (and so every primitive's coherence) up to 2^20 emits per slot; past that the record boundaries
 		// and 2,048 random emits, with coherence checked per record below.
 		probe.all_emits = s.emit_sum <= kExhaustiveProbeEmits;

@@ -101,9 +101,9 @@ public:
 		for (Bucket* b : p_.bucket_order)
 		{
 			const Chunk& chunk = *p_.chunks[b->chunk];
-			if (!chunk.buffer || !b->headers.buffer)
+			if (!chunk.buffer() || !b->headers.buffer)
 				continue;
-			list_.keepAlive(chunk.buffer);
+			list_.keepAlive(chunk.buffer());
 			list_.keepAlive(b->headers.buffer);
 			for (const auto& sp : b->slots)
 				encodeSlot(chunk, *b, *sp);
@@ -140,7 +140,7 @@ private:
 	{
 		writes_.clear();
 		images_.clear();
-		infos_[0] = {chunk.buffer->vk(), 0, VK_WHOLE_SIZE};
+		infos_[0] = {chunk.buffer()->vk(), 0, VK_WHOLE_SIZE};
 		infos_[1] = {b.headers.buffer->vk(), 0, VK_WHOLE_SIZE};
 		uint32_t n_buffers = 2;
 		if (mega)
@@ -194,10 +194,10 @@ private:
 			vkCmdDrawIndirectCount(cmd, s.commands.buffer->vk(), 0, s.draw_count.buffer->vk(), 0, n, 16);
 			return;
 		}
-		if (index_buffer_ != chunk.buffer->vk())
+		if (index_buffer_ != chunk.buffer()->vk())
 		{
-			vkCmdBindIndexBuffer(cmd, chunk.buffer->vk(), 0, VK_INDEX_TYPE_UINT32);
-			index_buffer_ = chunk.buffer->vk();
+			vkCmdBindIndexBuffer(cmd, chunk.buffer()->vk(), 0, VK_INDEX_TYPE_UINT32);
+			index_buffer_ = chunk.buffer()->vk();
 		}
 		vkCmdDrawIndexedIndirectCount(cmd, s.commands.buffer->vk(), 0, s.draw_count.buffer->vk(), 0, n, 20);
 	}

@@ -501,7 +501,17 @@ private:
 
 inline uint32_t detail::HeapCore::openChunk()
 {
-	chunks.push_back(std::make_unique<Chunk>(max_chunk_bytes));
+	gpu::GrowBufferDesc desc;
+	desc.min_capacity = std::min<uint64_t>(64ull << 10, max_chunk_bytes);
+	desc.max_capacity = max_chunk_bytes;
+	desc.usage = gpu::BufferUsage::Storage | gpu::BufferUsage::Index | gpu::BufferUsage::TransferSrc |
+	             gpu::BufferUsage::TransferDst;
+	desc.name = "heap chunk " + std::to_string(chunks.size());
+	desc.lazy = true;
+	desc.caller_barriers = true; // (upload() orders every chunk's growth copy with one pair of barriers)
+	auto storage = gpu::GrowBuffer::create(context->device(), desc);
+	QUOKKA_ASSERT(storage.ok(), "a lazy GrowBuffer with 16 <= min <= max is made without error");
+	chunks.push_back(std::make_unique<Chunk>(max_chunk_bytes, std::move(storage.value())));
 	shape_changed = upload_chunks = true;
 	return uint32_t(chunks.size() - 1);
 }

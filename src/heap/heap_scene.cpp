@@ -479,7 +479,7 @@ void detail::HeapCore::compact()
 		Chunk& chunk = *chunks[c];
 		if (!chunk.allocator.shouldCompact(options.tuning.compaction_floor))
 			continue;
-		if (!chunk.buffer || !chunk.moves.empty())
+		if (!chunk.buffer() || !chunk.moves.empty())
 		{
 			compaction_check = true; // (not yet: looked at again next frame)
 			continue;
@@ -571,7 +571,7 @@ HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signa
 	context.staging().setScatterAbove(options.tuning.ring_scatter_above);
 	const uint64_t range = context.device().info().max_storage_buffer_range;
 	p.max_chunk_bytes = options.max_chunk_bytes ? options.max_chunk_bytes : std::min<uint64_t>(range, 256ull << 20);
-	p.max_chunk_bytes = std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15);
+	p.max_chunk_bytes = std::max<uint64_t>(16, std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15));
 	p.pages.bind(context.device());
 	p.routing.emplace(context, p.signature, options.draw);
 }

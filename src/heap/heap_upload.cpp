@@ -84,8 +84,7 @@ public:
 			p_.upload_chunks = false;
 			p_.capacity_bytes = 0;
 			for (const auto& c : p_.chunks)
-				if (c->buffer)
-					p_.capacity_bytes += c->buffer->size();
+				p_.capacity_bytes += c->storage.capacity();
 		}
 		stats_.arena_capacity_bytes = p_.capacity_bytes;
 		QUOKKA_TRY(copyFrameWrites());
@@ -124,41 +123,29 @@ private:
 	Result<void> resizeChunks()
 	{
 		bool copied = false;
-		for (size_t i = 0; i < p_.chunks.size(); ++i)
+		for (const std::unique_ptr<Chunk>& chunk : p_.chunks)
 		{
-			Chunk& c = *p_.chunks[i];
-			if (c.allocator.cursor() == 0)
+			gpu::GrowBuffer& g = chunk->storage;
+			if (chunk->allocator.cursor() == 0)
 			{
 				// Nothing allocated (everything in it was removed): its memory goes back to the device once the
 				// frames that read it completed; a later allocation there starts a small buffer again.
-				if (c.buffer)
-				{
-					list_.keepAlive(c.buffer);
-					c.buffer.reset();
-				}
+				g.release(list_);
 				continue;
 			}
-			const uint64_t need = std::max<uint64_t>(c.allocator.cursor(), 16);
-			if (c.buffer && c.buffer->size() >= need)
+			const uint64_t need = std::max<uint64_t>(chunk->allocator.cursor(), 16);
+			if (g.capacity() >= need)
 				continue;
-			uint64_t size = 64ull << 10;
-			while (size < need)
-				size *= 2;
-			size = std::min(size, p_.max_chunk_bytes);
-			QUOKKA_TRY_ASSIGN(
-			    buffer, device_.createBuffer({size,
-			                                  gpu::BufferUsage::Storage | gpu::BufferUsage::Index |
-			                                      gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
-			                                  gpu::MemoryDomain::DeviceLocal, "heap chunk " + std::to_string(i)}));
-			if (c.buffer)
+			// Growth keeps the content, the whole old buffer (the arena has no host mirror): a GPU copy, ordered
+			// by this frame's barriers.
+			const bool copies = g.capacity() != 0;
+			if (copies)
 			{
-				// Growth keeps the content: copy it on the GPU (the arena has no host mirror).
 				beforeCopies();
-				gpu::copyBuffer(list_.vk(), *c.buffer, 0, *buffer, 0, c.buffer->size());
-				list_.keepAlive(c.buffer);
-				copied = true;
+				g.setUsed(g.capacity());
 			}
-			c.buffer = std::move(buffer);
+			QUOKKA_TRY(g.ensure(need, list_));
+			copied = copied || copies;
 		}
 		if (copied)
 			afterTransfers();
@@ -185,11 +172,11 @@ private:
 			    scratch, device_.createBuffer({total, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
 			                                   gpu::MemoryDomain::DeviceLocal, "heap compaction scratch"}));
 			beforeCopies();
-			vkCmdCopyBuffer(list_.vk(), c->buffer->vk(), scratch->vk(), uint32_t(out.size()), out.data());
+			vkCmdCopyBuffer(list_.vk(), c->buffer()->vk(), scratch->vk(), uint32_t(out.size()), out.data());
 			list_.memoryBarrier(
 			    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT,
 			    VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_TRANSFER_READ_BIT);
-			vkCmdCopyBuffer(list_.vk(), scratch->vk(), c->buffer->vk(), uint32_t(back.size()), back.data());
+			vkCmdCopyBuffer(list_.vk(), scratch->vk(), c->buffer()->vk(), uint32_t(back.size()), back.data());
 			afterTransfers();
 			list_.keepAlive(scratch);
 			c->moves.clear();
@@ -207,7 +194,7 @@ private:
 			const std::unique_ptr<Chunk>& c = p_.chunks[i];
 			if (c->pending.empty())
 				continue;
-			if (!c->buffer)
+			if (!c->buffer())
 			{
 				c->pending.clear(); // (everything written this frame was freed again: the chunk holds nothing)
 				continue;
@@ -215,7 +202,7 @@ private:
 			beforeCopies();
 			for (const auto& [page, regions] : c->takeCopies(stats_.overlapping_writes))
 			{
-				QUOKKA_TRY(p_.copyWrites(list_, page, regions, *c->buffer));
+				QUOKKA_TRY(p_.copyWrites(list_, page, regions, *c->buffer()));
 				for (const VkBufferCopy& r : regions)
 					stats_.upload_bytes += r.size;
 				stats_.copy_regions += uint32_t(regions.size());

@@ -137,6 +137,58 @@ TEST_F(BufferTest, GrowBufferRejectsAMinimumAboveItsMaximum)
 	EXPECT_EQ(bad.error().code, ErrorCode::InvalidArgument);
 }
 
+/// A lazy GrowBuffer holds no memory until its first ensure(); with caller barriers the growth copy is recorded bare
+/// (the caller's barriers order it, as the heap's arena does for all its chunks at once) and still keeps the prefix;
+/// release() gives the memory back and a later ensure() starts again at the minimum. A maximum that is no power of
+/// two caps the capacity exactly.
+TEST_F(BufferTest, ALazyGrowBufferStartsEmptyGrowsUnderTheCallersBarriersAndReleases)
+{
+	auto grow = GrowBuffer::create(
+	    device(), {.min_capacity = 256, .max_capacity = 3000, .name = "lazy", .lazy = true, .caller_barriers = true});
+	ASSERT_TRUE(grow.ok()) << grow.error().message;
+	GrowBuffer& g = grow.value();
+	EXPECT_EQ(g.capacity(), 0u);
+	EXPECT_EQ(g.buffer(), nullptr);
+	std::vector<std::pair<bool, uint64_t>> events; // (had an old buffer, new size)
+	g.addListener([&](const BufferHandle& old_buffer, const BufferHandle& new_buffer)
+	              { events.emplace_back(old_buffer != nullptr, new_buffer->size()); });
+
+	auto first = device().beginCommands();
+	ASSERT_TRUE(first.ok());
+	ASSERT_TRUE(g.ensure(100, first.value()).value());
+	EXPECT_EQ(g.capacity(), 256u) << "the minimum, rounded to a power of two";
+	ASSERT_TRUE(device().submitAndWait(std::move(first.value())).ok());
+	const auto prefix = randomBytes(256, 11);
+	ASSERT_TRUE(device().uploadBuffer(*g.buffer(), 0, prefix.data(), prefix.size()).ok());
+
+	auto grow_list = device().beginCommands();
+	ASSERT_TRUE(grow_list.ok());
+	g.setUsed(g.capacity());
+	grow_list->memoryBarrier(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_WRITE_BIT,
+	                         VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_READ_BIT);
+	ASSERT_TRUE(g.ensure(2500, grow_list.value()).value());
+	grow_list->memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+	                         VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_READ_BIT);
+	EXPECT_EQ(g.capacity(), 3000u) << "4096 capped at the maximum";
+	ASSERT_TRUE(device().submitAndWait(std::move(grow_list.value())).ok());
+	auto back = device().readBuffer(*g.buffer(), 0, prefix.size());
+	ASSERT_TRUE(back.ok());
+	EXPECT_EQ(std::memcmp(back->data(), prefix.data(), prefix.size()), 0);
+
+	auto release = device().beginCommands();
+	ASSERT_TRUE(release.ok());
+	g.release(release.value());
+	EXPECT_EQ(g.capacity(), 0u);
+	EXPECT_EQ(g.used(), 0u);
+	ASSERT_TRUE(g.ensure(10, release.value()).value());
+	EXPECT_EQ(g.capacity(), 256u);
+	ASSERT_TRUE(device().submitAndWait(std::move(release.value())).ok());
+	ASSERT_EQ(events.size(), 3u);
+	EXPECT_EQ(events[0], std::make_pair(false, uint64_t(256)));
+	EXPECT_EQ(events[1], std::make_pair(true, uint64_t(3000)));
+	EXPECT_EQ(events[2], std::make_pair(false, uint64_t(256)));
+}
+
 TEST_F(BufferTest, TenThousandScatteredStagingWritesEqualACpuModel)
 {
 	constexpr uint64_t kSize = 1 << 20;

@@ -1,11 +1,11 @@
 // quokka/gpu/grow_buffer.hpp — a device buffer that grows by powers of two and keeps its live prefix.
 //
-// For device tables whose size follows the scene and whose content must survive growth. (The library's own tables
-// size their buffers themselves today — the heap's chunks grow with a GPU copy of their own, its draw arrays keep a
-// host shadow and re-upload after growth — and share only nextPowerOfTwo.) Capacity is max(min_capacity, next power
-// of two ≥ the request), capped by max_capacity (a clear OutOfMemory error beyond it). On growth the first `used()`
-// bytes are copied GPU-side into the new buffer in the caller's command list, listeners are told (old, new) so they
-// can rebind, and the old buffer is destroyed once that list completed.
+// For device tables whose size follows the scene and whose content must survive growth: the heap's arena chunks are
+// GrowBuffers. Capacity is max(min_capacity, next power of two ≥ the request, twice the old capacity), capped by
+// max_capacity (a clear OutOfMemory error beyond it). On growth the first `used()` bytes are copied GPU-side into the
+// new buffer in the caller's command list, listeners are told (old, new) so they can rebind, and the old buffer is
+// destroyed once that list completed. A lazy buffer has no memory until its first ensure(); release() gives the memory
+// back (a table that emptied).
 #pragma once
 
 #include <cstdint>
@@ -26,16 +26,23 @@ struct GrowBufferDesc
 	uint64_t max_capacity = 0;         ///< bytes; 0 = the device's maxStorageBufferRange
 	BufferUsage usage = BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst;
 	std::string name = "GrowBuffer";
+	/// No buffer until the first ensure() (capacity() 0 until then): for tables that may stay empty.
+	bool lazy = false;
+	/// ensure() records its growth copy without barriers: the caller orders it — after earlier work on the old buffer,
+	/// before later use of the new one — e.g. with one pair of barriers for several buffers grown in one list.
+	bool caller_barriers = false;
 };
 
 /// A growable device-local buffer. Owned by one thread.
 class GrowBuffer
 {
 public:
-	/// Called after growth with the old and the new buffer (the old one stays valid until the list completes).
+	/// Called after growth with the old and the new buffer (the old one stays valid until the list completes; null at
+	/// the first growth of a lazy or released buffer).
 	using ResizeListener = std::function<void(const BufferHandle& old_buffer, const BufferHandle& new_buffer)>;
 
-	/// Creates the buffer at min_capacity. Errors: InvalidArgument (min > max or 0), OutOfMemory.
+	/// Creates the buffer at min_capacity rounded up to a power of two (at most max_capacity), or none when lazy.
+	/// Errors: InvalidArgument (min 0 or above max), OutOfMemory.
 	static Result<GrowBuffer> create(Device& device, const GrowBufferDesc& desc);
 
 	/// Makes the first `bytes` addressable. Grows when bytes > capacity(): copies the first used() bytes in `list`
@@ -44,6 +51,9 @@ public:
 	Result<bool> ensure(uint64_t bytes, CommandList& list);
 	/// Declares how many leading bytes are live (copied on growth); ≤ capacity().
 	void setUsed(uint64_t bytes);
+	/// Gives the buffer back once the work recorded in `list` completed; capacity() and used() become 0 and the next
+	/// ensure() makes a new buffer.
+	void release(CommandList& list);
 
 	const BufferHandle& buffer() const { return buffer_; }
 	uint64_t capacity() const { return buffer_ ? buffer_->size() : 0; }
