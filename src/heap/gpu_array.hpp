@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <quokka/base/dirty_runs.hpp>
 #include <quokka/base/result.hpp>
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/device.hpp>
@@ -17,23 +18,19 @@
 namespace quokka::heap::detail
 {
 
-/// A GPU array with a full host shadow: edits mark dirty granules of 8 words, upload() stages them (runs of granules
-/// less than 16 words apart as one region; the whole array after growth — no GPU copy needed since the shadow holds
-/// everything). Granules, not one min..max span: 100 scattered edits in a 50,000-record slot upload ~100 small runs,
-/// not the slot. The marks are a two-level bitmap (a bit per granule, a bit per non-zero bitmap word), so touch() is a
-/// few bit operations and upload() visits what changed in address order without sorting: a sort of the frame's
-/// touched ranges was a tenth of an add's CPU cost (callgrind, `bench update`).
+/// A GPU array with a full host shadow: edits mark dirty granules of 8 words (DirtyRuns), upload() stages them (runs
+/// of granules less than 16 words apart as one region; the whole array after growth — no GPU copy needed since the
+/// shadow holds everything). Granules, not one min..max span: 100 scattered edits in a 50,000-record slot upload ~100
+/// small runs, not the slot; and no sort of the frame's touched ranges (which was a tenth of an add's CPU cost).
 struct GpuArray
 {
 	static constexpr size_t kGranuleShift = 3; ///< 8 words = 32 bytes
-	static constexpr size_t kMergeGap = 2;     ///< runs at most 2 clean granules (16 words) apart form one region
 
 	gpu::BufferUsage usage;
 	std::string name;
 	std::vector<uint32_t> words;
 	gpu::BufferHandle buffer;
-	std::vector<uint64_t> dirty;   ///< bit g: granule g (words [8g, 8g + 8)) changed since the last upload
-	std::vector<uint64_t> summary; ///< bit i: dirty[i] != 0
+	DirtyRuns<2> dirty; ///< granules changed since the last upload; runs at most 2 clean granules apart merge
 	bool all_dirty = false;
 
 	void touch(size_t lo, size_t hi)
@@ -41,27 +38,10 @@ struct GpuArray
 		if (all_dirty || lo >= hi)
 			return;
 		const size_t g0 = lo >> kGranuleShift, g1 = (hi - 1) >> kGranuleShift;
-		if (g0 == g1 && (g0 >> 6) < dirty.size()) // the common case: a few words of one record
-		{
-			dirty[g0 >> 6] |= uint64_t(1) << (g0 & 63);
-			summary[g0 >> 12] |= uint64_t(1) << ((g0 >> 6) & 63);
-			return;
-		}
-		touchRange(g0, g1);
-	}
-	void touchRange(size_t g0, size_t g1)
-	{
-		if ((g1 >> 6) >= dirty.size())
-		{
-			dirty.resize((g1 >> 6) + 1, 0);
-			summary.resize((dirty.size() + 63) >> 6, 0);
-		}
-		for (size_t w = g0 >> 6; w <= g1 >> 6; ++w)
-		{
-			const size_t first = w == (g0 >> 6) ? (g0 & 63) : 0, last = w == (g1 >> 6) ? (g1 & 63) : 63;
-			dirty[w] |= (~uint64_t(0) >> (63 - last)) & (~uint64_t(0) << first);
-			summary[w >> 6] |= uint64_t(1) << (w & 63);
-		}
+		if (g0 == g1) // the common case: a few words of one record
+			dirty.mark(g0);
+		else
+			dirty.markRange(g0, g1);
 	}
 	void touchAll() { all_dirty = true; }
 	/// Grows or shrinks the shadow; grown words are uploaded even when they are 0 (the GPU copy may hold stale data
@@ -95,32 +75,11 @@ struct GpuArray
 		if (lo < hi)
 			touch(i + lo, i + hi);
 	}
-	/// Calls f(first granule, end granule) for each run of dirty granules (merged across small gaps), in address order,
-	/// and clears the marks.
+	/// Calls f(first granule, end granule) for each run of dirty granules, in address order, and clears the marks.
 	template <typename F>
 	void takeRuns(F&& f)
 	{
-		size_t lo = 0, hi = 0; // the open run [lo, hi) of granules; hi == 0: none
-		for (size_t si = 0; si < summary.size(); ++si)
-			for (uint64_t sbits = std::exchange(summary[si], 0); sbits; sbits &= sbits - 1)
-			{
-				const size_t w = (si << 6) + size_t(std::countr_zero(sbits));
-				for (uint64_t bits = std::exchange(dirty[w], 0); bits; bits &= bits - 1)
-				{
-					const size_t g = (w << 6) + size_t(std::countr_zero(bits));
-					if (hi != 0 && g <= hi + kMergeGap)
-						hi = g + 1;
-					else
-					{
-						if (hi != 0)
-							f(lo, hi);
-						lo = g;
-						hi = g + 1;
-					}
-				}
-			}
-		if (hi != 0)
-			f(lo, hi);
+		dirty.takeRuns(f);
 	}
 	Result<uint64_t> upload(gpu::Device& device, gpu::StagingRing& staging)
 	{

@@ -377,12 +377,10 @@ void Context::writeUniforms(const BufferArena::Range& range, const void* data, s
 		// A new page (or a dedicated page replaced in this slot): a fresh shadow.
 		page.buffer = range.buffer;
 		page.shadow.assign(range.buffer->size(), std::byte{0});
-		page.dirty.assign((range.buffer->size() / kUniformUnit + 63) / 64, 0);
+		page.dirty.clear();
 	}
 	std::memcpy(page.shadow.data() + range.offset, data, size);
-	const uint64_t first = range.offset / kUniformUnit, last = (range.offset + size - 1) / kUniformUnit;
-	for (uint64_t u = first; u <= last; ++u)
-		page.dirty[u / 64] |= 1ull << (u % 64);
+	page.dirty.markRange(range.offset / kUniformUnit, (range.offset + size - 1) / kUniformUnit);
 	if (!page.queued)
 	{
 		page.queued = true;
@@ -393,46 +391,25 @@ void Context::writeUniforms(const BufferArena::Range& range, const void* data, s
 
 Result<void> Context::flushUniforms()
 {
-	// Runs of dirty units, merged across gaps of up to kMergeGap clean units: the shadow mirrors the GPU page, so the
-	// clean bytes in a gap are rewritten with the values they already have.
-	constexpr uint64_t kMergeGap = 16;
+	// Runs of written units, merged across small gaps: the shadow mirrors the GPU page, so the clean bytes in a gap are
+	// rewritten with the values they already have.
 	for (uint32_t index : dirty_uniform_pages_)
 	{
 		UniformPage& page = uniform_pages_[index];
 		page.queued = false;
 		const uint64_t units = page.shadow.size() / kUniformUnit;
-		uint64_t run_begin = 0, run_end = 0; // [begin, end) in units; empty when equal
-		auto emit = [&]() -> Result<void>
-		{
-			if (run_end == run_begin)
-				return {};
-			QUOKKA_TRY(staging_.write(page.buffer, run_begin * kUniformUnit,
-			                          page.shadow.data() + run_begin * kUniformUnit,
-			                          (run_end - run_begin) * kUniformUnit));
-			++stats_.uniform_runs;
-			return {};
-		};
-		for (uint64_t w = 0; w < page.dirty.size(); ++w)
-		{
-			uint64_t bits = page.dirty[w];
-			page.dirty[w] = 0;
-			while (bits)
-			{
-				const uint64_t u = w * 64 + uint64_t(std::countr_zero(bits));
-				bits &= bits - 1;
-				if (u >= units)
-					break;
-				if (run_end != run_begin && u <= run_end + kMergeGap)
-					run_end = u + 1;
-				else
-				{
-					QUOKKA_TRY(emit());
-					run_begin = u;
-					run_end = u + 1;
-				}
-			}
-		}
-		QUOKKA_TRY(emit());
+		Result<void> written;
+		page.dirty.takeRuns(
+		    [&](uint64_t lo, uint64_t hi)
+		    {
+			    hi = std::min(hi, units);
+			    if (lo >= hi || !written.ok())
+				    return;
+			    written = staging_.write(page.buffer, lo * kUniformUnit, page.shadow.data() + lo * kUniformUnit,
+			                             (hi - lo) * kUniformUnit);
+			    ++stats_.uniform_runs;
+		    });
+		QUOKKA_TRY(written);
 	}
 	dirty_uniform_pages_.clear();
 	return {};

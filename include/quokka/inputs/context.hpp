@@ -22,6 +22,7 @@
 
 #include <quokka/adaptive/core.hpp>
 #include <quokka/adaptive/resource.hpp>
+#include <quokka/base/dirty_runs.hpp>
 #include <quokka/base/offset_allocator.hpp>
 #include <quokka/base/result.hpp>
 #include <quokka/fx/compile.hpp>
@@ -205,7 +206,8 @@ private:
 	{
 		gpu::BufferHandle buffer;
 		std::vector<std::byte> shadow;
-		std::vector<uint64_t> dirty; ///< one bit per 256-byte unit
+		/// 256-byte units written since the last upload; runs up to 16 clean units apart are copied as one
+		DirtyRuns<16> dirty;
 		bool queued = false;
 	};
 	Result<void> flushUniforms();
