@@ -245,12 +245,11 @@ int runBenchDraw(const BenchOptions& b)
 		auto baked = bake(scene, globals);
 		if (!baked.ok())
 			return fail(baked.error());
-		auto rt = runtime::Runtime::create(dev);
-		if (!rt.ok())
-			return fail(rt.error());
-		auto fb = runtime::createFramebuffer(dev, signatureFor(1), kWidth, kHeight);
-		if (!fb.ok())
-			return fail(fb.error());
+		auto session = BenchSession::create(dev);
+		if (!session.ok())
+			return fail(session.error());
+		runtime::Runtime& rt = *session->runtime;
+		runtime::Framebuffer& fb = session->framebuffer;
 		if (!b.json)
 			std::printf("\n  %u objects, %llu triangles\n  %-14s %10s %10s %10s %10s %8s %10s\n", n,
 			            (unsigned long long)scene.triangles, "variant", "update ms", "encode ms", "GPU ms", "frame ms",
@@ -264,8 +263,7 @@ int runBenchDraw(const BenchOptions& b)
 				    {{"name", v.name}, {"objects", n}, {"reason", "the classic path is skipped above 100000 objects"}});
 				continue;
 			}
-			auto f = measure(dev, *rt.value(), fb.value(), v.path == "baked" ? baked.value() : scene, globals, b.reps,
-			                 v.options);
+			auto f = measure(dev, rt, fb, v.path == "baked" ? baked.value() : scene, globals, b.reps, v.options);
 			if (!f.ok())
 				return fail(f.error());
 			measured.emplace_back(&v, f.value());
@@ -313,12 +311,11 @@ int runBenchDraw(const BenchOptions& b)
 			            "  %10s %10s %12s %12s %10s %10s\n",
 			            n, heap::HeapTuning{}.megacall_below, "triangles", "vertices", "indirect", "megacall",
 			            "mega/ind", "auto");
-		auto rt = runtime::Runtime::create(dev);
-		if (!rt.ok())
-			return fail(rt.error());
-		auto fb = runtime::createFramebuffer(dev, signatureFor(1), kWidth, kHeight);
-		if (!fb.ok())
-			return fail(fb.error());
+		auto session = BenchSession::create(dev);
+		if (!session.ok())
+			return fail(session.error());
+		runtime::Runtime& rt = *session->runtime;
+		runtime::Framebuffer& fb = session->framebuffer;
 		for (uint32_t triangles : kCrossoverTriangles)
 		{
 			SceneGlobals globals;
@@ -338,7 +335,7 @@ int runBenchDraw(const BenchOptions& b)
 				                             : heap::DrawStrategy::Auto;
 				options.heap.max_chunk_bytes = b.max_chunk_bytes;
 				// Auto only for what it picks: one frame suffices (the strategy is chosen in the first update).
-				auto f = measure(dev, *rt.value(), fb.value(), made->scene, globals, i < 2 ? b.reps : 0, options);
+				auto f = measure(dev, rt, fb, made->scene, globals, i < 2 ? b.reps : 0, options);
 				if (!f.ok())
 					return fail(f.error());
 				if (i < 2)

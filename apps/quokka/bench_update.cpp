@@ -143,12 +143,11 @@ int runBenchUpdate(const BenchOptions& b)
 	const std::vector<scene::RenderObjectPtr>& all = made->scene.objects;
 	frameCamera(globals, made->scene.bounds);
 
-	auto rt = runtime::Runtime::create(dev);
-	if (!rt.ok())
-		return fail(rt.error());
-	auto fb = runtime::createFramebuffer(dev, signatureFor(1), kWidth, kHeight);
-	if (!fb.ok())
-		return fail(fb.error());
+	auto session = BenchSession::create(dev);
+	if (!session.ok())
+		return fail(session.error());
+	runtime::Runtime& rt = *session->runtime;
+	runtime::Framebuffer& fb = session->framebuffer;
 	runtime::RenderOptions options;
 	options.path = runtime::RenderPath::Heap;
 	options.heap.draw = strategy.value();
@@ -163,7 +162,7 @@ int runBenchUpdate(const BenchOptions& b)
 	adaptive::clist<scene::Command> commands;
 	commands.append(scene::clearCommand(math::V4f(0.06f, 0.07f, 0.09f, 1.0f)));
 	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(objects)});
-	auto task = rt.value()->compile(fb->signature, commands, options);
+	auto task = rt.compile(fb.signature, commands, options);
 
 	const char* draw_name = heap::strategyName(strategy.value());
 	if (!b.json)
@@ -171,7 +170,7 @@ int runBenchUpdate(const BenchOptions& b)
 		            "%.0f ms), %u frames per figure (median), GPU waits: %s\n",
 		            dev.info().name.c_str(), draw_name, n, generate_ms, b.reps, b.update_wait.c_str());
 	// Every frame of the run: the same task, framebuffer and way of waiting.
-	auto step = [&](auto&& change) { return frame(dev, *task, fb.value(), wait, change); };
+	auto step = [&](auto&& change) { return frame(dev, *task, fb, wait, change); };
 	auto place = step([] {});
 	if (!place.ok())
 		return fail(place.error());

@@ -209,6 +209,13 @@ scene::FramebufferSignature signatureFor(uint32_t samples)
 	return sig;
 }
 
+Result<BenchSession> BenchSession::create(gpu::Device& device)
+{
+	QUOKKA_TRY_ASSIGN(rt, runtime::Runtime::create(device));
+	QUOKKA_TRY_ASSIGN(fb, runtime::createFramebuffer(device, signatureFor(1), kBenchWidth, kBenchHeight));
+	return BenchSession{std::move(rt), std::move(fb)};
+}
+
 Result<SceneSession> openScene(const RenderOptions& o)
 {
 	SceneSession s;

@@ -81,6 +81,14 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
                            const runtime::RenderOptions& options, const ViewSpec& view = {});
 /// A single-colour-attachment sRGB signature with `samples`.
 scene::FramebufferSignature signatureFor(uint32_t samples);
+/// What a GPU benchmark draws with (`bench draw`, `bench update`): a runtime over `device` and a single-sample
+/// kBenchWidth × kBenchHeight framebuffer. Errors: as Runtime::create and createFramebuffer.
+struct BenchSession
+{
+	std::unique_ptr<runtime::Runtime> runtime;
+	runtime::Framebuffer framebuffer;
+	static Result<BenchSession> create(gpu::Device& device);
+};
 /// The runtime options of --path/--draw/--max-chunk-bytes. Errors: InvalidArgument for unknown names.
 Result<runtime::RenderOptions> renderOptionsOf(const std::string& path, const std::string& draw,
                                                uint64_t max_chunk_bytes);
