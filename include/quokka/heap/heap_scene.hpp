@@ -1,25 +1,21 @@
 // quokka/heap/heap_scene.hpp — the heap renderer: every object's data in shared GPU heaps, drawn per bucket.
 //
-// A HeapScene renders an adaptive set of render objects. Their inputs live in an arena of chunks
-// (one storage buffer each, ≤ max_chunk_bytes, doubling as the index buffer): every allocation is a 16-byte header
-// {typeId, length, strideBytes, pad} plus tight data, placed by a best-fit allocator per chunk; all inputs of one draw
-// are in one chunk. Inputs are pooled: a uniform aval is one allocation per chunk however many objects use it (one
-// upload per change); equal constants share one; a vertex or index buffer aval likewise (de-interleaved and converted
-// to the shader's type at ingest; u16 indices widened). Objects are grouped into buckets (effect, chunk, textures),
-// each with a draw-header heap (one header of arena refs per object), and within a bucket into slots (one per
-// distinct pipeline state). A slot is drawn with one of two strategies, pixel-identical:
+// A HeapScene draws render objects whose inputs live in an arena of chunks (one storage buffer each, at most
+// max_chunk_bytes, doubling as the index buffer): every allocation is a 16-byte header {typeId, length, strideBytes,
+// pad} plus tight data, placed by a best-fit allocator per chunk, and all inputs of one draw are in one chunk. Inputs
+// are pooled: a uniform aval is one allocation per chunk however many objects read it (one upload per change), equal
+// constants share one, a vertex or index buffer likewise (converted to the shader's type at ingest, u16 indices
+// widened); what only one object reads sits side by side in one private block that object owns. Objects are grouped
+// into buckets (effect, chunk, textures), each with a draw-header heap (one header of arena refs per object), and in a
+// bucket into slots (one per distinct pipeline state). A slot is drawn with one of two strategies, pixel-identical:
 //  - `indirect`: one VkDrawIndexedIndirectCommand per object (firstInstance = header index), one
 //    vkCmdDraw(Indexed)IndirectCount per slot with the count in a GPU buffer;
 //  - `megacall`: 5-word records, a GPU scan writing each record's first emitted vertex, the draw's arguments and a
 //    tile index, then one non-indexed draw per slot whose vertex shader finds its record by binary search.
-// `auto` picks per slot from the mean vertices emitted per record (small objects: megacall), see HeapOptions.
-//
-// Per frame: update() (CPU: set deltas with removals first, changed inputs — O(changes)), upload(list) (buffer growth,
-// compaction copies, this frame's writes into the context's staging ring), Context::upload(list), prepare(list)
-// (megacall scans of changed slots), then encode(list) inside the render pass: O(buckets × slots) commands.
-// Objects the heap cannot draw (strip/fan topologies) are rejected by heapEligible(); the runtime's ObjectRouter sends
-// them to the classic path. Draw order inside the heap is unspecified (the heap treats ordered trees as unordered).
-// Owner thread only.
+// `auto` picks per slot from the mean vertices emitted per record (small objects: megacall), see HeapTuning.
+// Objects the heap cannot draw (strip and fan topologies, or a topology that is not a constant) are refused by
+// heapEligible(); the runtime's ObjectRouter sends those to the classic path. Draw order inside the heap is
+// unspecified.
 #pragma once
 
 #include <cstdint>
@@ -157,6 +153,19 @@ struct HeapCore;       // the scene's state (src/heap/heap_internal.hpp)
 struct HeapTestAccess; // test hooks (src/heap/heap_test_access.hpp)
 } // namespace detail
 
+/// The heap renderer. Owned by one thread (adaptive values); destroy before its Context.
+///
+/// Lifecycle per frame: any number of add() / remove() calls (or changes of the set the scene was built over, and of
+/// the objects' inputs), then update() (CPU: the membership changes, removals first, then the changed inputs —
+/// O(changes)); upload(list) (chunk growth and compaction copies, this frame's arena writes from host pages, draw
+/// headers and records through the context's staging ring); Context::upload(list); prepare(list) (megacall scans of
+/// changed slots) — all outside a render pass — then encode(list) inside the render pass (O(buckets × slots)
+/// commands), then submit. Errors of update() name the object; that object is left out until one of its inputs
+/// changes, and the others are placed.
+///
+/// Lifetimes: the context must outlive the scene. The scene holds a reference to every object it draws and to what it
+/// reads of it, so the caller may drop its own. GPU memory a frame may still read is freed only after the command
+/// lists that read it completed. Destroying the scene drops its pool, chunks and buckets whole (no per-object removal).
 class HeapScene
 {
 public:
