@@ -13,6 +13,7 @@
 #include <quokka/base/result.hpp>
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/device.hpp>
+#include <quokka/gpu/grow_buffer.hpp>
 #include <quokka/gpu/staging.hpp>
 
 namespace quokka::heap::detail
@@ -86,9 +87,8 @@ struct GpuArray
 		const uint64_t need = std::max<uint64_t>(16, words.size() * 4);
 		if (!buffer || buffer->size() < need)
 		{
-			uint64_t size = 256;
-			while (size < need)
-				size *= 2;
+			// (No GPU copy on growth: the shadow holds everything and is uploaded whole.)
+			const uint64_t size = gpu::nextPowerOfTwo(std::max<uint64_t>(256, need));
 			QUOKKA_TRY_ASSIGN(b, device.createBuffer({size, usage | gpu::BufferUsage::TransferDst,
 			                                          gpu::MemoryDomain::DeviceLocal, name}));
 			buffer = std::move(b);

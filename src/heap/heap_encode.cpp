@@ -1,5 +1,7 @@
 // heap_encode.cpp — HeapScene::prepare (the megacall scans, their pipelines and buffers) and HeapScene::encode (per
 // bucket and slot: pipeline, push descriptors, dynamic state, the indirect or megacall draw).
+#include <quokka/gpu/grow_buffer.hpp>
+
 #include "heap_internal.hpp"
 
 #include <chrono>
@@ -52,9 +54,7 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 		const uint32_t tiles = tileCapacityBound(s->emit_sum);
 		if (!s->tiles || s->tiles->size() < uint64_t(tiles) * 4)
 		{
-			uint64_t size = 256;
-			while (size < uint64_t(tiles) * 4)
-				size *= 2;
+			const uint64_t size = gpu::nextPowerOfTwo(std::max<uint64_t>(256, uint64_t(tiles) * 4));
 			QUOKKA_TRY_ASSIGN(t, device.createBuffer({size, gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc,
 			                                          gpu::MemoryDomain::DeviceLocal, "heap megacall tiles"}));
 			s->tiles = std::move(t);

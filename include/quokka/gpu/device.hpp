@@ -250,12 +250,15 @@ public:
 	/// vkCmdDrawMeshTasksEXT; null unless features().mesh_shader.
 	PFN_vkCmdDrawMeshTasksEXT cmdDrawMeshTasks = nullptr;
 
-	/// Internal bookkeeping used by Buffer/Image; not for applications.
+private:
+	friend class Buffer;      // (account)
+	friend class Image;       // (account)
+	friend class CommandList; // (recycleUnsubmitted)
+	/// Memory statistics: a buffer or image of `bytes` made (count 1) or destroyed (count -1).
 	void account(bool buffer, int64_t count, int64_t bytes);
 	/// Returns the (reset) command buffer of a CommandList dropped without submit to the free list.
 	void recycleUnsubmitted(VkCommandBuffer cmd) { free_command_buffers_.push_back(cmd); }
 
-private:
 	Device() = default;
 	Result<void> init(const DeviceDesc& desc);
 	Result<void> createInstance();
