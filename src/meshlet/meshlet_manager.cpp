@@ -237,8 +237,8 @@ void MeshletManager::drainRetired()
 Result<void> MeshletManager::allocatePair(uint32_t data_words, uint32_t records, Allocation& data, Allocation& record)
 {
 	drainRetired();
-	// Up to three attempts, as meep-engine 3.13 makes: compact when something was released since the last rebuild, else grow the
-	// side(s) that failed. With this allocator a growth always makes room (no bin-rounding trap).
+	// Up to three attempts, as meep-engine 3.13 makes: compact when something was released since the last rebuild, else
+	// grow the side(s) that failed. With this allocator a growth always makes room (no bin-rounding trap).
 	for (int attempt = 0; attempt < 3; ++attempt)
 	{
 		data = data_allocator_.allocate(data_words);
@@ -537,7 +537,8 @@ Result<void> MeshletManager::gatherWork(UpdateWork& work)
 		last_update_.copied_bytes += bytes;
 	};
 	// Copies the bytes at `from` into the slot's current ranges; the records there hold addresses relative to
-	// from.data_offset, so the patch adds (new data offset − from.data_offset), wrapping in u32 as meep-engine 3.13 does.
+	// from.data_offset, so the patch adds (new data offset − from.data_offset), wrapping in u32 as meep-engine 3.13
+	// does.
 	auto relocate = [&](const Slot& slot, const Location& from)
 	{
 		const uint32_t delta = slot.data.offset - from.data_offset;

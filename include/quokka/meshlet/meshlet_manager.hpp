@@ -143,8 +143,9 @@ public:
 
 	/// add_batch: allocates `batch.data.size()` words and `batch.records.size()` records and queues their upload, the
 	/// records' `address` rebased by the batch's data offset. On allocation failure it compacts (when anything was
-	/// removed since the last rebuild) or grows, up to three attempts as meep-engine 3.13 does. Errors: InvalidArgument (an
-	/// empty batch, or a record address outside the data), OutOfMemory (capacity beyond the device limit).
+	/// removed since the last rebuild) or grows, up to three attempts as meep-engine 3.13 does. Errors:
+	/// InvalidArgument (an empty batch, or a record address outside the data), OutOfMemory (capacity beyond the device
+	/// limit).
 	Result<BatchId> addBatch(const MeshletBatch& batch);
 	/// remove_batch: frees both ranges (deferred, see the class comment). False for an id this manager does not own
 	/// (never issued, already removed, or from another manager).
