@@ -1,4 +1,6 @@
-// buckets.cpp — the bucket's texture key and slot routing (buckets.hpp).
+// buckets.cpp — the bucket's texture key and slot routing (buckets.hpp), and HeapCore's bucket and slot upkeep:
+// finding or making an object's bucket, its slot through the routing, the per-slot strategy choice and the sweep of
+// emptied slots and buckets.
 #include "buckets.hpp"
 
 #include "heap_internal.hpp"
@@ -61,6 +63,82 @@ Result<Slot*> SlotRouting::slotOf(Bucket& b, const scene::PipelineStateValues& s
 	b.slots.push_back(std::move(s));
 	created = true;
 	return b.slots.back().get();
+}
+
+Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const fx::Effect& source,
+                                            const fx::CompiledEffectPtr& effect, uint32_t chunk)
+{
+	QUOKKA_TRY_ASSIGN(textures, TextureKey::of(*context, o, effect->iface.textures));
+	BucketKey key{effect->key, chunk, std::move(textures.words)};
+	auto it = buckets.find(key);
+	if (it != buckets.end())
+		return it->second.get();
+	auto b = std::make_unique<Bucket>();
+	sweep_pending = true; // dropped again if placement fails before it is used
+	b->chunk = chunk;
+	b->effect = source;
+	b->indirect_effect = effect;
+	b->header_words = effect->iface.header_words;
+	b->textures = std::move(textures.textures);
+	b->samplers = std::move(textures.samplers);
+	for (const fx::TextureBinding& t : effect->iface.textures)
+		b->texture_bindings.push_back(t.binding);
+	b->serial = next_bucket_serial++;
+	Bucket* raw = b.get();
+	buckets.emplace(std::move(key), std::move(b));
+	bucket_order.push_back(raw);
+	return raw;
+}
+
+Result<Slot*> detail::HeapCore::slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed)
+{
+	bool created = false;
+	QUOKKA_TRY_ASSIGN(slot, routing->route(b, state, indexed, created));
+	if (created)
+	{
+		sweep_pending = true; // dropped again if placement fails before it is used
+		shape_changed = true;
+	}
+	return slot;
+}
+
+void detail::HeapCore::chooseStrategy(Slot& s)
+{
+	if (options.draw != DrawStrategy::Auto || s.records.empty())
+		return;
+	// Mean vertices emitted per record, with a ±25 % band so a slot hovering at the crossover does not flip every
+	// frame (a flip re-uploads the slot's whole array).
+	const double mean = double(s.emit_sum) / double(s.records.size());
+	const double t = options.tuning.megacall_below;
+	DrawStrategy want = s.strategy;
+	if (s.strategy == DrawStrategy::Indirect && mean < t * 0.75)
+		want = DrawStrategy::Megacall;
+	else if (s.strategy == DrawStrategy::Megacall && mean > t * 1.25)
+		want = DrawStrategy::Indirect;
+	if (want == s.strategy)
+		return;
+	s.strategy = want;
+	shape_changed = true;
+	(want == DrawStrategy::Megacall ? s.mrecords : s.commands).touchAll();
+	s.draw_count.touchAll();
+	s.scan_dirty = true;
+}
+
+void detail::HeapCore::sweep()
+{
+	// Only a frame that emptied a slot or a bucket has anything to drop: other frames skip the O(buckets) walk.
+	if (!std::exchange(sweep_pending, false))
+		return;
+	shape_changed = true;
+	std::erase_if(dirty_slots, [](const Slot* s) { return s->records.empty(); });
+	for (Bucket* b : bucket_order)
+	{
+		std::erase_if(b->known, [](const Bucket::Known& k) { return k.slot->records.empty(); });
+		std::erase_if(b->slots, [](const std::unique_ptr<Slot>& s) { return s->records.empty(); });
+	}
+	std::erase_if(dirty_headers, [](const Bucket* b) { return b->objects == 0; });
+	std::erase_if(bucket_order, [](const Bucket* b) { return b->objects == 0; });
+	std::erase_if(buckets, [](const auto& kv) { return kv.second->objects == 0; });
 }
 
 } // namespace quokka::heap
