@@ -28,6 +28,7 @@
 #include <quokka/inputs/derived_uniforms.hpp>
 #include <quokka/inputs/object_inputs.hpp>
 
+#include "arena.hpp"
 #include "arena_staging.hpp"
 #include "attribute_convert.hpp"
 #include "buckets.hpp"
@@ -81,14 +82,13 @@ private:
 	detail::PointerTable<HeapObject> table_;
 };
 
-struct detail::HeapCore
+struct detail::HeapCore : Arena
 {
 	inputs::Context* context;
 	scene::FramebufferSignature signature;
 	fx::FragmentOutputs outputs;
 	HeapOptions options;
 	HeapStats* stats;
-	uint64_t max_chunk_bytes = 0;
 	/// Membership: a scene built over a set reads its changes (reader); one without gets add()/remove() calls, queued
 	/// here in call order (serial) until the next update().
 	adaptive::SetReader<RenderObjectPtr> reader;
@@ -106,7 +106,6 @@ struct detail::HeapCore
 	std::optional<gpu::ScatterCopy>
 	    scatter; ///< made by the first upload() with enough regions (HeapTuning::scatter_above)
 
-	std::vector<std::unique_ptr<Chunk>> chunks;
 	// Flat (open-addressing) maps for the per-object tables: a node-based map costs ~3 cache misses per lookup at 10^6
 	// objects (bucket slot, the node before, the node), which made pool lookups ~2/3 of an add's time.
 	Pool pool;                                                     ///< non-constant inputs, by PoolKey
@@ -197,27 +196,8 @@ struct detail::HeapCore
 		                                                 std::to_string(bytes) +
 		                                                 " bytes, more than one arena chunk holds");
 	}
-	/// The blocks one object's removal gives back, freed together when it is done (ChunkAllocator::freeMany: an
-	/// object's inputs were allocated side by side, so their blocks merge among themselves before they reach the free
-	/// indices). Group fit puts every input of a draw in one chunk, so a batch serves one chunk.
-	struct FreeBatch
-	{
-		uint32_t chunk = ~0u;
-		absl::InlinedVector<uint32_t, 12> refs;
-	};
 	/// Drops one reference to `e`; the last one frees its block — at once, or into `batch` when given.
 	void releaseEntry(Entry* e, FreeBatch* batch = nullptr);
-	/// Frees the block at `ref` of `chunk` into `batch` when it serves that chunk (or none yet), else at once.
-	void freeLater(FreeBatch* batch, uint32_t chunk, uint32_t ref)
-	{
-		if (batch && (batch->refs.empty() || batch->chunk == chunk))
-		{
-			batch->chunk = chunk;
-			batch->refs.push_back(ref);
-		}
-		else
-			freeBlock(chunk, ref);
-	}
 	/// While set (the removal loop of update()), releaseEntry() leaves the pool erasures to eraseDoomed(): each one
 	/// probes a random slot of a table of millions, and inside a removal that miss stalled the loop although its slot
 	/// was prefetched removals ahead (perf on the H200: half of releaseEntry's time on that one load). Done together
@@ -234,15 +214,6 @@ struct detail::HeapCore
 	/// Set by ~HeapScene: objects leave without giving anything back one by one (their slots, blocks and pool entries
 	/// all go with the scene), which makes closing a scene of 10^6 objects a fraction of 10^6 removals.
 	bool closing = false;
-	void freeBatch(FreeBatch& batch);
-	Result<uint32_t> allocate(uint32_t chunk, uint32_t data_bytes);
-	/// allocate() plus stageAllocation(): the block's ref and where its data go (the block is freed again when staging
-	/// fails).
-	Result<std::pair<uint32_t, std::byte*>> allocateStaged(uint32_t chunk, uint32_t type_id, uint32_t length,
-	                                                       uint32_t data_bytes);
-	bool chunk_full = false; ///< set by allocate() when a chunk had no room (other OutOfMemory errors are fatal)
-	HostPages pages;         ///< where this frame's arena writes are produced
-	uint32_t openChunk();
 	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`, compiled as `effect`) in `chunk`.
 	Result<Bucket*> bucketFor(const scene::RenderObject& o, const fx::Effect& source,
 	                          const fx::CompiledEffectPtr& effect, uint32_t chunk);
@@ -278,16 +249,9 @@ struct detail::HeapCore
 	/// Drops empty slots and buckets (after the update, so nothing refers to them).
 	void sweep();
 	bool sweep_pending = false; ///< a slot or bucket became empty since the last sweep
-	/// A block was freed since compact() last looked: only frees make a chunk worth compacting, so a frame without
-	/// one (an edit, an add into free space) skips the walk of the chunks.
-	bool compaction_check = false;
-	/// The chunks' blocks or the slots (their number or strategies) changed since the shape figures were summed:
-	/// update() re-sums them only then, so a frame's fixed cost does not walk every chunk and slot.
+	/// The slots (their number or strategies) changed since the shape figures were summed (the arena's blocks say so
+	/// in blocks_changed): update() re-sums them only then, so a frame's fixed cost does not walk every chunk and slot.
 	bool shape_changed = true;
-	/// A chunk's blocks changed since upload() last sized the chunks' buffers (grown, given back, compacted): only
-	/// then does it walk the chunks for that.
-	bool upload_chunks = true;
-	uint64_t capacity_bytes = 0; ///< the chunks' buffer sizes, as upload() last summed them
 	/// The shape part of HeapStats: slots, their strategies, chunks and their bytes.
 	struct Shape
 	{
@@ -298,12 +262,6 @@ struct detail::HeapCore
 	Shape shape; ///< as last summed
 	/// Sums the shape figures over the chunks and slots (O(chunks + slots)).
 	Shape sumShape() const;
-	/// Frees the block at `ref` of `chunk` (and notes that the chunk may now be worth compacting).
-	void freeBlock(uint32_t chunk, uint32_t ref)
-	{
-		chunks[chunk]->allocator.free(ref);
-		shape_changed = upload_chunks = compaction_check = true;
-	}
 	/// Compacts chunks whose waste passed the floor: plans the moves, re-seats every reference (pool entries, draw
 	/// headers, index starts in commands and records); upload() records the copies.
 	void compact();
@@ -498,47 +456,5 @@ private:
 };
 
 // The arena's small steps, inline: placement calls them for every allocation.
-
-inline uint32_t detail::HeapCore::openChunk()
-{
-	gpu::GrowBufferDesc desc;
-	desc.min_capacity = std::min<uint64_t>(64ull << 10, max_chunk_bytes);
-	desc.max_capacity = max_chunk_bytes;
-	desc.usage = gpu::BufferUsage::Storage | gpu::BufferUsage::Index | gpu::BufferUsage::TransferSrc |
-	             gpu::BufferUsage::TransferDst;
-	desc.name = "heap chunk " + std::to_string(chunks.size());
-	desc.lazy = true;
-	desc.caller_barriers = true; // (upload() orders every chunk's growth copy with one pair of barriers)
-	auto storage = gpu::GrowBuffer::create(context->device(), desc);
-	QUOKKA_ASSERT(storage.ok(), "a lazy GrowBuffer with 16 <= min <= max is made without error");
-	chunks.push_back(std::make_unique<Chunk>(max_chunk_bytes, std::move(storage.value())));
-	shape_changed = upload_chunks = true;
-	return uint32_t(chunks.size() - 1);
-}
-
-inline Result<uint32_t> detail::HeapCore::allocate(uint32_t chunk, uint32_t data_bytes)
-{
-	const std::optional<uint32_t> at = chunks[chunk]->allocator.allocate(16ull + data_bytes);
-	if (!at)
-	{
-		chunk_full = true;
-		return makeError(ErrorCode::OutOfMemory, "arena chunk full");
-	}
-	shape_changed = upload_chunks = true;
-	return *at;
-}
-
-inline Result<std::pair<uint32_t, std::byte*>> detail::HeapCore::allocateStaged(uint32_t chunk, uint32_t type_id,
-                                                                                uint32_t length, uint32_t data_bytes)
-{
-	QUOKKA_TRY_ASSIGN(ref, allocate(chunk, data_bytes));
-	Result<std::byte*> staged = stageAllocation(pages, *chunks[chunk], ref, type_id, length, data_bytes);
-	if (!staged.ok())
-	{
-		freeBlock(chunk, ref);
-		return staged.error();
-	}
-	return std::pair{ref, staged.value()};
-}
 
 } // namespace quokka::heap

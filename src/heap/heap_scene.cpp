@@ -101,7 +101,7 @@ void detail::HeapCore::compact()
 		std::vector<ChunkAllocator::Move> moves = chunk.allocator.planCompaction();
 		if (moves.empty())
 			continue;
-		shape_changed = upload_chunks = true;
+		blocks_changed = upload_chunks = true;
 		forEachEntry(
 		    [&](Entry& e)
 		    {
@@ -165,6 +165,7 @@ HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signa
 	const uint64_t range = context.device().info().max_storage_buffer_range;
 	p.max_chunk_bytes = options.max_chunk_bytes ? options.max_chunk_bytes : std::min<uint64_t>(range, 256ull << 20);
 	p.max_chunk_bytes = std::max<uint64_t>(16, std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15));
+	p.device = &context.device();
 	p.pages.bind(context.device());
 	p.routing.emplace(context, p.signature, options.draw);
 }

@@ -349,9 +349,10 @@ private:
 		stats_.objects = uint32_t(p_.objects.size());
 		stats_.derived_uniforms = uint32_t(p_.derived.size());
 		stats_.buckets = uint32_t(p_.bucket_order.size());
-		if (std::exchange(p_.shape_changed, false))
+		const bool slots_changed = std::exchange(p_.shape_changed, false);
+		if (std::exchange(p_.blocks_changed, false) || slots_changed)
 			p_.shape = p_.sumShape();
-		QUOKKA_ASSERT(p_.sumShape() == p_.shape, "heap shape figures changed without shape_changed");
+		QUOKKA_ASSERT(p_.sumShape() == p_.shape, "heap shape figures changed without shape_changed or blocks_changed");
 		stats_.slots = p_.shape.slots;
 		stats_.megacall_slots = p_.shape.megacall_slots;
 		stats_.indirect_slots = p_.shape.indirect_slots;

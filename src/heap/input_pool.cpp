@@ -246,12 +246,12 @@ void detail::HeapCore::promotePrivate(AdaptiveObject* node)
 	    });
 }
 
-void detail::HeapCore::freeBatch(FreeBatch& batch)
+void Arena::freeBatch(FreeBatch& batch)
 {
 	if (!batch.refs.empty())
 	{
 		chunks[batch.chunk]->allocator.freeMany(batch.refs);
-		shape_changed = upload_chunks = compaction_check = true;
+		blocks_changed = upload_chunks = compaction_check = true;
 	}
 	batch.refs.clear();
 }
