@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -81,9 +82,17 @@ protected:
 		return pixels;
 	}
 
+	/// One directory per test and process; the parameterised name ("Test/classic") loses its '/', so TearDown's
+	/// remove_all takes the whole directory (a nested one left its empty parent behind in the temporary folder).
 	std::filesystem::path dir_ =
-	    std::filesystem::temp_directory_path() / ("quokka_gltf_render_" + std::to_string(getpid()) + "_" +
-	                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+	    std::filesystem::temp_directory_path() / ("quokka_gltf_render_" + std::to_string(getpid()) + "_" + flatName());
+
+	static std::string flatName()
+	{
+		std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+		std::replace(name.begin(), name.end(), '/', '_');
+		return name;
+	}
 };
 
 TEST_P(GltfRender, LinesPointsAndAnAlphaMaskDrawExactlyTheirPixels)
