@@ -99,6 +99,10 @@ struct detail::HeapCore : Arena
 	};
 	std::vector<PendingAdd> pending_adds;
 	std::vector<std::pair<const scene::RenderObject*, uint64_t>> pending_removals;
+	/// The calls update() is applying, swapped with the pending ones and emptied after the frame, so both pairs keep
+	/// their capacity (a frame of 10^4 adds grows no vector).
+	std::vector<PendingAdd> frame_adds;
+	std::vector<std::pair<const scene::RenderObject*, uint64_t>> frame_removals;
 	uint64_t next_serial = 0;
 	bool pushed_to_set_scene = false; ///< add()/remove() called on a scene built over a set (an error at update())
 	inputs::DerivedUniforms derived;

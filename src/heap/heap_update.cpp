@@ -51,6 +51,8 @@ public:
 		removeObjects();
 		collectDerived();
 		placeObjects();
+		p_.frame_adds.clear(); // (added_ points into it: placed now)
+		p_.frame_removals.clear();
 		p_.objects.flush();
 		p_.pool.flush();
 		repackChangedValues();
@@ -95,25 +97,25 @@ private:
 	/// addition releases and places it again. Adding an object the heap holds is ignored when it is read (readBatch).
 	void takePushedChanges(std::vector<const RenderObjectPtr*>& adding)
 	{
-		pushed_.swap(p_.pending_adds);
-		p_.pending_adds.clear();
-		std::vector<std::pair<const scene::RenderObject*, uint64_t>> removals;
-		removals.swap(p_.pending_removals);
+		p_.frame_adds.swap(p_.pending_adds);
+		p_.frame_removals.swap(p_.pending_removals);
+		const auto& pushed = p_.frame_adds;
+		const auto& removals = p_.frame_removals;
 		pushed_adds_ = true;
 		removed_.reserve(removals.size());
 		for (const auto& [object, serial] : removals)
 			removed_.push_back(object);
-		adding.reserve(pushed_.size());
-		if (removals.empty() || pushed_.empty())
+		adding.reserve(pushed.size());
+		if (removals.empty() || pushed.empty())
 		{
-			for (const auto& a : pushed_)
+			for (const auto& a : pushed)
 				adding.push_back(&a.object);
 			return;
 		}
 		absl::flat_hash_map<const scene::RenderObject*, uint64_t> last_removal;
 		for (const auto& [object, serial] : removals)
 			last_removal[object] = std::max(last_removal[object], serial);
-		for (const auto& a : pushed_)
+		for (const auto& a : pushed)
 			if (auto it = last_removal.find(a.object.get()); it == last_removal.end() || it->second < a.serial)
 				adding.push_back(&a.object);
 	}
@@ -365,10 +367,9 @@ private:
 	detail::HeapCore& p_;
 	HeapStats& stats_;
 	Result<void> result_;
-	/// The set's delta this frame, or the add() calls taken from the core: added_ points into one of them.
+	/// The set's delta this frame (or, with add() calls, p_.frame_adds): added_ points into one of them.
 	decltype(std::declval<adaptive::SetReader<RenderObjectPtr>&>()->getChanges(Token{})) changes_;
-	std::vector<detail::HeapCore::PendingAdd> pushed_;
-	bool pushed_adds_ = false;
+	bool pushed_adds_ = false; ///< this frame's additions are add() calls (p_.frame_adds), not the set's delta
 	std::vector<const scene::RenderObject*> removed_;
 	std::vector<std::pair<uint64_t, const RenderObjectPtr*>> added_;
 	std::vector<Ref<HeapObject>> batch_;
