@@ -6,31 +6,22 @@ namespace quokka::fx
 
 std::span<const StandardUniform> standardUniforms()
 {
-	using R = StandardRule;
 	static constexpr StandardUniform table[] = {
-	    {"ModelTrafo", R::Model, false, "", {}},
-	    {"ViewTrafo", R::View, false, "", {}},
-	    {"ProjTrafo", R::Proj, false, "", {}},
-	    {"ViewProjTrafo", R::ViewProj, false, "(ProjTrafo * ViewTrafo)", {"ProjTrafo", "ViewTrafo"}},
-	    {"ModelViewTrafo", R::ModelView, false, "(ViewTrafo * ModelTrafo)", {"ViewTrafo", "ModelTrafo"}},
-	    {"ModelViewProjTrafo",
-	     R::ModelViewProj,
-	     false,
-	     "(ViewProjTrafo * ModelTrafo)",
-	     {"ViewProjTrafo", "ModelTrafo"}},
-	    {"ModelTrafoInv", R::Model, true, "inverse(ModelTrafo)", {"ModelTrafo"}},
-	    {"ViewTrafoInv", R::View, true, "inverse(ViewTrafo)", {"ViewTrafo"}},
-	    {"ProjTrafoInv", R::Proj, true, "inverse(ProjTrafo)", {"ProjTrafo"}},
-	    {"ViewProjTrafoInv", R::ViewProj, true, "(ViewTrafoInv * ProjTrafoInv)", {"ViewTrafoInv", "ProjTrafoInv"}},
-	    {"ModelViewTrafoInv", R::ModelView, true, "(ModelTrafoInv * ViewTrafoInv)", {"ModelTrafoInv", "ViewTrafoInv"}},
-	    {"ModelViewProjTrafoInv",
-	     R::ModelViewProj,
-	     true,
-	     "(ModelTrafoInv * ViewProjTrafoInv)",
-	     {"ModelTrafoInv", "ViewProjTrafoInv"}},
-	    {"NormalMatrix", R::Normal, false, "transpose(inverse(mat3(ModelTrafo)))", {"ModelTrafo"}},
-	    {"CameraLocation", R::Camera, false, "(ViewTrafoInv[3].xyz)", {"ViewTrafoInv"}},
-	    {"LightLocation", R::Camera, false, "(ViewTrafoInv[3].xyz)", {"ViewTrafoInv"}},
+	    {"ModelTrafo", "", {}},
+	    {"ViewTrafo", "", {}},
+	    {"ProjTrafo", "", {}},
+	    {"ViewProjTrafo", "(ProjTrafo * ViewTrafo)", {"ProjTrafo", "ViewTrafo"}},
+	    {"ModelViewTrafo", "(ViewTrafo * ModelTrafo)", {"ViewTrafo", "ModelTrafo"}},
+	    {"ModelViewProjTrafo", "(ViewProjTrafo * ModelTrafo)", {"ViewProjTrafo", "ModelTrafo"}},
+	    {"ModelTrafoInv", "inverse(ModelTrafo)", {"ModelTrafo"}},
+	    {"ViewTrafoInv", "inverse(ViewTrafo)", {"ViewTrafo"}},
+	    {"ProjTrafoInv", "inverse(ProjTrafo)", {"ProjTrafo"}},
+	    {"ViewProjTrafoInv", "(ViewTrafoInv * ProjTrafoInv)", {"ViewTrafoInv", "ProjTrafoInv"}},
+	    {"ModelViewTrafoInv", "(ModelTrafoInv * ViewTrafoInv)", {"ModelTrafoInv", "ViewTrafoInv"}},
+	    {"ModelViewProjTrafoInv", "(ModelTrafoInv * ViewProjTrafoInv)", {"ModelTrafoInv", "ViewProjTrafoInv"}},
+	    {"NormalMatrix", "transpose(inverse(mat3(ModelTrafo)))", {"ModelTrafo"}},
+	    {"CameraLocation", "(ViewTrafoInv[3].xyz)", {"ViewTrafoInv"}},
+	    {"LightLocation", "(ViewTrafoInv[3].xyz)", {"ViewTrafoInv"}},
 	};
 	return table;
 }

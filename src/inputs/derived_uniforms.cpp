@@ -7,6 +7,7 @@
 #include <absl/container/inlined_vector.h>
 
 #include <quokka/base/assert.hpp>
+#include <quokka/rules/standard.hpp>
 
 namespace quokka::inputs
 {
@@ -23,16 +24,58 @@ math::Trafo3d trafoOf(const UniformValue& v)
 	return math::Trafo3d::identity();
 }
 
-namespace
+std::optional<rules::Value> ruleInput(const UniformValue& value, const rules::Input& input)
 {
-aval<UniformValue> trafoInput(const scene::RenderObject& object, const char* name, const aval<UniformValue>& identity)
-{
-	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
-		return it->second;
-	return identity;
+	using rules::Value;
+	const fx::Type t = input.type;
+	if (t == fx::M44f)
+	{
+		if (const auto* tr = std::get_if<math::Trafo3d>(&value))
+			return Value::of(input.inverse ? tr->backward : tr->forward);
+		if (const auto* m = std::get_if<math::M44f>(&value))
+			return Value::of(input.inverse ? math::Trafo3d::fromMatrix(math::M44d(*m)).backward : math::M44d(*m));
+		return std::nullopt;
+	}
+	if (input.inverse)
+		return std::nullopt;
+	if (const auto* m = std::get_if<math::M33f>(&value); m && t == fx::M33f)
+		return Value::of(math::M33d(*m));
+	if (const auto* v = std::get_if<math::V4f>(&value); v && t == fx::V4f)
+		return Value::of(math::V4d(*v));
+	if (const auto* v = std::get_if<math::V3f>(&value); v && t == fx::V3f)
+		return Value::of(math::V3d(*v));
+	if (const auto* v = std::get_if<math::V2f>(&value); v && t == fx::V2f)
+		return Value::of(math::V2d(*v));
+	if (const auto* f = std::get_if<float>(&value); f && t == fx::F32)
+		return Value::real(*f);
+	if (const auto* i = std::get_if<int32_t>(&value); i && t == fx::I32)
+		return Value::i32(*i);
+	if (const auto* u = std::get_if<uint32_t>(&value); u && t == fx::U32)
+		return Value::u32(*u);
+	return std::nullopt;
 }
 
-} // namespace
+std::optional<UniformValue> uniformOf(const rules::Value& v)
+{
+	const fx::Type t = v.type;
+	if (t == fx::M44f)
+		return UniformValue(math::toFloat(v.m44()));
+	if (t == fx::M33f)
+		return UniformValue(math::toFloat(v.m33()));
+	if (t == fx::V4f)
+		return UniformValue(math::V4f(v.v4()));
+	if (t == fx::V3f)
+		return UniformValue(math::V3f(v.v3()));
+	if (t == fx::V2f)
+		return UniformValue(math::V2f(float(v.c[0]), float(v.c[1])));
+	if (t == fx::F32)
+		return UniformValue(float(v.c[0]));
+	if (t == fx::I32)
+		return UniformValue(int32_t(v.c[0]));
+	if (t == fx::U32)
+		return UniformValue(uint32_t(v.c[0]));
+	return std::nullopt;
+}
 
 size_t DerivedUniforms::collect()
 {
@@ -88,86 +131,62 @@ UniformPlan::UniformPlan(std::span<const std::string> names)
 	members_.reserve(names.size());
 	for (const std::string& name : names)
 	{
-		members_.push_back({index(name), fx::standardUniform(name)});
+		Member m{index(name), rules::standardRule(name), DerivedRecipe::None};
+		if (m.standard)
+		{
+			for (const rules::Input& in : m.standard->inputs())
+				m.input[m.inputs++] = index(in.name);
+			m.recipe = name == "NormalMatrix"    ? DerivedRecipe::NormalMatrix
+			           : name == "ModelTrafoInv" ? DerivedRecipe::Inverse
+			                                     : DerivedRecipe::None;
+		}
+		members_.push_back(m);
 	}
 }
 
-aval<UniformValue> DerivedUniforms::derive(fx::StandardRule rule, bool inverse, const aval<UniformValue>& model,
-                                           const aval<UniformValue>& view, const aval<UniformValue>& proj)
+aval<UniformValue> DerivedUniforms::derive(const rules::Rule& rule, std::span<const aval<UniformValue>> inputs)
 {
-	using Rule = fx::StandardRule;
-	// Standard derived trafos, shared by every object with the same input nodes.
-	enum Recipe
-	{
-		ViewProj,
-		ModelView,
-		ModelViewProj,
-		Normal,
-		Camera,
-		Inverse,
-	};
-	auto intern = [&](Recipe r, const aval<UniformValue>& a, const aval<UniformValue>& b, auto make)
-	{
-		const auto key = std::make_tuple(int(r), static_cast<const void*>(a.node().get()),
-		                                 static_cast<const void*>(b ? b.node().get() : nullptr));
-		auto it = derived_.find(key);
-		if (it == derived_.end())
-			it = derived_.emplace(key, make()).first;
+	if (rule.nodes().size() == 1 && rule.nodes()[0].op == rules::Op::Leaf)
+		return inputs[0]; // the rule of ModelTrafo, ViewTrafo, ProjTrafo: the value itself
+	Key key{rule.id(), {}};
+	for (const aval<UniformValue>& in : inputs)
+		key.inputs.push_back(in.node().get());
+	auto it = derived_.find(key);
+	if (it != derived_.end())
 		return it->second;
+	std::vector<aval<UniformValue>> held(inputs.begin(), inputs.end());
+	auto evaluate = [rule](std::span<const UniformValue* const> values)
+	{
+		absl::InlinedVector<rules::Value, 3> in;
+		for (size_t i = 0; i < values.size(); ++i)
+		{
+			std::optional<rules::Value> v = ruleInput(*values[i], rule.inputs()[i]);
+			if (!v)
+				// An input of another type than the rule reads: a value of a type the effect cannot take, so the
+				// renderer reports the uniform's type mismatch instead of drawing with a wrong value.
+				return rule.type() == fx::I32 ? UniformValue(0.0f) : UniformValue(int32_t(0));
+			in.push_back(*v);
+		}
+		return *uniformOf(rules::evaluate(rule, in));
 	};
-	auto product = [](const aval<UniformValue>& outer, const aval<UniformValue>& inner)
+	// Over constants only (the identity standing for absent trafos, a fixed camera): a constant, as adaptive::map
+	// gives, so renderers pool it by value.
+	if (std::all_of(held.begin(), held.end(), [](const aval<UniformValue>& a) { return a.isConstant(); }))
 	{
-		return adaptive::map2(outer, inner,
-		                      [](const UniformValue& o, const UniformValue& i)
-		                      { return UniformValue(trafoOf(o) * trafoOf(i)); });
-	};
-	const aval<UniformValue> none;
-	auto viewProj = [&] { return intern(ViewProj, proj, view, [&] { return product(proj, view); }); };
-	aval<UniformValue> base;
-	switch (rule)
-	{
-	case Rule::Model:
-		base = model;
-		break;
-	case Rule::View:
-		base = view;
-		break;
-	case Rule::Proj:
-		base = proj;
-		break;
-	case Rule::ViewProj:
-		base = viewProj();
-		break;
-	case Rule::ModelView:
-		base = intern(ModelView, view, model, [&] { return product(view, model); });
-		break;
-	case Rule::ModelViewProj:
-	{
-		const auto vp = viewProj();
-		base = intern(ModelViewProj, vp, model, [&] { return product(vp, model); });
-		break;
+		absl::InlinedVector<const UniformValue*, 3> values;
+		for (const aval<UniformValue>& a : held)
+			values.push_back(&a.force());
+		return derived_.emplace(std::move(key), adaptive::constant(evaluate(values))).first->second;
 	}
-	case Rule::Normal:
-		return intern(Normal, model, none,
-		              [&] {
-			              return adaptive::map(model, [](const UniformValue& v)
-			                                   { return deriveValue(DerivedRecipe::NormalMatrix, v); });
-		              });
-	case Rule::Camera:
-		return intern(Camera, view, none,
-		              [&]
-		              {
-			              return adaptive::map(
-			                  view, [](const UniformValue& x)
-			                  { return UniformValue(math::V3f(trafoOf(x).inverse().transformPos(math::V3d(0.0)))); });
-		              });
-	}
-	if (!inverse)
-		return base;
-	return intern(
-	    Inverse, base, none,
-	    [&]
-	    { return adaptive::map(base, [](const UniformValue& v) { return deriveValue(DerivedRecipe::Inverse, v); }); });
+	aval<UniformValue> node = adaptive::custom(
+	    [held = std::move(held), evaluate](adaptive::Token t)
+	    {
+		    absl::InlinedVector<const UniformValue*, 3> values;
+		    for (const aval<UniformValue>& a : held)
+			    values.push_back(&a.getValue(t));
+		    return evaluate(values);
+	    });
+	return derived_.emplace(std::move(key), std::move(node)).first->second;
 }
 
 namespace
@@ -179,15 +198,69 @@ Error missingUniform(const scene::RenderObject& object, std::string_view name)
 }
 } // namespace
 
+namespace
+{
+Error bothValueAndRule(const scene::RenderObject& object, std::string_view name)
+{
+	return makeError(ErrorCode::InvalidArgument, objectName(object) + ": the uniform '" + std::string(name) +
+	                                                 "' has both a value and a rule; give it one of them");
+}
+} // namespace
+
+Result<aval<UniformValue>> DerivedUniforms::deriveOwn(const scene::RenderObject& object, const std::string& name,
+                                                      const rules::Rule& rule)
+{
+	if (object.uniforms.contains(name))
+		return bothValueAndRule(object, name);
+	// Inputs the object has a value for stay inputs; names it derives or that are standard are their rules.
+	const rules::Producer producer = [&](std::string_view input) -> const rules::Rule*
+	{
+		const std::string key(input);
+		if (object.uniforms.contains(key))
+			return nullptr;
+		if (auto it = object.derived.find(key); it != object.derived.end())
+			return &it->second;
+		return rules::isTrafoLeaf(input) ? nullptr : rules::standardRule(input);
+	};
+	rules::Producer root = [&](std::string_view input) { return input == name ? &rule : producer(input); };
+	Result<rules::Rule> flat = rules::flatten(rules::Rule::make(rules::leaf(name, rule.type())).value(), root);
+	if (!flat)
+		return makeError(ErrorCode::InvalidArgument,
+		                 objectName(object) + ": derived uniform '" + name + "': " + flat.error().message);
+	if (!uniformOf(rules::Value{rule.type()}))
+		return makeError(ErrorCode::InvalidArgument, objectName(object) + ": derived uniform '" + name + "' is " +
+		                                                 fx::typeName(rule.type()) + ", which no uniform value holds");
+	absl::InlinedVector<aval<UniformValue>, 3> inputs;
+	for (const rules::Input& in : flat->inputs())
+	{
+		if (auto it = object.uniforms.find(in.name); it != object.uniforms.end())
+			inputs.push_back(it->second);
+		else if (rules::isTrafoLeaf(in.name))
+			inputs.push_back(identity_);
+		else
+			return makeError(ErrorCode::InvalidArgument, objectName(object) + ": derived uniform '" + name +
+			                                                 "' reads the uniform '" + in.name +
+			                                                 "', which the object does not provide");
+	}
+	return derive(*flat, inputs);
+}
+
 Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& object, const std::string& name)
 {
 	if (auto it = object.uniforms.find(name); it != object.uniforms.end())
 		return it->second;
-	const fx::StandardUniform* standard = fx::standardUniform(name);
+	if (auto it = object.derived.find(name); it != object.derived.end())
+		return deriveOwn(object, name, it->second);
+	const rules::Rule* standard = rules::standardRule(name);
 	if (!standard)
 		return missingUniform(object, name);
-	return derive(standard->rule, standard->inverse, trafoInput(object, "ModelTrafo", identity_),
-	              trafoInput(object, "ViewTrafo", identity_), trafoInput(object, "ProjTrafo", identity_));
+	absl::InlinedVector<aval<UniformValue>, 3> inputs;
+	for (const rules::Input& in : standard->inputs())
+	{
+		auto it = object.uniforms.find(in.name);
+		inputs.push_back(it != object.uniforms.end() ? it->second : identity_);
+	}
+	return derive(*standard, inputs);
 }
 
 Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const UniformPlan& plan,
@@ -222,21 +295,36 @@ Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const U
 	for (size_t i = 0; i < plan.members_.size(); ++i)
 	{
 		const UniformPlan::Member& m = plan.members_[i];
-		DerivedRecipe recipe = DerivedRecipe::None;
-		if (!found[m.own] && !pooled.empty() && m.standard)
-			recipe = m.standard->rule == fx::StandardRule::Normal                         ? DerivedRecipe::NormalMatrix
-			         : m.standard->rule == fx::StandardRule::Model && m.standard->inverse ? DerivedRecipe::Inverse
-			                                                                              : DerivedRecipe::None;
 		if (!pooled.empty())
-			pooled[i] = recipe;
+			pooled[i] = DerivedRecipe::None;
 		if (found[m.own])
+		{
 			out[i] = *found[m.own];
-		else if (recipe != DerivedRecipe::None)
-			out[i] = model;
-		else if (!m.standard)
+			if (!object.derived.empty() && object.derived.contains(names[m.own]))
+				return bothValueAndRule(object, names[m.own]);
+			continue;
+		}
+		if (!object.derived.empty())
+			if (auto it = object.derived.find(names[m.own]); it != object.derived.end())
+			{
+				Result<aval<UniformValue>> own = deriveOwn(object, names[m.own], it->second);
+				if (!own)
+					return own.error();
+				out[i] = std::move(*own);
+				continue;
+			}
+		if (!m.standard)
 			return missingUniform(object, names[m.own]);
-		else
-			out[i] = derive(m.standard->rule, m.standard->inverse, model, input(plan.view_), input(plan.proj_));
+		if (!pooled.empty() && m.recipe != DerivedRecipe::None)
+		{
+			pooled[i] = m.recipe;
+			out[i] = model;
+			continue;
+		}
+		std::array<aval<UniformValue>, 3> inputs;
+		for (uint32_t k = 0; k < m.inputs; ++k)
+			inputs[k] = input(m.input[k]);
+		out[i] = derive(*m.standard, std::span(inputs.data(), m.inputs));
 	}
 	return {};
 }

@@ -1,6 +1,7 @@
 // GLSL rendering of a rule (rule.hpp): a function with one parameter per input and one statement per node.
 #include <quokka/rules/rule.hpp>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -134,6 +135,15 @@ std::string_view function(Op op)
 	}
 }
 
+/// The parts one after another.
+std::string cat(std::initializer_list<std::string_view> parts)
+{
+	std::string s;
+	for (std::string_view p : parts)
+		s.append(p);
+	return s;
+}
+
 /// Functions GLSL defines for float only.
 bool floatOnly(Op op)
 {
@@ -142,6 +152,71 @@ bool floatOnly(Op op)
 }
 
 } // namespace
+
+std::string glslExpression(const Node& n, std::span<const std::string_view> kids, Precision precision)
+{
+	QUOKKA_ASSERT(n.op > Op::LeafInv && kids.size() == n.arity, "rules::glslExpression: an operation and its operands");
+	auto k = [&](uint32_t j) { return kids[j]; };
+	const std::string type = glslType(n.type, precision);
+	std::string e;
+	switch (n.op)
+	{
+	case Op::Neg:
+		e = cat({"-(", k(0), ")"});
+		break;
+	case Op::Not:
+		e = cat({"!(", k(0), ")"});
+		break;
+	case Op::Resize:
+	case Op::Convert:
+		e = cat({type, "(", k(0), ")"});
+		break;
+	case Op::Column:
+		e = cat({k(0), "[", std::to_string(n.aux), "]"});
+		break;
+	case Op::Swizzle:
+		e = cat({k(0), "."});
+		for (uint32_t j = 0; j < (n.aux & 7); ++j)
+			e += "xyzw"[(n.aux >> (3 + 2 * j)) & 3];
+		break;
+	case Op::Add:
+	case Op::Sub:
+	case Op::Mul:
+	case Op::Div:
+	case Op::MatMul:
+	case Op::Lt:
+	case Op::Le:
+	case Op::Gt:
+	case Op::Ge:
+	case Op::Eq:
+	case Op::Ne:
+	case Op::And:
+	case Op::Or:
+		e = cat({"(", k(0), " ", opName(n.op), " ", k(1), ")"});
+		break;
+	case Op::Select:
+		e = cat({"(", k(0), " ? ", k(1), " : ", k(2), ")"});
+		break;
+	case Op::Construct:
+		e = cat({type, "("});
+		for (uint32_t j = 0; j < n.arity; ++j)
+			e.append(j ? ", " : "").append(k(j));
+		e += ")";
+		break;
+	default:
+	{
+		const bool narrow = precision == Precision::F64 && floatOnly(n.op);
+		const std::string cast = narrow ? glslType(n.type, Precision::F32) : "";
+		e = cat({function(n.op), "("});
+		for (uint32_t j = 0; j < n.arity; ++j)
+			e += narrow ? cat({j ? ", " : "", cast, "(", k(j), ")"}) : cat({j ? ", " : "", k(j)});
+		e += ")";
+		if (narrow)
+			e = cat({type, "(", e, ")"});
+	}
+	}
+	return e;
+}
 
 std::string glslFunction(const Rule& rule, std::string_view name, Precision precision)
 {
@@ -161,65 +236,11 @@ std::string glslFunction(const Rule& rule, std::string_view name, Precision prec
 			ref[i] = literal(rule.literals()[n.aux], precision);
 			continue;
 		}
-		auto k = [&](uint32_t j) -> const std::string& { return ref[n.kid[j]]; };
+		std::array<std::string_view, 4> kids{};
+		for (uint32_t j = 0; j < n.arity; ++j)
+			kids[j] = ref[n.kid[j]];
 		const std::string type = glslType(n.type, precision);
-		std::string e;
-		switch (n.op)
-		{
-		case Op::Neg:
-			e = "-(" + k(0) + ")";
-			break;
-		case Op::Not:
-			e = "!(" + k(0) + ")";
-			break;
-		case Op::Resize:
-		case Op::Convert:
-			e = type + "(" + k(0) + ")";
-			break;
-		case Op::Column:
-			e = k(0) + "[" + std::to_string(n.aux) + "]";
-			break;
-		case Op::Swizzle:
-			e = k(0) + ".";
-			for (uint32_t j = 0; j < (n.aux & 7); ++j)
-				e += "xyzw"[(n.aux >> (3 + 2 * j)) & 3];
-			break;
-		case Op::Add:
-		case Op::Sub:
-		case Op::Mul:
-		case Op::Div:
-		case Op::MatMul:
-		case Op::Lt:
-		case Op::Le:
-		case Op::Gt:
-		case Op::Ge:
-		case Op::Eq:
-		case Op::Ne:
-		case Op::And:
-		case Op::Or:
-			e = "(" + k(0) + " " + std::string(opName(n.op)) + " " + k(1) + ")";
-			break;
-		case Op::Select:
-			e = "(" + k(0) + " ? " + k(1) + " : " + k(2) + ")";
-			break;
-		case Op::Construct:
-			e = type + "(";
-			for (uint32_t j = 0; j < n.arity; ++j)
-				e += (j ? ", " : "") + k(j);
-			e += ")";
-			break;
-		default:
-		{
-			const bool narrow = precision == Precision::F64 && floatOnly(n.op);
-			const std::string cast = narrow ? glslType(n.type, Precision::F32) : "";
-			e = std::string(function(n.op)) + "(";
-			for (uint32_t j = 0; j < n.arity; ++j)
-				e += (j ? ", " : "") + (narrow ? cast + "(" + k(j) + ")" : k(j));
-			e += ")";
-			if (narrow)
-				e = type + "(" + e + ")";
-		}
-		}
+		const std::string e = glslExpression(n, std::span(kids.data(), n.arity), precision);
 		ref[i] = std::string("t").append(std::to_string(i));
 		body.append("\t").append(type).append(" ").append(ref[i]).append(" = ").append(e).append(";\n");
 	}

@@ -434,6 +434,12 @@ Result<Rule> Rule::make(const Expr& expr)
 	return Rule(std::make_shared<const Graph>(std::move(g)));
 }
 
+Rule::Rule()
+{
+	static const std::shared_ptr<const Graph> zero = make(lit(0.0)).value().g_;
+	g_ = zero;
+}
+
 int Rule::input(std::string_view name, bool inverse) const
 {
 	for (size_t i = 0; i < g_->inputs.size(); ++i)

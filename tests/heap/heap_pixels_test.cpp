@@ -3,6 +3,8 @@
 // per-instance and scalar uniforms, draw order by id, batched additions.
 #include "heap_fixture.hpp"
 
+#include <quokka/rules/rule.hpp>
+
 namespace quokka::heap::test
 {
 namespace
@@ -540,6 +542,89 @@ TEST_F(HeapRenderTest, AdditionsPlacedInOneFrameMatchAdditionsOneFrameAtATime)
 		EXPECT_EQ(x.slots, y.slots);
 		expectValidHeap(*a);
 		expectValidHeap(*b);
+	}
+}
+
+/// A user's derived uniform: a billboard matrix by a rule over the standard ViewProjTrafo, the view and a per-object
+/// anchor (RenderObject::derived). Every path draws it alike, it follows the camera (turned 60° about y, the quads
+/// still face it: the same area as before, where a plain quad would shrink to half its width), and a rule that reads
+/// itself through another is an error naming the cycle.
+TEST_F(HeapRenderTest, AUserRuleDerivesABillboardAlikeOnEveryPath)
+{
+	ASSERT_TRUE(fx::UniformScope::declare("TestBillboardTrafo", fx::M44f).ok());
+	ASSERT_TRUE(fx::UniformScope::declare("TestAnchor", fx::V3f).ok());
+	const fx::Effect effect =
+	    effectOf({std::make_shared<const fx::Stage>(fx::Stage::vertex("test.billboard")
+	                                                    .reads({{"Positions", fx::V4f}})
+	                                                    .writes({{"Positions", fx::V4f}})
+	                                                    .uniforms({"TestBillboardTrafo"})
+	                                                    .glsl("s.Positions = TestBillboardTrafo * s.Positions;")),
+	              fx::stock::constantColor()});
+	using namespace rules;
+	const Expr translate = vec(vec(1.0, 0.0, 0.0, 0.0), vec(0.0, 1.0, 0.0, 0.0), vec(0.0, 0.0, 1.0, 0.0),
+	                           vec(leaf("TestAnchor"), lit(1.0)));
+	const Rule billboard =
+	    Rule::make(leaf("ViewProjTrafo") * translate * resize(upper3x3(inv(leaf("ViewTrafo"))), 4, 4)).value();
+	const cval<math::Trafo3d> view(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
+	std::vector<RenderObjectPtr> objects;
+	for (int i = 0; i < 4; ++i)
+	{
+		const Quad q = quad(-0.15f, -0.15f, 0.15f, 0.15f, 0.0f);
+		RenderObject o;
+		o.effect = effect;
+		o.attributes["Positions"] = scene::BufferView::of(q.positions, VK_FORMAT_R32G32B32_SFLOAT);
+		o.indices = scene::BufferView::of(q.indices, VK_FORMAT_R32_UINT);
+		o.uniforms["ViewTrafo"] = scene::uniform(view);
+		o.uniforms["TestAnchor"] = scene::uniform(V3f(i % 2 ? 0.4f : -0.4f, i / 2 ? 0.4f : -0.4f, 0.0f));
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(60 * i, 200, 90));
+		o.derived["TestBillboardTrafo"] = billboard;
+		o.draw_call = adaptive::constant(scene::DrawCall{true, 6});
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
+	auto turn = [&](double degrees)
+	{
+		adaptive::transact(
+		    [&]
+		    {
+			    view.setValue(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)) *
+			                  math::Trafo3d::rotation(math::V3d(0.0, 1.0, 0.0), degrees * 3.14159265358979 / 180.0));
+		    });
+	};
+	std::optional<Rgba8Image> front, turned;
+	for (const Mode& m : modes())
+	{
+		turn(0.0);
+		auto t = task(tree, m.options);
+		ASSERT_EQ(frame(*t), "") << m.name;
+		const Rgba8Image a = pixels();
+		turn(60.0);
+		ASSERT_EQ(frame(*t), "") << m.name;
+		const Rgba8Image b = pixels();
+		if (!front)
+		{
+			front = a;
+			turned = b;
+			EXPECT_GT(covered(a), 100u);
+			EXPECT_NEAR(double(covered(b)), double(covered(a)), 0.05 * double(covered(a)));
+			EXPECT_GT(differing(a, b), 0u) << "the anchors move with the camera";
+			continue;
+		}
+		EXPECT_EQ(differing(a, *front), 0u) << m.name;
+		EXPECT_EQ(differing(b, *turned), 0u) << m.name;
+	}
+	// Rules that read each other in a circle: an error on every path, naming the object and the cycle.
+	RenderObject looped = *objects[0];
+	looped.derived["TestBillboardTrafo"] = Rule::make(leaf("ModelTrafo") * leaf("TestLoop", fx::M44f)).value();
+	looped.derived["TestLoop"] = Rule::make(leaf("TestBillboardTrafo") * lit(2.0)).value();
+	const auto bad = RenderTree::leafOf(scene::makeRenderObject(std::move(looped)));
+	for (const Mode& m : modes())
+	{
+		auto t = task(bad, m.options);
+		const std::string error = frame(*t);
+		EXPECT_NE(error.find("derived uniforms form a cycle: TestBillboardTrafo -> TestLoop -> TestBillboardTrafo"),
+		          std::string::npos)
+		    << m.name << ": " << error;
 	}
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <quokka/fx/standard_uniforms.hpp>
+#include <quokka/fx/uniform_scope.hpp>
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/pipeline.hpp>
@@ -214,6 +216,65 @@ TEST_F(RulesGpuTest, GlslInDoubleEqualsTheCpuEvaluation)
 		GTEST_SKIP() << "the device has no shaderFloat64";
 	// Products, sums and the computed inverse in double; the float-only functions (sin, exp, pow, …) in float.
 	compare(device(), Precision::F64, 1e-12, 1e-3);
+}
+
+// The two forms of the standard uniforms mean the same: each name's GLSL expression in fx's table (what per-instance
+// shaders inline), run on the device, equals its rule's CPU evaluation.
+TEST_F(RulesGpuTest, TheStandardGlslExpressionsEqualTheStandardRules)
+{
+	std::mt19937_64 rng(quokka::test::testSeed(38));
+	const std::string leaves[] = {"ModelTrafo", "ViewTrafo", "ProjTrafo"};
+	std::vector<Trafo3d> trafos;
+	std::vector<double> inputs;
+	for (int i = 0; i < 3; ++i)
+	{
+		const Value v = randomInput({leaves[i], fx::M44f, false}, rng);
+		trafos.push_back(Trafo3d::fromMatrix(v.m44()));
+		inputs.insert(inputs.end(), v.c.begin(), v.c.end());
+	}
+	std::string src = "#version 460\nlayout(local_size_x = 1) in;\n"
+	                  "layout(set = 0, binding = 0, std430) readonly buffer In { float v[]; } inp;\n"
+	                  "layout(set = 0, binding = 1, std430) writeonly buffer Out { float v[]; } outp;\n"
+	                  "void main()\n{\n";
+	std::vector<double> expected;
+	uint32_t out = 0;
+	for (const fx::StandardUniform& u : fx::standardUniforms())
+	{
+		const Type type = *fx::UniformScope::lookup(u.name);
+		std::string value = u.glsl.empty() ? "" : std::string(u.glsl);
+		if (value.empty())
+		{
+			const int i = u.name == "ModelTrafo" ? 0 : u.name == "ViewTrafo" ? 1 : 2;
+			value = "mat4(";
+			for (int c = 0; c < 16; ++c)
+				value += (c ? ", " : "") + std::string("inp.v[") + std::to_string(16 * i + c) + "]";
+			value += ")";
+		}
+		src += "\t" + fx::glslName(type) + " " + std::string(u.name) + " = " + value + ";\n";
+		const Rule* rule = standardRule(u.name);
+		ASSERT_NE(rule, nullptr) << u.name;
+		ASSERT_EQ(rule->type(), type) << u.name;
+		std::vector<Value> values;
+		for (const Input& in : rule->inputs())
+		{
+			const Trafo3d& t = trafos[in.name == "ModelTrafo" ? 0 : in.name == "ViewTrafo" ? 1 : 2];
+			values.push_back(Value::of(in.inverse ? t.backward : t.forward));
+		}
+		const Value v = evaluate(*rule, values);
+		for (uint32_t c = 0; c < v.components(); ++c)
+		{
+			const std::string at =
+			    type.isMatrix() ? "[" + std::to_string(c / type.rows) + "][" + std::to_string(c % type.rows) + "]"
+			                    : "[" + std::to_string(c) + "]";
+			src += "\toutp.v[" + std::to_string(out++) + "] = " + std::string(u.name) + at + ";\n";
+			expected.push_back(v.c[c]);
+		}
+	}
+	src += "}\n";
+	const std::vector<double> got = run<float>(device(), src, inputs, expected.size());
+	ASSERT_EQ(got.size(), expected.size());
+	for (size_t i = 0; i < got.size(); ++i)
+		EXPECT_NEAR(got[i], expected[i], 1e-3 * std::max(1.0, std::abs(expected[i]))) << "component " << i;
 }
 
 } // namespace

@@ -1,7 +1,8 @@
 // quokka/fx/standard_uniforms.hpp — the standard uniforms: names an effect may read that an object need not supply,
-// because they follow from its ModelTrafo, ViewTrafo and ProjTrafo (each the identity when absent). One table serves
-// both derivations — the CPU one (inputs::DerivedUniforms: per object, double precision) and the shader one
-// (instanceUniforms: per instance, from a per-instance trafo) — so both know the same names with the same meaning.
+// because they follow from its ModelTrafo, ViewTrafo and ProjTrafo (each the identity when absent). This table gives
+// each name's GLSL expression, which the shader rewrite of per-instance uniforms (instanceUniforms) inlines; the same
+// names' rules (rules/standard.hpp, in this table's order) are what every other derivation evaluates, and a test holds
+// the two to one meaning.
 #pragma once
 
 #include <array>
@@ -12,24 +13,9 @@
 namespace quokka::fx
 {
 
-/// What a standard uniform is computed from. Products read right to left: ModelViewProj = Proj · View · Model.
-enum class StandardRule : uint8_t
-{
-	Model,
-	View,
-	Proj,
-	ViewProj,
-	ModelView,
-	ModelViewProj,
-	Normal, ///< transpose(inverse(upper 3×3 of Model))
-	Camera, ///< the translation of View's inverse (the eye in world space)
-};
-
 struct StandardUniform
 {
 	std::string_view name;
-	StandardRule rule;
-	bool inverse;          ///< the inverse of `rule`'s trafo (the *Inv names)
 	std::string_view glsl; ///< the GLSL expression over other standard names; empty for the three inputs
 	std::array<std::string_view, 2> inputs; ///< the standard names `glsl` reads (empty when fewer)
 };

@@ -1,21 +1,26 @@
-// quokka/inputs/derived_uniforms.hpp — the standard uniforms an object need not supply (ModelViewProjTrafo,
-// NormalMatrix, the *Inv variants, CameraLocation, …), derived on the CPU in double precision from its ModelTrafo,
-// ViewTrafo and ProjTrafo. The names and their meaning are fx/standard_uniforms.hpp's table, which the shader rewrite
-// of per-instance uniforms reads too, so the CPU and the GPU derive the same names the same way.
+// quokka/inputs/derived_uniforms.hpp — uniforms an object need not supply, derived on the CPU in double precision:
+// the standard ones (ModelViewProjTrafo, NormalMatrix, the *Inv variants, CameraLocation, …) from its ModelTrafo,
+// ViewTrafo and ProjTrafo, and its own (RenderObject::derived) by their rules. Every derivation is a rules::Rule —
+// the standard ones are rules/standard.hpp's, whose names the shader rewrite of per-instance uniforms
+// (fx/standard_uniforms.hpp) knows too — evaluated by rules::evaluate, so the CPU path is the oracle of any other
+// evaluation of the same rules.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
 
 #include <quokka/base/result.hpp>
 #include <quokka/fx/standard_uniforms.hpp>
 #include <quokka/inputs/object_inputs.hpp>
+#include <quokka/rules/rule.hpp>
 #include <quokka/scene/render_object.hpp>
 
 namespace quokka::inputs
@@ -23,6 +28,12 @@ namespace quokka::inputs
 
 /// The trafo a uniform value stands for: a Trafo3d itself, an M44f read as a forward matrix, the identity otherwise.
 math::Trafo3d trafoOf(const scene::UniformValue& value);
+/// `value` as the rule input `input` reads it (a trafo's backward matrix for an inverse input; an M44f's inverse
+/// computed), or nullopt when the value is of another type.
+std::optional<rules::Value> ruleInput(const scene::UniformValue& value, const rules::Input& input);
+/// A rule's value as a uniform value (narrowed to float), or nullopt for a type no uniform value holds (bool, and
+/// matrices other than 3×3 and 4×4).
+std::optional<scene::UniformValue> uniformOf(const rules::Value& value);
 
 /// A per-object derived uniform that a renderer may pool itself: a recipe over one input node (the object's
 /// ModelTrafo, or the shared identity when it has none). The heap keys such values by (recipe, input, chunk) instead of
@@ -53,18 +64,24 @@ private:
 	friend class DerivedUniforms;
 	struct Member
 	{
-		uint32_t own;                        ///< index of the name in fetch_
-		const fx::StandardUniform* standard; ///< its standard derivation; null: an error when the object lacks it
+		uint32_t own;                    ///< index of the name in fetch_
+		const rules::Rule* standard;     ///< its standard rule; null: the object must define or derive it
+		DerivedRecipe recipe;            ///< the recipe of the standard rule a renderer may pool (or None)
+		uint8_t inputs = 0;              ///< how many trafo leaves the standard rule reads …
+		std::array<uint32_t, 3> input{}; ///< … and where each sits in fetch_ (its inputs() order)
 	};
 	std::vector<std::string> fetch_; ///< names read from the object, sorted and unique: every member's and the trafos'
 	uint32_t model_ = 0, view_ = 0, proj_ = 0; ///< where ModelTrafo, ViewTrafo and ProjTrafo sit in fetch_
 	std::vector<Member> members_;
 };
 
-/// Uniforms an object does not define are derived when they are standard trafos (ModelViewProjTrafo, ViewProjTrafo,
-/// ModelViewTrafo, NormalMatrix, the *Inv variants, CameraLocation; LightLocation defaults to the camera) from its
-/// ModelTrafo/ViewTrafo/ProjTrafo (identity when absent), CPU-side in double precision. Derived values are interned by
-/// their input nodes: 20,000 objects with one camera share one ViewProjTrafo node.
+/// Uniforms an object does not define are derived: by the object's own rule (RenderObject::derived) when it has one
+/// for the name, else when they are standard (ModelViewProjTrafo, ViewProjTrafo, ModelViewTrafo, NormalMatrix, the
+/// *Inv variants, CameraLocation; LightLocation defaults to the camera) from its ModelTrafo/ViewTrafo/ProjTrafo
+/// (identity when absent), CPU-side in double precision. An object's rule may read its uniforms, the standard names
+/// and its other derived names; those are flattened into one rule over values the object holds (a cycle is an
+/// error). Derived values are interned by (rule, input nodes): 20,000 objects with one camera share one
+/// ViewProjTrafo node.
 class DerivedUniforms
 {
 public:
@@ -83,12 +100,23 @@ public:
 	size_t size() const { return derived_.size(); }
 
 private:
-	using Key = std::tuple<int, const void*, const void*>; ///< (recipe, input a, input b)
-	/// The value of `rule` from the object's trafo inputs (each the identity when the object lacks it).
-	adaptive::aval<scene::UniformValue> derive(fx::StandardRule rule, bool inverse,
-	                                           const adaptive::aval<scene::UniformValue>& model,
-	                                           const adaptive::aval<scene::UniformValue>& view,
-	                                           const adaptive::aval<scene::UniformValue>& proj);
+	struct Key
+	{
+		fx::Hash128 rule;
+		absl::InlinedVector<const void*, 3> inputs; ///< the input nodes, in the rule's inputs() order
+		bool operator==(const Key&) const = default;
+		template <typename H>
+		friend H AbslHashValue(H h, const Key& k)
+		{
+			return H::combine(std::move(h), k.rule.hi, k.rule.lo, k.inputs);
+		}
+	};
+	/// The interned node of `rule` over `inputs` (one node per rule input, in order).
+	adaptive::aval<scene::UniformValue> derive(const rules::Rule& rule,
+	                                           std::span<const adaptive::aval<scene::UniformValue>> inputs);
+	/// The object's own rule for `name`, flattened and derived. Errors: InvalidArgument naming the object.
+	Result<adaptive::aval<scene::UniformValue>> deriveOwn(const scene::RenderObject& object, const std::string& name,
+	                                                      const rules::Rule& rule);
 	/// A flat map: at 10^6 objects it holds ~10^6 per-object derived values (NormalMatrix, …), where a node-based map's
 	/// chain walk costs several cache misses per lookup.
 	absl::flat_hash_map<Key, adaptive::aval<scene::UniformValue>> derived_;

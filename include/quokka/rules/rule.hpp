@@ -53,6 +53,8 @@ struct Node
 class Rule
 {
 public:
+	/// The rule of the literal 0.0 (so that rules can sit in maps and be assigned).
+	Rule();
 	/// Checks and compacts `expr`. Errors: InvalidArgument with the expression's first error.
 	static Result<Rule> make(const Expr& expr);
 
@@ -114,6 +116,8 @@ enum class Precision : uint8_t
 };
 /// The GLSL type spelling of `type` at `precision` ("mat4", "dmat4", "bool", "uvec2", …).
 std::string glslType(Type type, Precision precision);
+/// The GLSL expression of one operation node over its operands' expressions (`kids`, in order), at `precision`.
+std::string glslExpression(const Node& node, std::span<const std::string_view> kids, Precision precision);
 /// A GLSL function `<type> name(<input 0>, <input 1>, …)` computing `rule`: one statement per node.
 std::string glslFunction(const Rule& rule, std::string_view name, Precision precision);
 

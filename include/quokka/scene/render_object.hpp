@@ -28,6 +28,7 @@
 #include <quokka/fx/effect.hpp>
 #include <quokka/gpu/image.hpp>
 #include <quokka/math/math.hpp>
+#include <quokka/rules/rule.hpp>
 #include <quokka/scene/pipeline_state.hpp>
 
 namespace quokka::scene
@@ -167,6 +168,10 @@ struct RenderObject
 	std::map<std::string, BufferView> attributes; ///< by attribute name (Positions, Normals, Colors, …)
 	std::optional<BufferView> indices;            ///< R16_UINT or R32_UINT
 	std::map<std::string, adaptive::aval<UniformValue>> uniforms;
+	/// Uniforms derived by a rule (rules/rule.hpp) over the object's other uniforms, the standard ones (ModelViewTrafo,
+	/// CameraLocation, …) and its other derived ones, evaluated in double precision; a name is either here or in
+	/// `uniforms`, never both. E.g. a billboard: derived["BillboardTrafo"] = Rule::make(…).value().
+	std::map<std::string, rules::Rule> derived;
 	std::map<std::string, adaptive::aval<TextureData>> textures;
 	std::map<std::string, SamplerState> samplers; ///< by texture name; default SamplerState when absent
 	/// Default: everything the indices or the positions hold, one instance (DrawCall{}).
