@@ -13,7 +13,9 @@ int runBench(const BenchOptions& options)
 		return runBenchDraw(options);
 	if (options.name == "update")
 		return runBenchUpdate(options);
-	return usage("unknown benchmark '" + options.name + "' (available: meshlet, draw, update)");
+	if (options.name == "camera")
+		return runBenchCamera(options);
+	return usage("unknown benchmark '" + options.name + "' (available: meshlet, draw, update, camera)");
 }
 
 } // namespace quokka::app

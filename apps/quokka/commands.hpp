@@ -72,6 +72,7 @@ struct RenderOptions
 	bool ortho = false;           ///< `--ortho`: orthographic projection
 	int camera = -1;              ///< `--camera N`: the glTF file's camera N; -1 = a camera framing the scene
 	bool quiet = false;           ///< `--quiet`: no progress on stderr
+	std::string origin;           ///< `--origin X,Y,Z`: the scene (and its camera) moved by this offset in metres
 
 	/// What is rendered, for reports and the default output name: the scene, or the glTF file's name without folder
 	/// and extension.
@@ -106,6 +107,8 @@ int runRenderScene(const RenderOptions& options);
 int runBenchDraw(const BenchOptions& options);
 /// `bench update`: heap CPU time and upload bytes per added, removed or edited object (bench_update.cpp).
 int runBenchUpdate(const BenchOptions& options);
+/// `bench camera`: CPU update, GPU and frame time of static and camera frames per effect and path (bench_camera.cpp).
+int runBenchCamera(const BenchOptions& options);
 /// `render --scene meshlets` (scene_meshlets.cpp).
 int runRenderMeshlets(const RenderOptions& options);
 

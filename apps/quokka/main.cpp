@@ -68,6 +68,9 @@ int main(int argc, char** argv)
 	render_cmd->add_option("--view", render.view,
 	                       "camera direction AZIMUTH,ELEVATION in degrees (grid, city, glTF; default 34,35)");
 	render_cmd->add_flag("--ortho", render.ortho, "orthographic projection (grid, city, glTF)");
+	render_cmd->add_option("--origin", render.origin,
+	                       "move the scene and its camera by X,Y,Z metres, e.g. 1e7,0,0: georeferenced coordinates "
+	                       "(grid, city, glTF)");
 	render_cmd->add_option("--camera", render.camera, "use the glTF file's camera N (0 = the first)")
 	    ->check(CLI::Range(0, 1 << 20));
 	render_cmd->add_flag("--quiet", render.quiet, "no progress on stderr");
@@ -75,13 +78,13 @@ int main(int argc, char** argv)
 	BenchOptions bench;
 	CLI::App* bench_cmd = app.add_subcommand("bench", "run a benchmark and print medians and same-run ratios");
 	bench.device.addTo(*bench_cmd);
-	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw, update")->required();
+	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw, update, camera")->required();
 	bench_cmd
 	    ->add_option("--objects", bench.objects,
-	                 "draw: object counts (default 10000 100000 1000000; 1000 10000 on a CPU device); update: scene "
-	                 "size (default 1000000; 20000 on a CPU device)")
+	                 "draw, camera: object counts (default 10000 100000 1000000; 1000 10000 on a CPU device); update: "
+	                 "scene size (default 1000000; 20000 on a CPU device)")
 	    ->check(CLI::Range(1u, 10000000u));
-	bench_cmd->add_option("--path", bench.path, "draw: only this render path (classic, heap); update: heap")
+	bench_cmd->add_option("--path", bench.path, "draw, camera: only this render path (classic, heap); update: heap")
 	    ->check(CLI::IsMember({"classic", "heap"}));
 	bench_cmd
 	    ->add_option("--draw", bench.draw,
@@ -170,11 +173,13 @@ int main(int argc, char** argv)
 		    (!render.gltf.empty() || render.scene == "triangle" || render.scene == "meshlets"))
 			return usage("--objects sets the size of a generated scene (grid, city), not of " +
 			             (render.gltf.empty() ? "--scene " + render.scene : std::string("a glTF file")));
-		const bool camera_options =
-		    render_cmd->count("--view") + render_cmd->count("--ortho") + render_cmd->count("--camera") > 0;
+		const bool camera_options = render_cmd->count("--view") + render_cmd->count("--ortho") +
+		                                render_cmd->count("--camera") + render_cmd->count("--origin") >
+		                            0;
 		if (camera_options && render.gltf.empty() && (render.scene == "triangle" || render.scene == "meshlets"))
 			return usage(
-			    "--view, --ortho and --camera place the camera of grid, city and glTF scenes, not of --scene " +
+			    "--view, --ortho, --camera and --origin place the camera (and scene) of grid, city and glTF scenes, "
+			    "not of --scene " +
 			    render.scene);
 		if (render_cmd->count("--camera") > 0 && render.gltf.empty())
 			return usage("--camera N picks a camera of the glTF file (--gltf FILE)");
@@ -184,6 +189,9 @@ int main(int argc, char** argv)
 		if (render_cmd->count("--view") > 0)
 			if (auto spec = viewSpecOf(render); !spec.ok())
 				return usage(spec.error().message);
+		if (render_cmd->count("--origin") > 0)
+			if (auto origin = originOf(render); !origin.ok())
+				return usage(origin.error().message);
 		if (render.scene == "meshlets" && render_cmd->count("--path") > 0)
 			return usage("--path picks the renderer of scene-graph scenes; the meshlets scene has its own "
 			             "(--meshlet-path)");

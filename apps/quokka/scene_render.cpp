@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <quokka/gpu/timing.hpp>
+#include <quokka/inputs/derived_uniforms.hpp>
 #include <quokka/runtime/runtime.hpp>
 
 namespace quokka::app
@@ -216,6 +217,39 @@ Result<BenchSession> BenchSession::create(gpu::Device& device)
 	return BenchSession{std::move(rt), std::move(fb)};
 }
 
+Result<math::V3d> originOf(const RenderOptions& o)
+{
+	math::V3d v(0.0);
+	if (o.origin.empty())
+		return v;
+	char tail = 0;
+	if (std::sscanf(o.origin.c_str(), "%lf,%lf,%lf%c", &v.x, &v.y, &v.z, &tail) != 3 || !std::isfinite(v.x) ||
+	    !std::isfinite(v.y) || !std::isfinite(v.z))
+		return makeError(ErrorCode::InvalidArgument,
+		                 "--origin '" + o.origin + "': expected X,Y,Z in metres, e.g. 1e7,0,0");
+	return v;
+}
+
+void offsetScene(GeneratedScene& scene, const math::V3d& offset)
+{
+	const math::Trafo3d shift = math::Trafo3d::translation(offset);
+	const auto shifted = scene::uniform(shift);
+	for (scene::RenderObjectPtr& object : scene.objects)
+	{
+		scene::RenderObject o = *object;
+		auto it = o.uniforms.find("ModelTrafo");
+		if (it == o.uniforms.end())
+			o.uniforms["ModelTrafo"] = shifted;
+		else
+			it->second = adaptive::map(it->second, [shift](const scene::UniformValue& m)
+			                           { return scene::UniformValue(shift * inputs::trafoOf(m)); });
+		object = scene::makeRenderObject(std::move(o));
+	}
+	scene.bounds = scene.bounds.transformed(shift);
+	for (gltf::Camera& c : scene.cameras)
+		c.view = c.view * shift.inverse();
+}
+
 Result<SceneSession> openScene(const RenderOptions& o)
 {
 	SceneSession s;
@@ -224,8 +258,11 @@ Result<SceneSession> openScene(const RenderOptions& o)
 	QUOKKA_TRY_ASSIGN(device, createRenderDevice(o));
 	s.device = std::move(device);
 	progress(o.gltf.empty() ? "generating the " + o.scene + " scene…" : "importing " + o.gltf + "…");
+	QUOKKA_TRY_ASSIGN(origin, originOf(o));
 	QUOKKA_TRY_ASSIGN(scene, loadScene(o, s.globals));
 	s.scene = std::move(scene);
+	if (origin != math::V3d(0.0))
+		offsetScene(s.scene, origin);
 	QUOKKA_TRY_ASSIGN(rt, runtime::Runtime::create(*s.device));
 	s.runtime = std::move(rt);
 	QUOKKA_TRY_ASSIGN(fb, runtime::createFramebuffer(*s.device, signatureFor(o.samples), o.width, o.height));

@@ -48,6 +48,13 @@ struct ViewSpec
 /// −89…89°).
 Result<ViewSpec> viewSpecOf(const RenderOptions& o);
 
+/// The offset of `o`'s --origin (zero when not given). Errors: InvalidArgument for a malformed or non-finite
+/// --origin.
+Result<math::V3d> originOf(const RenderOptions& o);
+/// Moves every object of `scene` (its ModelTrafo, the identity when absent, composed after the offset), its bounds and
+/// its file cameras by `offset`.
+void offsetScene(GeneratedScene& scene, const math::V3d& offset);
+
 /// What `render --scene`/`--gltf` and `validate` set up before their frames: the device, the scene with its camera
 /// globals, a runtime and a framebuffer of `o`'s size and samples. close() drops the GPU objects (before
 /// validationExit reads the device's error count); the device goes last.
