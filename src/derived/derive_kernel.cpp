@@ -1,0 +1,84 @@
+// Derive kernels (derive_kernel.hpp): constituents, compilation and dispatch.
+#include <quokka/derived/derive_kernel.hpp>
+
+#include <bit>
+#include <cstring>
+
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/shader.hpp>
+
+namespace quokka::derived
+{
+
+const char* precisionName(Precision p)
+{
+	return p == Precision::Fp64 ? "fp64" : "df32";
+}
+
+Precision precisionFor(const gpu::Device& device)
+{
+	return device.features().shader_float64 ? Precision::Fp64 : Precision::Df32;
+}
+
+void packConstituent(const rules::Value& value, Precision precision, std::span<uint32_t, kSlotWords> out)
+{
+	std::fill(out.begin(), out.end(), 0u);
+	for (uint32_t c = 0; c < value.components(); ++c)
+	{
+		const double v = value.c[c];
+		if (precision == Precision::Fp64)
+		{
+			const uint64_t bits = std::bit_cast<uint64_t>(v);
+			out[2 * c] = uint32_t(bits);
+			out[2 * c + 1] = uint32_t(bits >> 32);
+		}
+		else
+		{
+			const float hi = float(v);
+			out[2 * c] = std::bit_cast<uint32_t>(hi);
+			out[2 * c + 1] = std::bit_cast<uint32_t>(float(v - double(hi)));
+		}
+	}
+}
+
+Result<DeriveKernel> DeriveKernel::create(gpu::Device& device, std::vector<rules::Rule> rules, Precision precision)
+{
+	if (precision == Precision::Fp64 && !device.features().shader_float64)
+		return makeError(ErrorCode::MissingFeature, "derive kernel: fp64 constituents need shaderFloat64, which " +
+		                                                device.info().name + " lacks (use df32)");
+	DeriveKernel k;
+	for (const rules::Rule& r : rules)
+	{
+		if (r.type().scalar == fx::Scalar::Bool)
+			return makeError(ErrorCode::InvalidArgument,
+			                 "derive kernel: the rule " + r.describe() + " gives a bool, which no uniform holds");
+		if (r.inputs().size() > 16)
+			return makeError(ErrorCode::InvalidArgument, "derive kernel: the rule " + r.describe() + " reads " +
+			                                                 std::to_string(r.inputs().size()) +
+			                                                 " inputs (at most 16)");
+		k.max_inputs_ = std::max(k.max_inputs_, uint32_t(r.inputs().size()));
+	}
+	const std::string glsl = kernelSource(rules, precision);
+	QUOKKA_TRY_ASSIGN(code, device.shaderCompiler().compile(
+	                            {glsl, gpu::ShaderStage::Compute, std::string("derive.") + precisionName(precision)}));
+	QUOKKA_TRY_ASSIGN(pipeline, device.createComputePipeline({.spirv = *code, .name = "derive"}));
+	k.pipeline_ = std::move(pipeline);
+	k.rules_ = std::move(rules);
+	k.precision_ = precision;
+	return k;
+}
+
+void DeriveKernel::dispatch(gpu::CommandList& list, const gpu::Buffer& constituents, const gpu::Buffer& records,
+                            const gpu::Buffer& target, uint32_t first, uint32_t count, uint32_t stride) const
+{
+	if (count == 0)
+		return;
+	QUOKKA_ASSERT(stride >= recordStride(max_inputs_), "DeriveKernel::dispatch: records too narrow for the rules");
+	pipeline_->bind(list);
+	gpu::pushStorageBuffers(list, *pipeline_, {{&constituents}, {&records}, {&target}});
+	const uint32_t push[3] = {first, count, stride};
+	pipeline_->pushConstants(list, push, sizeof(push));
+	gpu::dispatch1d(list, *pipeline_, count);
+}
+
+} // namespace quokka::derived

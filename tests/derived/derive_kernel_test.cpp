@@ -1,0 +1,200 @@
+// Derive kernels on the device, as a specification: the standard rules and user rules evaluated on the GPU from fp64
+// and df32 constituents equal the CPU's double evaluation rounded to float — fp64 bit for bit, df32 within a bound
+// stated here — for trafos 10^7 m from the origin, where a float product in world space loses the metres.
+#include "gpu_fixture.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <quokka/derived/derive_kernel.hpp>
+#include <quokka/gpu/buffer.hpp>
+#include <quokka/gpu/command_list.hpp>
+#include <quokka/rules/standard.hpp>
+
+#include "../test_seed.hpp"
+
+namespace quokka::derived::test
+{
+namespace
+{
+
+using gpu::test::GpuTest;
+using math::Trafo3d;
+using math::V3d;
+using rules::Rule;
+using rules::Value;
+using DeriveKernelTest = GpuTest;
+
+/// A trafo near `origin`: a rotation, a scale and a translation of ±100 m about it.
+Trafo3d nearOrigin(std::mt19937_64& rng, const V3d& origin)
+{
+	std::uniform_real_distribution<double> u(-1.0, 1.0);
+	const V3d axis = glm::normalize(V3d(u(rng), u(rng), u(rng)) + V3d(0.0, 0.0, 1.5));
+	return Trafo3d::translation(origin + 100.0 * V3d(u(rng), u(rng), u(rng))) * Trafo3d::rotation(axis, 3.0 * u(rng)) *
+	       Trafo3d::scale(V3d(1.0 + 0.5 * u(rng), 1.0, 2.0));
+}
+
+/// The float ulp at `v`.
+double ulp(float v)
+{
+	return double(std::nextafter(std::abs(v), INFINITY)) - double(std::abs(v));
+}
+
+struct Outcome
+{
+	size_t components = 0, exact = 0, within_ulp = 0;
+	std::vector<size_t> beyond_ulp; ///< per rule: components farther than an ulp from the CPU's
+	double worst_beyond_ulp = 0.0;  ///< the largest |gpu − cpu| − ulp, relative to the largest input component
+};
+
+/// Evaluates every rule of `rules` over `count` random scenes on the GPU and compares with the CPU.
+Outcome run(gpu::Device& device, const std::vector<Rule>& rules, Precision precision, uint32_t count,
+            std::mt19937_64& rng)
+{
+	auto kernel = DeriveKernel::create(device, rules, precision);
+	EXPECT_TRUE(kernel.ok()) << (kernel.ok() ? "" : kernel.error().message);
+	if (!kernel.ok())
+		return {};
+	const uint32_t stride = recordStride(kernel->maxInputs());
+	std::vector<uint32_t> constituents, records;
+	std::vector<float> expected;
+	std::vector<double> scale; // the largest input component of each output's record
+	std::vector<uint32_t> rule_of;
+	std::uniform_real_distribution<double> u(-1.0, 1.0);
+	auto slot = [&](const Value& v)
+	{
+		const uint32_t index = uint32_t(constituents.size() / kSlotWords);
+		constituents.resize(constituents.size() + kSlotWords);
+		packConstituent(v, precision,
+		                std::span<uint32_t, kSlotWords>(constituents.data() + index * kSlotWords, kSlotWords));
+		return index;
+	};
+	for (uint32_t s = 0; s < count; ++s)
+	{
+		// Model and view 10^7 m out (camera-relative products cancel the offset), a projection, a user anchor.
+		const V3d origin = s % 2 ? V3d(1e7, -2e6, 5e6) : V3d(0.0);
+		const Trafo3d m = nearOrigin(rng, origin);
+		const Trafo3d v = math::lookAt(origin + V3d(300.0, 200.0, 100.0), origin, V3d(0.0, 1.0, 0.0));
+		const Trafo3d p = math::perspective(0.9, 1.5, 0.5, 5000.0);
+		const Value anchor = Value::of(origin + V3d(u(rng), u(rng), u(rng)) * 50.0);
+		for (uint32_t r = 0; r < rules.size(); ++r)
+		{
+			std::vector<Value> inputs;
+			records.push_back(r);
+			records.push_back(uint32_t(expected.size()));
+			double big = 0.0;
+			for (const rules::Input& in : rules[r].inputs())
+			{
+				const Trafo3d* t = in.name == "ModelTrafo" ? &m : in.name == "ViewTrafo" ? &v : &p;
+				inputs.push_back(in.name == "TestAnchor" ? anchor : Value::of(in.inverse ? t->backward : t->forward));
+				for (uint32_t c = 0; c < inputs.back().components(); ++c)
+					big = std::max(big, std::abs(inputs.back().c[c]));
+				records.push_back(slot(inputs.back()));
+			}
+			records.resize(records.size() + stride - 2 - rules[r].inputs().size());
+			const Value out = rules::evaluate(rules[r], inputs);
+			for (uint32_t c = 0; c < out.components(); ++c)
+			{
+				expected.push_back(float(out.c[c]));
+				scale.push_back(big);
+				rule_of.push_back(r);
+			}
+		}
+	}
+	const auto usage = gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst;
+	auto make = [&](const std::vector<uint32_t>& words, const char* name)
+	{
+		auto b = device.createBuffer({words.size() * 4, usage, gpu::MemoryDomain::DeviceLocal, name});
+		EXPECT_TRUE(b.ok());
+		EXPECT_TRUE(device.uploadBuffer(*b.value(), 0, words.data(), words.size() * 4).ok());
+		return std::move(b.value());
+	};
+	auto c_buf = make(constituents, "derive.constituents");
+	auto r_buf = make(records, "derive.records");
+	auto t_buf = make(std::vector<uint32_t>(expected.size(), 0xffffffffu), "derive.target");
+	auto list = device.beginCommands();
+	EXPECT_TRUE(list.ok());
+	kernel->dispatch(*list, *c_buf, *r_buf, *t_buf, 0, uint32_t(records.size() / stride), stride);
+	EXPECT_TRUE(device.submitAndWait(std::move(*list)).ok());
+	auto bytes = device.readBuffer(*t_buf, 0, expected.size() * 4);
+	EXPECT_TRUE(bytes.ok());
+	std::vector<float> got(expected.size());
+	std::memcpy(got.data(), bytes->data(), got.size() * 4);
+	Outcome o;
+	std::vector<size_t> missed(rules.size());
+	for (size_t i = 0; i < got.size(); ++i)
+	{
+		if (std::abs(double(got[i]) - double(expected[i])) > ulp(expected[i]))
+			++missed[rule_of[i]];
+		++o.components;
+		const double d = std::abs(double(got[i]) - double(expected[i]));
+		o.exact += std::memcmp(&got[i], &expected[i], 4) == 0 || (got[i] == 0.0f && expected[i] == 0.0f);
+		o.within_ulp += d <= ulp(expected[i]);
+		o.worst_beyond_ulp = std::max(o.worst_beyond_ulp, (d - ulp(expected[i])) / scale[i]);
+	}
+	o.beyond_ulp = std::move(missed);
+	return o;
+}
+
+/// The standard rules, and user rules: a billboard (camera-facing rotation at an anchor), a view-space anchor.
+std::vector<Rule> testRules()
+{
+	using namespace rules;
+	std::vector<Rule> out;
+	for (const Standard& s : standardRules())
+		out.push_back(s.rule);
+	const Expr anchor = leaf("TestAnchor", fx::V3f);
+	const Expr translate =
+	    vec(vec(1.0, 0.0, 0.0, 0.0), vec(0.0, 1.0, 0.0, 0.0), vec(0.0, 0.0, 1.0, 0.0), vec(anchor, lit(1.0)));
+	const Expr view = leaf("ViewTrafo", fx::M44f);
+	out.push_back(
+	    Rule::make(leaf("ProjTrafo", fx::M44f) * view * translate * resize(upper3x3(inv(view)), 4, 4)).value());
+	out.push_back(Rule::make(transformPos(view, anchor)).value());
+	return out;
+}
+
+TEST_F(DeriveKernelTest, Fp64OutputsEqualTheCpuRoundedToFloatBitForBit)
+{
+	if (!device().features().shader_float64)
+		GTEST_SKIP() << "the device has no shaderFloat64";
+	std::mt19937_64 rng(quokka::test::testSeed(38));
+	const Outcome o = run(device(), testRules(), Precision::Fp64, 64, rng);
+	ASSERT_GT(o.components, 0u);
+	EXPECT_EQ(o.exact, o.components) << "fp64 products are summed in the CPU's order, uncontracted";
+}
+
+TEST_F(DeriveKernelTest, Df32OutputsAreWithinAnUlpOfTheCpuRoundedToFloat)
+{
+	std::mt19937_64 rng(quokka::test::testSeed(39));
+	const Outcome o = run(device(), testRules(), Precision::Df32, 64, rng);
+	ASSERT_GT(o.components, 0u);
+	// The standard rules: every component within one float ulp of the double result rounded to float.
+	for (size_t r = 0; r < rules::standardRules().size(); ++r)
+		EXPECT_EQ(o.beyond_ulp[r], 0u) << rules::standardRules()[r].name;
+	// Any rule: within an ulp, or — components that cancel to far below their operands, such as the zeros of a
+	// billboard's view rotation times its inverse — within 2^-40 of the largest operand: 10 µm at 10^7 m, where a float
+	// product in world space loses metres.
+	EXPECT_LE(o.worst_beyond_ulp, std::ldexp(1.0, -40)) << o.within_ulp << " of " << o.components << " within an ulp";
+}
+
+// Fp64 on a device without shaderFloat64 and rules a uniform cannot hold are errors.
+TEST_F(DeriveKernelTest, KernelsRefuseWhatTheyCannotCompute)
+{
+	auto boolean =
+	    DeriveKernel::create(device(), {Rule::make(rules::lit(1.0) < rules::lit(2.0)).value()}, Precision::Df32);
+	ASSERT_FALSE(boolean.ok());
+	EXPECT_EQ(boolean.error().message, "derive kernel: the rule (1.000000 < 2.000000) gives a bool, which no uniform "
+	                                   "holds");
+	if (!device().features().shader_float64)
+	{
+		auto fp64 = DeriveKernel::create(device(), testRules(), Precision::Fp64);
+		ASSERT_FALSE(fp64.ok());
+		EXPECT_EQ(fp64.error().code, ErrorCode::MissingFeature);
+	}
+	EXPECT_EQ(precisionFor(device()), device().features().shader_float64 ? Precision::Fp64 : Precision::Df32);
+}
+
+} // namespace
+} // namespace quokka::derived::test
