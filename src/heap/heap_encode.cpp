@@ -18,6 +18,8 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 {
 	detail::HeapCore& p = *impl_;
 	gpu::Device& device = p.context->device();
+	if (p.gpu_derive)
+		QUOKKA_TRY(p.gpu_derive->dispatch(list, stats_));
 	std::vector<ScanJob> jobs;
 	for (Slot* s : p.dirty_slots)
 	{

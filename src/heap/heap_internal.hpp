@@ -34,6 +34,7 @@
 #include "buckets.hpp"
 #include "derived_step.hpp"
 #include "gpu_array.hpp"
+#include "gpu_derive.hpp"
 #include "heap_base.hpp"
 #include "input_pool.hpp"
 #include "prefetch.hpp"
@@ -107,6 +108,14 @@ struct detail::HeapCore : Arena
 	bool pushed_to_set_scene = false; ///< add()/remove() called on a scene built over a set (an error at update())
 	inputs::DerivedUniforms derived;
 	std::optional<MegacallScan> scanner;
+	/// Derived uniforms computed on the device (HeapOptions::gpu_derived): made by the first entry that needs it.
+	std::unique_ptr<GpuDerive> gpu_derive;
+	GpuDerive& gpuDerive()
+	{
+		if (!gpu_derive)
+			gpu_derive = std::make_unique<GpuDerive>(*this);
+		return *gpu_derive;
+	}
 	std::optional<gpu::ScatterCopy>
 	    scatter; ///< made by the first upload() with enough regions (HeapTuning::scatter_above)
 
@@ -142,6 +151,9 @@ struct detail::HeapCore : Arena
 	Result<Entry*> acquireUniform(const aval<UniformValue>& value, inputs::DerivedRecipe recipe, uint32_t chunk,
 	                              fx::Type expected, const scene::RenderObject& object, const std::string& name,
 	                              bool unheld);
+	/// acquireUniform() of a uniform derived on the device (recipe Gpu) that no entry holds yet.
+	Result<Entry*> acquireGpuDerived(const aval<UniformValue>& value, const PoolKey& key, uint32_t chunk,
+	                                 fx::Type expected, const scene::RenderObject& object, const std::string& name);
 	/// The pool key of a non-constant uniform: `node` read through `recipe` in `chunk`.
 	static PoolKey uniformKey(const void* node, inputs::DerivedRecipe recipe, uint32_t chunk)
 	{

@@ -105,8 +105,11 @@ void detail::HeapCore::compact()
 		forEachEntry(
 		    [&](Entry& e)
 		    {
-			    if (e.chunk == c)
-				    e.ref = ChunkAllocator::remap(moves, e.ref);
+			    if (e.chunk != c)
+				    return;
+			    e.ref = ChunkAllocator::remap(moves, e.ref);
+			    if (UniformEntry* u = asUniform(&e); u && u->recipe == inputs::DerivedRecipe::Gpu)
+				    gpuDerive().moved(*u);
 		    });
 		for (Bucket* b : bucket_order)
 		{
@@ -159,6 +162,7 @@ HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signa
 	p.signature = std::move(signature);
 	p.outputs.colors = p.signature.colorNames();
 	p.options = options;
+	p.derived.setGpuRecipes(options.gpu_derived);
 	p.stats = &stats_;
 	// The draw headers and records the heap stages through the context's ring.
 	context.staging().setScatterAbove(options.tuning.ring_scatter_above);

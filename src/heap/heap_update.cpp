@@ -56,6 +56,9 @@ public:
 		p_.objects.flush();
 		p_.pool.flush();
 		repackChangedValues();
+		if (p_.gpu_derive)
+			if (Result<void> r = p_.gpu_derive->refresh(); !r.ok() && result_.ok())
+				result_ = r;
 		refreshChangedObjects();
 		p_.sweep();
 		for (Slot* s : p_.dirty_slots)
@@ -350,6 +353,7 @@ private:
 	{
 		stats_.objects = uint32_t(p_.objects.size());
 		stats_.derived_uniforms = uint32_t(p_.derived.size());
+		stats_.derive_records = p_.gpu_derive ? uint32_t(p_.gpu_derive->records()) : 0;
 		stats_.buckets = uint32_t(p_.bucket_order.size());
 		const bool slots_changed = std::exchange(p_.shape_changed, false);
 		if (std::exchange(p_.blocks_changed, false) || slots_changed)

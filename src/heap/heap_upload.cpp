@@ -89,6 +89,8 @@ public:
 		stats_.arena_capacity_bytes = p_.capacity_bytes;
 		QUOKKA_TRY(copyFrameWrites());
 		p_.pages.retire(list_);
+		if (p_.gpu_derive)
+			QUOKKA_TRY(p_.gpu_derive->upload(device_, p_.context->staging(), stats_));
 		return uploadDrawArrays();
 	}
 

@@ -114,6 +114,8 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 		if (value.node()->outputCount() != 0)
 			promotePrivate(value.node().get());
 	}
+	if (recipe == inputs::DerivedRecipe::Gpu)
+		return acquireGpuDerived(value, key, chunk, expected, object, name);
 	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
 	if (!constant)
 	{
@@ -156,6 +158,39 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 			it->second |= uint64_t(1) << chunk;
 			e->indexed = true;
 		}
+	pool.insert(e);
+	return raw;
+}
+
+Result<Entry*> detail::HeapCore::acquireGpuDerived(const aval<UniformValue>& value, const PoolKey& key, uint32_t chunk,
+                                                   fx::Type expected, const scene::RenderObject& object,
+                                                   const std::string& name)
+{
+	const inputs::DerivedUniforms::Derivation* d = derived.derivationOf(value.node().get());
+	QUOKKA_ASSERT(d, "a GPU-derived uniform without a derivation");
+	if (d->rule.type() != expected)
+		return uniformMismatch(object, name, expected, d->rule.type());
+	// Not read on the CPU: the block is allocated, its header staged over zeroed data, and the derive kernel writes
+	// the value before this frame's draws. The entry holds the node (so its address, the key, stays unique).
+	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
+	e->uniform = value;
+	e->recipe = inputs::DerivedRecipe::Gpu;
+	e->type = expected;
+	e->elements = 1;
+	e->data_bytes = expected.packedBytes();
+	QUOKKA_TRY_ASSIGN(staged, allocateStaged(chunk, kTypeUniform, 1, e->data_bytes));
+	const auto [ref, out] = staged;
+	std::memset(out, 0, e->data_bytes);
+	e->ref = ref;
+	e->refcount = 1;
+	e->key = key;
+	if (Result<void> r = gpuDerive().add(*e, *d); !r.ok())
+	{
+		freeBlock(chunk, ref);
+		return makeError(ErrorCode::InvalidArgument,
+		                 inputs::objectName(object) + ": uniform '" + name + "': " + r.error().message);
+	}
+	Entry* raw = e.get();
 	pool.insert(e);
 	return raw;
 }
@@ -282,7 +317,9 @@ void detail::HeapCore::releaseEntry(Entry* e, FreeBatch* batch)
 		return;
 	QUOKKA_ASSERT(!e->priv, "a private part released as a pool entry");
 	freeLater(batch, e->chunk, e->ref);
-	const UniformEntry* u = asUniform(e);
+	UniformEntry* u = asUniform(e);
+	if (u && u->recipe == inputs::DerivedRecipe::Gpu)
+		gpuDerive().remove(*u);
 	if (u && u->indexed)
 		if (auto it = uniform_chunks.find(e->key.node);
 		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))

@@ -201,6 +201,8 @@ struct UniformEntry final : AdaptiveObject, Entry
 	inputs::DerivedRecipe recipe = inputs::DerivedRecipe::None;
 	std::unique_ptr<ConstantKey> constant; ///< a constant uniform's key (for erasure)
 	bool queued = false;
+	/// Recipe Gpu: the derive kernel's index of the node's rule and this entry's record in its chunk (GpuDerive).
+	uint32_t rule = 0, record = UINT32_MAX;
 
 	/// May be listed in the placement index (detail::HeapCore::uniform_chunks): plain values of a non-constant node in
 	/// the first 64 chunks (a recipe entry's node is the object's ModelTrafo, whose own entry sits in the same chunk

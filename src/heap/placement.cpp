@@ -94,7 +94,8 @@ private:
 		for (size_t i = 0; i < uniforms_.size(); ++i)
 		{
 			const AdaptiveObject* node = uniforms_[i].node().get();
-			unheld_[i] = !node->isConstant() && node->outputCount() == 0;
+			// (A GPU-derived node is never read, so it has no outputs; its entries are found in the pool.)
+			unheld_[i] = !node->isConstant() && node->outputCount() == 0 && recipes_[i] != inputs::DerivedRecipe::Gpu;
 			for (size_t j = 0; j < i && unheld_[i]; ++j)
 				unheld_[i] = !(uniforms_[j].node().get() == node && recipes_[j] == recipes_[i]);
 		}

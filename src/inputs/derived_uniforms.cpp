@@ -87,6 +87,7 @@ size_t DerivedUniforms::collect()
 		for (auto it = derived_.begin(); it != derived_.end();)
 			if (it->second.node()->refCount() == 1)
 			{
+				derivations_.erase(it->second.node().get());
 				derived_.erase(it++); // (absl: erase leaves the other iterators valid)
 				++dropped;
 				again = true;
@@ -106,6 +107,9 @@ UniformValue deriveValue(DerivedRecipe recipe, const UniformValue& input)
 	case DerivedRecipe::Inverse:
 		return UniformValue(trafoOf(input).inverse());
 	case DerivedRecipe::None:
+		break;
+	case DerivedRecipe::Gpu:
+		QUOKKA_ASSERT(false, "deriveValue: a GPU-derived value has no CPU recipe");
 		break;
 	}
 	return input;
@@ -186,6 +190,7 @@ aval<UniformValue> DerivedUniforms::derive(const rules::Rule& rule, std::span<co
 			    values.push_back(&a.getValue(t));
 		    return evaluate(values);
 	    });
+	derivations_.emplace(node.node().get(), Derivation{rule, {inputs.begin(), inputs.end()}});
 	return derived_.emplace(std::move(key), std::move(node)).first->second;
 }
 
@@ -311,6 +316,8 @@ Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const U
 				if (!own)
 					return own.error();
 				out[i] = std::move(*own);
+				if (gpu_recipes_ && !pooled.empty() && !out[i].isConstant() && derivationOf(out[i].node().get()))
+					pooled[i] = DerivedRecipe::Gpu;
 				continue;
 			}
 		if (!m.standard)
@@ -325,6 +332,9 @@ Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const U
 		for (uint32_t k = 0; k < m.inputs; ++k)
 			inputs[k] = input(m.input[k]);
 		out[i] = derive(*m.standard, std::span(inputs.data(), m.inputs));
+		if (gpu_recipes_ && !pooled.empty() && !out[i].isConstant() && m.inputs > 0 &&
+		    !(m.standard->nodes().size() == 1))
+			pooled[i] = DerivedRecipe::Gpu;
 	}
 	return {};
 }

@@ -545,6 +545,118 @@ TEST_F(HeapRenderTest, AdditionsPlacedInOneFrameMatchAdditionsOneFrameAtATime)
 	}
 }
 
+/// Values derived from each object's ModelTrafo and the camera (ModelViewProjTrafo) are computed on the device: a
+/// camera move re-packs one constituent (the view) and re-uploads no uniform, an edit re-packs one, an added object is
+/// drawn in its first frame — with the pixels of the classic path, from fp64 constituents and forced df32 ones alike,
+/// and with the opt-out (every value on the CPU).
+TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
+{
+	const fx::Effect effect =
+	    effectOf({std::make_shared<const fx::Stage>(fx::Stage::vertex("test.mvp")
+	                                                    .reads({{"Positions", fx::V4f}})
+	                                                    .writes({{"Positions", fx::V4f}})
+	                                                    .uniforms({"ModelViewProjTrafo"})
+	                                                    .glsl("s.Positions = ModelViewProjTrafo * s.Positions;")),
+	              fx::stock::constantColor()});
+	const cval<math::Trafo3d> view(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
+	const auto proj = scene::uniform(math::Trafo3d::scale(math::V3d(1.0, 1.0, 0.5)));
+	std::vector<cval<math::Trafo3d>> trafos;
+	trafos.reserve(61);
+	auto make = [&](int i)
+	{
+		trafos.emplace_back(math::Trafo3d::translation(math::V3d(-0.9 + 0.03 * (i % 60), -0.4 + 0.1 * (i % 7), 0.1)) *
+		                    math::Trafo3d::rotation(math::V3d(0.0, 0.0, 1.0), 0.1 * i));
+		RenderObject o;
+		o.effect = effect;
+		o.attributes["Positions"] = scene::BufferView::of(
+		    std::vector<V3f>{V3f(0, 0, 0), V3f(0.12f, 0, 0), V3f(0, 0.2f, 0)}, VK_FORMAT_R32G32B32_SFLOAT);
+		o.uniforms["ModelTrafo"] = scene::uniform(trafos.back());
+		o.uniforms["ViewTrafo"] = scene::uniform(view);
+		o.uniforms["ProjTrafo"] = proj;
+		o.uniforms["ConstantColor"] = scene::uniform(rgba(40 + 3 * i, 200 - 2 * i, 90));
+		o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
+		return scene::makeRenderObject(std::move(o));
+	};
+	adaptive::cset<RenderObjectPtr> set;
+	std::vector<RenderObjectPtr> objects;
+	for (int i = 0; i < 60; ++i)
+		objects.push_back(make(i));
+	const RenderObjectPtr later = make(60);
+	set.unionWith(objects);
+	const auto tree = RenderTree::ofObjects(set);
+	std::vector<Mode> all = modes();
+	Mode df32 = all[1];
+	df32.name = "heap-indirect-df32";
+	df32.options.heap.force_df32 = true;
+	Mode cpu = all[1];
+	cpu.name = "heap-indirect-cpu-derived";
+	cpu.options.heap.gpu_derived = false;
+	all.push_back(df32);
+	all.push_back(cpu);
+	std::vector<Rgba8Image> reference;
+	for (const Mode& m : all)
+	{
+		SCOPED_TRACE(m.name);
+		adaptive::transact(
+		    [&]
+		    {
+			    view.setValue(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
+			    trafos[3].setValue(math::Trafo3d::translation(math::V3d(-0.8, -0.4, 0.1)));
+			    set.remove(later);
+		    });
+		auto t = task(tree, m.options);
+		const bool heap = m.options.path == runtime::RenderPath::Heap;
+		const bool gpu = heap && m.options.heap.gpu_derived;
+		std::vector<Rgba8Image> images;
+		ASSERT_EQ(frame(*t), "");
+		images.push_back(pixels());
+		if (gpu)
+			EXPECT_EQ(t->stats().heap.derive_records, 60u);
+		// A camera move: one constituent, no uniform re-upload on the GPU path; every object's value on the CPU path.
+		adaptive::transact([&] { view.setValue(math::Trafo3d::rotation(math::V3d(0.0, 0.0, 1.0), 0.3) * view.getValue()); });
+		ASSERT_EQ(frame(*t), "");
+		images.push_back(pixels());
+		if (gpu)
+		{
+			EXPECT_EQ(t->stats().heap.constituent_uploads, 1u);
+			EXPECT_EQ(t->stats().heap.uniform_uploads, 0u);
+			EXPECT_EQ(t->stats().heap.derive_dispatches, 1u);
+		}
+		else if (heap)
+		{
+			EXPECT_EQ(t->stats().heap.uniform_uploads, 60u);
+			EXPECT_EQ(t->stats().heap.derive_records, 0u);
+		}
+		// A static frame dispatches nothing.
+		ASSERT_EQ(frame(*t), "");
+		if (heap)
+			EXPECT_EQ(t->stats().heap.derive_dispatches, 0u);
+		// An edit of one object's trafo, and an object added: drawn in the frame they happen.
+		adaptive::transact(
+		    [&]
+		    {
+			    trafos[3].setValue(math::Trafo3d::translation(math::V3d(0.3, 0.3, 0.1)));
+			    set.add(later);
+		    });
+		ASSERT_EQ(frame(*t), "");
+		images.push_back(pixels());
+		if (gpu)
+			EXPECT_EQ(t->stats().heap.constituent_uploads, 2u) << "the edited trafo and the added object's";
+		if (reference.empty())
+		{
+			reference = images;
+			for (const Rgba8Image& r : reference)
+				EXPECT_GT(covered(r), 300u);
+			EXPECT_GT(differing(reference[0], reference[1]), 0u);
+			continue;
+		}
+		for (size_t i = 0; i < images.size(); ++i)
+			EXPECT_EQ(differing(images[i], reference[i]), 0u) << "frame " << i;
+		if (heap)
+			expectValidHeap(*t);
+	}
+}
+
 /// A user's derived uniform: a billboard matrix by a rule over the standard ViewProjTrafo, the view and a per-object
 /// anchor (RenderObject::derived). Every path draws it alike, it follows the camera (turned 60° about y, the quads
 /// still face it: the same area as before, where a plain quad would shrink to half its width), and a rule that reads

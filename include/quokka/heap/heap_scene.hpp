@@ -69,6 +69,14 @@ struct HeapOptions
 	/// Bytes per arena chunk, a multiple of 16 (rounded down); 0 = min(maxStorageBufferRange, 256 MiB). An object's
 	/// inputs must fit in one chunk. Small values force paging (tests).
 	uint64_t max_chunk_bytes = 0;
+	/// Derived uniforms that read values changing independently of each other — ModelViewProjTrafo from an object's
+	/// ModelTrafo and the camera, an object's own rules (RenderObject::derived) over the view — are computed on the
+	/// device by a derive kernel per frame (in fp64 where the device has shaderFloat64, else df32), so a camera move
+	/// costs the CPU one value, not one per object. false: every derived value on the CPU in double, as the classic
+	/// path does.
+	bool gpu_derived = true;
+	/// Force df32 constituents on a device with shaderFloat64 (tests compare both).
+	bool force_df32 = false;
 	HeapTuning tuning; ///< EXPERIMENTAL
 };
 
@@ -94,9 +102,12 @@ struct HeapStats
 	uint32_t copy_regions = 0;
 	/// Arena scatter dispatches recorded for them (upload; HeapTuning::scatter_above)
 	uint32_t scatters = 0;
+	uint32_t derive_dispatches = 0;   ///< derive kernel dispatches (prepare): one per chunk holding records, when changed
+	uint32_t constituent_uploads = 0; ///< constituents re-packed: values GPU-derived uniforms read (update)
 	// Shape after the update.
 	uint32_t objects = 0;
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
+	uint32_t derive_records = 0;   ///< uniform values the derive kernel computes
 	uint32_t buckets = 0;
 	uint32_t slots = 0;
 	uint32_t indirect_slots = 0; ///< slots drawn with the indirect strategy
@@ -126,7 +137,10 @@ struct HeapStats
 		overlapping_writes += o.overlapping_writes;
 		copy_regions += o.copy_regions;
 		scatters += o.scatters;
+		derive_dispatches += o.derive_dispatches;
+		constituent_uploads += o.constituent_uploads;
 		objects += o.objects;
+		derive_records += o.derive_records;
 		buckets += o.buckets;
 		slots += o.slots;
 		indirect_slots += o.indirect_slots;

@@ -43,6 +43,9 @@ enum class DerivedRecipe : uint8_t
 	None,
 	NormalMatrix, ///< transpose of the inverse's upper 3×3, narrowed to float
 	Inverse,      ///< the inverse trafo
+	/// Not on the CPU: the value of a derived node (DerivedUniforms::derivationOf) that a renderer computes on the
+	/// device from the node's rule and inputs. deriveValue() and packDerived() do not take it.
+	Gpu,
 };
 /// `recipe` applied to `input`: the arithmetic of the nodes DerivedUniforms builds, so both agree bit for bit.
 scene::UniformValue deriveValue(DerivedRecipe recipe, const scene::UniformValue& input);
@@ -93,8 +96,29 @@ public:
 	/// instead of an interned node — a renderer then pools the value itself; every other name gets None there.
 	Result<void> resolve(const scene::RenderObject& object, const UniformPlan& plan,
 	                     std::span<adaptive::aval<scene::UniformValue>> out, std::span<DerivedRecipe> pooled = {});
+	/// How a derived node is computed: its rule over input nodes (one per rule input, in order; an inverse input reads
+	/// its node's backward matrix). For the nodes resolve() gave that are not constant.
+	struct Derivation
+	{
+		rules::Rule rule;
+		absl::InlinedVector<adaptive::aval<scene::UniformValue>, 3> inputs;
+	};
+	/// The derivation of `node`, or null when it is no derived node of this instance (an object's own value, a
+	/// constant).
+	const Derivation* derivationOf(const void* node) const
+	{
+		auto it = derivations_.find(node);
+		return it == derivations_.end() ? nullptr : &it->second;
+	}
+	/// With `on`, resolve() with `pooled` reports each name it derives into a node that is not constant as
+	/// DerivedRecipe::Gpu (a renderer then computes it from derivationOf() on the device instead of reading it).
+	void setGpuRecipes(bool on) { gpu_recipes_ = on; }
 	/// Drops the interned nodes (their users keep what they hold).
-	void clear() { derived_.clear(); }
+	void clear()
+	{
+		derived_.clear();
+		derivations_.clear();
+	}
 	/// Drops the interned nodes nobody else holds any more (objects removed): O(size). Returns how many.
 	size_t collect();
 	size_t size() const { return derived_.size(); }
@@ -120,6 +144,8 @@ private:
 	/// A flat map: at 10^6 objects it holds ~10^6 per-object derived values (NormalMatrix, …), where a node-based map's
 	/// chain walk costs several cache misses per lookup.
 	absl::flat_hash_map<Key, adaptive::aval<scene::UniformValue>> derived_;
+	absl::flat_hash_map<const void*, Derivation> derivations_; ///< by the non-constant nodes of derived_
+	bool gpu_recipes_ = false;
 	/// The one node standing for every absent trafo: derived values are interned by their input nodes, so a fresh
 	/// identity per lookup would give every object without a ModelTrafo its own NormalMatrix node and table entry.
 	adaptive::aval<scene::UniformValue> identity_ = adaptive::constant(scene::UniformValue(math::Trafo3d::identity()));

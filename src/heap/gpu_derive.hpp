@@ -1,0 +1,118 @@
+// gpu_derive.hpp — derived uniforms computed on the device (internal to quokka::heap).
+//
+// A uniform entry of recipe DerivedRecipe::Gpu holds a derived node (inputs::DerivedUniforms::derivationOf: a rule
+// over input nodes) without reading it: its arena block is allocated and its header staged, and GpuDerive keeps a
+// record [rule, output word, input slots…] in the entry's chunk. Each input node is a Constituent — its value at fp64
+// or df32 precision in a slot of the constituents buffer (a forward and, when a rule reads it, a backward slot),
+// shared by every record reading it and re-packed when the node changes. Each frame in which anything changed (a
+// constituent re-packed, a record added, moved or removed), prepare() dispatches the derive kernel once per chunk
+// holding records, after the frame's arena writes and before the draws: a camera move re-packs one constituent, and
+// the GPU recomputes every value reading it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
+
+#include "gpu_array.hpp"
+#include "heap_base.hpp"
+#include <quokka/derived/derive_kernel.hpp>
+#include <quokka/heap/heap_scene.hpp>
+#include <quokka/inputs/derived_uniforms.hpp>
+
+namespace quokka::heap
+{
+struct UniformEntry;
+}
+
+namespace quokka::heap::detail
+{
+
+struct HeapCore;
+class GpuDerive;
+
+/// An input node of derive records: its forward value and, when read, its backward matrix, each in a slot.
+struct Constituent final : AdaptiveObject
+{
+	static constexpr uint32_t kNone = UINT32_MAX;
+	Constituent(GpuDerive& d, aval<UniformValue> n) : AdaptiveObject(kWantsInputChanged), derive(&d), node(std::move(n))
+	{
+	}
+	GpuDerive* derive;
+	aval<UniformValue> node;
+	fx::Type type;                           ///< the type the records read (the forward half's)
+	std::array<uint32_t, 2> slot{kNone, kNone}; ///< forward, backward
+	std::array<uint32_t, 2> users{0, 0};
+	bool queued = false;
+
+	void inputChanged(AdaptiveObject*) override;
+	using AdaptiveObject::beginEvaluation;
+	using AdaptiveObject::endEvaluation;
+};
+
+class GpuDerive
+{
+public:
+	explicit GpuDerive(HeapCore& core);
+	~GpuDerive();
+
+	/// Registers `entry` (recipe Gpu, its block allocated in its chunk) as a record computing `d` into its data.
+	/// Errors: an input whose value no constituent holds (a bool), or one node read as two types.
+	Result<void> add(UniformEntry& entry, const inputs::DerivedUniforms::Derivation& d);
+	/// Drops the record of `entry` (its last user left) and the constituents only it read.
+	void remove(UniformEntry& entry);
+	/// The entry's block moved (compaction): its record's output word follows.
+	void moved(UniformEntry& entry);
+	/// Re-packs the constituents whose node changed (update). Errors: a value that changed its type.
+	Result<void> refresh();
+	/// Stages the changed constituents and records (upload, before the staging ring is flushed).
+	Result<void> upload(gpu::Device& device, gpu::StagingRing& staging, HeapStats& stats);
+	/// Dispatches the kernel over every chunk holding records when anything changed since the last dispatch
+	/// (prepare). Errors: the kernel's compilation.
+	Result<void> dispatch(gpu::CommandList& list, HeapStats& stats);
+
+	size_t records() const { return records_; }
+	derived::Precision precision() const { return precision_; }
+	void queue(Constituent* c) { queued_.emplace_back(c); }
+
+private:
+	struct RecordInfo
+	{
+		UniformEntry* owner;
+		absl::InlinedVector<std::pair<Constituent*, uint8_t>, 3> inputs; ///< (constituent, half)
+	};
+	struct ChunkRecords
+	{
+		GpuArray words{gpu::BufferUsage::Storage, "heap derive records", {}, {}, {}, false};
+		std::vector<RecordInfo> info;
+	};
+	uint32_t ruleIndex(const rules::Rule& rule);
+	Result<uint32_t> acquireSlot(const aval<UniformValue>& node, const rules::Input& input, Constituent*& out);
+	void releaseSlot(Constituent* c, uint8_t half);
+	Result<void> pack(Constituent& c);
+	void writeRecord(uint32_t chunk, uint32_t index);
+	void restride(uint32_t stride);
+
+	HeapCore& core_;
+	derived::Precision precision_;
+	std::vector<rules::Rule> rules_;
+	absl::flat_hash_map<std::pair<uint64_t, uint64_t>, uint32_t> rule_index_;
+	std::optional<derived::DeriveKernel> kernel_; ///< over rules_[0, kernel_rules_)
+	size_t kernel_rules_ = 0;
+	uint32_t stride_ = derived::recordStride(2);
+	absl::flat_hash_map<const void*, Ref<Constituent>> constituents_;
+	std::vector<Ref<Constituent>> queued_; ///< changed since the last refresh (held: a release may drop the table's hold)
+	GpuArray slots_{gpu::BufferUsage::Storage, "heap derive constituents", {}, {}, {}, false};
+	std::vector<uint32_t> free_slots_;
+	uint32_t next_slot_ = 0;
+	std::vector<ChunkRecords> chunks_;
+	size_t records_ = 0;
+	bool dirty_ = false;
+};
+
+} // namespace quokka::heap::detail
