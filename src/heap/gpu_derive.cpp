@@ -18,8 +18,8 @@ void Constituent::inputChanged(AdaptiveObject*)
 }
 
 GpuDerive::GpuDerive(HeapCore& core)
-    : core_(core), precision_(core.options.force_df32 ? derived::Precision::Df32
-                                                      : derived::precisionFor(core.context->device()))
+    : core_(core),
+      precision_(core.options.force_df32 ? derived::Precision::Df32 : derived::precisionFor(core.context->device()))
 {
 }
 
@@ -92,8 +92,7 @@ Result<uint32_t> GpuDerive::acquireSlot(const aval<UniformValue>& node, const ru
 	Constituent& c = *it->second;
 	if (c.type != input.type)
 		return makeError(ErrorCode::InvalidArgument, "derived uniforms read the value of '" + input.name + "' as " +
-		                                                 fx::typeName(c.type) + " and as " +
-		                                                 fx::typeName(input.type));
+		                                                 fx::typeName(c.type) + " and as " + fx::typeName(input.type));
 	const uint8_t half = input.inverse ? 1 : 0;
 	if (c.users[half]++ == 0)
 	{
@@ -250,8 +249,8 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 		const ChunkRecords& r = chunks_[c];
 		if (r.info.empty() || c >= core_.chunks.size() || !core_.chunks[c]->buffer())
 			continue;
-		kernel_->dispatch(list, *slots_.buffer, *r.words.buffer, *core_.chunks[c]->buffer(), 0,
-		                  uint32_t(r.info.size()), stride_);
+		kernel_->dispatch(list, *slots_.buffer, *r.words.buffer, *core_.chunks[c]->buffer(), 0, uint32_t(r.info.size()),
+		                  stride_);
 		++stats.derive_dispatches;
 	}
 	// (The chunk is the draws' index buffer too.)

@@ -45,7 +45,7 @@ struct Constituent final : AdaptiveObject
 	}
 	GpuDerive* derive;
 	aval<UniformValue> node;
-	fx::Type type;                           ///< the type the records read (the forward half's)
+	fx::Type type;                              ///< the type the records read (the forward half's)
 	std::array<uint32_t, 2> slot{kNone, kNone}; ///< forward, backward
 	std::array<uint32_t, 2> users{0, 0};
 	bool queued = false;
@@ -106,7 +106,8 @@ private:
 	size_t kernel_rules_ = 0;
 	uint32_t stride_ = derived::recordStride(2);
 	absl::flat_hash_map<const void*, Ref<Constituent>> constituents_;
-	std::vector<Ref<Constituent>> queued_; ///< changed since the last refresh (held: a release may drop the table's hold)
+	std::vector<Ref<Constituent>>
+	    queued_; ///< changed since the last refresh (held: a release may drop the table's hold)
 	GpuArray slots_{gpu::BufferUsage::Storage, "heap derive constituents", {}, {}, {}, false};
 	std::vector<uint32_t> free_slots_;
 	uint32_t next_slot_ = 0;

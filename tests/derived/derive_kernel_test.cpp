@@ -4,6 +4,7 @@
 #include "gpu_fixture.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -177,6 +178,135 @@ TEST_F(DeriveKernelTest, Df32OutputsAreWithinAnUlpOfTheCpuRoundedToFloat)
 	// billboard's view rotation times its inverse — within 2^-40 of the largest operand: 10 µm at 10^7 m, where a float
 	// product in world space loses metres.
 	EXPECT_LE(o.worst_beyond_ulp, std::ldexp(1.0, -40)) << o.within_ulp << " of " << o.components << " within an ulp";
+}
+
+/// Evaluates `rule` on the GPU once per input list of `records`; the outputs' floats, record after record.
+std::vector<float> derive(gpu::Device& device, const Rule& rule, Precision precision,
+                          const std::vector<std::vector<Value>>& records)
+{
+	auto kernel = DeriveKernel::create(device, {rule}, precision);
+	EXPECT_TRUE(kernel.ok());
+	if (!kernel.ok())
+		return {};
+	const uint32_t stride = recordStride(kernel->maxInputs());
+	std::vector<uint32_t> constituents, words;
+	uint32_t out = 0;
+	for (const std::vector<Value>& inputs : records)
+	{
+		words.push_back(0);
+		words.push_back(out);
+		out += rule.type().rows * rule.type().cols;
+		for (const Value& v : inputs)
+		{
+			words.push_back(uint32_t(constituents.size() / kSlotWords));
+			constituents.resize(constituents.size() + kSlotWords);
+			packConstituent(
+			    v, precision,
+			    std::span<uint32_t, kSlotWords>(constituents.data() + constituents.size() - kSlotWords, kSlotWords));
+		}
+		words.resize(words.size() + stride - 2 - inputs.size());
+	}
+	const auto usage = gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst;
+	auto make = [&](const std::vector<uint32_t>& w)
+	{
+		auto b = device.createBuffer({w.size() * 4, usage, gpu::MemoryDomain::DeviceLocal, "derive.test"});
+		EXPECT_TRUE(b.ok() && device.uploadBuffer(*b.value(), 0, w.data(), w.size() * 4).ok());
+		return std::move(b.value());
+	};
+	auto c = make(constituents), r = make(words), t = make(std::vector<uint32_t>(out, 0));
+	auto list = device.beginCommands();
+	EXPECT_TRUE(list.ok());
+	kernel->dispatch(*list, *c, *r, *t, 0, uint32_t(records.size()), stride);
+	EXPECT_TRUE(device.submitAndWait(std::move(*list)).ok());
+	auto bytes = device.readBuffer(*t, 0, uint64_t(out) * 4);
+	EXPECT_TRUE(bytes.ok());
+	std::vector<float> floats(out);
+	std::memcpy(floats.data(), bytes->data(), floats.size() * 4);
+	return floats;
+}
+
+/// Where a float vertex shader puts `p` with the float matrix `mvp` on a 1000 × 1000 viewport, in pixels.
+math::V2d pixelOf(const math::M44f& mvp, const math::V3f& p)
+{
+	const math::V4f clip = mvp * math::V4f(p, 1.0f);
+	return 500.0 * (math::V2d(clip.x / clip.w, clip.y / clip.w) + 1.0);
+}
+
+// Jitter: a model 10^7 m from the origin and a camera orbiting 30 m from it. Drawn with the derived ModelViewProj (the
+// product taken in double on the GPU, the large translations cancelling before the result is narrowed to float), each
+// vertex lands within 1/8 pixel of the double-precision projection, frame after frame, in fp64 and in df32. The
+// world-space float product the stock trafo used before — ViewProj · (Model · p), both matrices narrowed — misses by
+// many pixels: the test can fail.
+TEST_F(DeriveKernelTest, CameraRelativeProductsDoNotJitterTenThousandKilometresOut)
+{
+	const V3d origin(1e7, 2.5e6, -4e6);
+	const Trafo3d model = Trafo3d::translation(origin) * Trafo3d::rotation(V3d(0.0, 1.0, 0.0), 0.4);
+	const Trafo3d proj = math::perspective(0.8, 1.0, 0.1, 1000.0);
+	std::vector<math::V3f> vertices;
+	for (int i = 0; i < 27; ++i)
+		vertices.emplace_back(float(i % 3 - 1) * 4.0f, float(i / 3 % 3 - 1) * 4.0f, float(i / 9 - 1) * 4.0f);
+	std::vector<Trafo3d> views;
+	for (int f = 0; f < 24; ++f)
+	{
+		const double a = 0.05 * f;
+		views.push_back(
+		    math::lookAt(origin + V3d(30.0 * std::cos(a), 8.0, 30.0 * std::sin(a)), origin, V3d(0.0, 1.0, 0.0)));
+	}
+	const Rule& mvp = *rules::standardRule("ModelViewProjTrafo");
+	std::vector<std::vector<Value>> records;
+	for (const Trafo3d& v : views)
+		records.push_back({Value::of(proj.forward), Value::of(v.forward), Value::of(model.forward)});
+	auto worst = [&](auto matrixOf)
+	{
+		double err = 0.0;
+		for (size_t f = 0; f < views.size(); ++f)
+		{
+			const math::M44d exact = (proj * views[f] * model).forward;
+			const math::M44f m = matrixOf(f);
+			for (const math::V3f& p : vertices)
+			{
+				const math::V4d clip = exact * math::V4d(math::V3d(p), 1.0);
+				const math::V2d want = 500.0 * (math::V2d(clip.x / clip.w, clip.y / clip.w) + 1.0);
+				err = std::max(err, glm::length(pixelOf(m, p) - want));
+			}
+		}
+		return err;
+	};
+	std::vector<Precision> precisions{Precision::Df32};
+	if (device().features().shader_float64)
+		precisions.push_back(Precision::Fp64);
+	for (Precision precision : precisions)
+	{
+		const std::vector<float> out = derive(device(), mvp, precision, records);
+		ASSERT_EQ(out.size(), views.size() * 16);
+		const double err = worst(
+		    [&](size_t f)
+		    {
+			    math::M44f m;
+			    for (int c = 0; c < 16; ++c)
+				    m[c / 4][c % 4] = out[16 * f + size_t(c)];
+			    return m;
+		    });
+		EXPECT_LE(err, 0.125) << precisionName(precision);
+		std::printf("derived ModelViewProj, %s: at most %.2e px from the double projection\n", precisionName(precision),
+		            err);
+	}
+	// The world-space float product: ViewProj · (Model · p) with both matrices narrowed to float.
+	double err = 0.0;
+	for (size_t f = 0; f < views.size(); ++f)
+	{
+		const math::M44f vp = math::toFloat((proj * views[f]).forward), m = math::toFloat(model.forward);
+		const math::M44d exact = (proj * views[f] * model).forward;
+		for (const math::V3f& p : vertices)
+		{
+			const math::V4f clip = vp * (m * math::V4f(p, 1.0f));
+			const math::V2d got = 500.0 * (math::V2d(clip.x / clip.w, clip.y / clip.w) + 1.0);
+			const math::V4d c = exact * math::V4d(math::V3d(p), 1.0);
+			err = std::max(err, glm::length(got - 500.0 * (math::V2d(c.x / c.w, c.y / c.w) + 1.0)));
+		}
+	}
+	EXPECT_GT(err, 8.0) << "the world-space float product should be off by pixels at 10^7 m";
+	std::printf("world-space float product: at most %.1f px from the double projection\n", err);
 }
 
 // Fp64 on a device without shaderFloat64 and rules a uniform cannot hold are errors.

@@ -559,6 +559,7 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 	                                                    .glsl("s.Positions = ModelViewProjTrafo * s.Positions;")),
 	              fx::stock::constantColor()});
 	const cval<math::Trafo3d> view(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
+	const auto view_value = scene::uniform(view); // (one node for every object, as a scene's camera is)
 	const auto proj = scene::uniform(math::Trafo3d::scale(math::V3d(1.0, 1.0, 0.5)));
 	std::vector<cval<math::Trafo3d>> trafos;
 	trafos.reserve(61);
@@ -571,7 +572,7 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 		o.attributes["Positions"] = scene::BufferView::of(
 		    std::vector<V3f>{V3f(0, 0, 0), V3f(0.12f, 0, 0), V3f(0, 0.2f, 0)}, VK_FORMAT_R32G32B32_SFLOAT);
 		o.uniforms["ModelTrafo"] = scene::uniform(trafos.back());
-		o.uniforms["ViewTrafo"] = scene::uniform(view);
+		o.uniforms["ViewTrafo"] = view_value;
 		o.uniforms["ProjTrafo"] = proj;
 		o.uniforms["ConstantColor"] = scene::uniform(rgba(40 + 3 * i, 200 - 2 * i, 90));
 		o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
@@ -611,9 +612,16 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 		ASSERT_EQ(frame(*t), "");
 		images.push_back(pixels());
 		if (gpu)
+		{
 			EXPECT_EQ(t->stats().heap.derive_records, 60u);
+		}
 		// A camera move: one constituent, no uniform re-upload on the GPU path; every object's value on the CPU path.
-		adaptive::transact([&] { view.setValue(math::Trafo3d::rotation(math::V3d(0.0, 0.0, 1.0), 0.3) * view.getValue()); });
+		adaptive::transact(
+		    [&]
+		    {
+			    view.setValue(math::Trafo3d::rotation(math::V3d(0.0, 0.0, 1.0), 0.3) *
+			                  math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
+		    });
 		ASSERT_EQ(frame(*t), "");
 		images.push_back(pixels());
 		if (gpu)
@@ -630,7 +638,9 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 		// A static frame dispatches nothing.
 		ASSERT_EQ(frame(*t), "");
 		if (heap)
+		{
 			EXPECT_EQ(t->stats().heap.derive_dispatches, 0u);
+		}
 		// An edit of one object's trafo, and an object added: drawn in the frame they happen.
 		adaptive::transact(
 		    [&]
@@ -641,7 +651,9 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 		ASSERT_EQ(frame(*t), "");
 		images.push_back(pixels());
 		if (gpu)
+		{
 			EXPECT_EQ(t->stats().heap.constituent_uploads, 2u) << "the edited trafo and the added object's";
+		}
 		if (reference.empty())
 		{
 			reference = images;
@@ -653,7 +665,9 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 		for (size_t i = 0; i < images.size(); ++i)
 			EXPECT_EQ(differing(images[i], reference[i]), 0u) << "frame " << i;
 		if (heap)
+		{
 			expectValidHeap(*t);
+		}
 	}
 }
 

@@ -102,7 +102,7 @@ struct HeapStats
 	uint32_t copy_regions = 0;
 	/// Arena scatter dispatches recorded for them (upload; HeapTuning::scatter_above)
 	uint32_t scatters = 0;
-	uint32_t derive_dispatches = 0;   ///< derive kernel dispatches (prepare): one per chunk holding records, when changed
+	uint32_t derive_dispatches = 0; ///< derive kernel dispatches (prepare): one per chunk holding records, when changed
 	uint32_t constituent_uploads = 0; ///< constituents re-packed: values GPU-derived uniforms read (update)
 	// Shape after the update.
 	uint32_t objects = 0;
