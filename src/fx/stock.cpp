@@ -10,10 +10,12 @@ StagePtr trafo()
 	    Stage::vertex("stock.trafo")
 	        .reads({{"Positions", V4f}, {"Normals", V3f}})
 	        .writes({{"Positions", V4f, Interp::Smooth, Builtin::Position}, {"WorldPositions", V4f}, {"Normals", V3f}})
-	        .uniforms({"ModelTrafo", "ViewProjTrafo", "NormalMatrix"})
-	        .glsl(R"(	vec4 wp = ModelTrafo * s.Positions;
-	s.WorldPositions = wp;
-	s.Positions = ViewProjTrafo * wp;
+	        .uniforms({"ModelTrafo", "ModelViewProjTrafo", "NormalMatrix"})
+	        // Camera-relative: ModelViewProjTrafo is the product taken in double precision (on the CPU, or by the
+	        // heap's derive kernel), so the large translations of georeferenced models cancel before anything is
+	        // narrowed to float; ViewProjTrafo * (ModelTrafo * p) in float jitters by metres at 10^7 m.
+	        .glsl(R"(	s.WorldPositions = ModelTrafo * s.Positions;
+	s.Positions = ModelViewProjTrafo * s.Positions;
 	s.Normals = NormalMatrix * s.Normals;)"));
 	return s;
 }

@@ -88,7 +88,7 @@ TEST_F(EffectCompile, PrunesWhatTheFramebufferDoesNotConsume)
 {
 	EffectCompiler compiler(device().shaderCompiler());
 	// trafo writes WorldPositions and Normals, but constant colour reads neither: both varyings, the Normals attribute
-	// and the NormalMatrix uniform must disappear.
+	// and the ModelTrafo and NormalMatrix uniforms must disappear.
 	auto effect = compose("trafo+constant", stock::trafo(), stock::constantColor());
 	ASSERT_TRUE(effect.ok()) << effect.error().message;
 	auto compiled = compiler.compile(effect.value(), {});
@@ -99,12 +99,12 @@ TEST_F(EffectCompile, PrunesWhatTheFramebufferDoesNotConsume)
 	std::vector<std::string> uniforms;
 	for (const auto& u : i.uniforms)
 		uniforms.push_back(u.name);
-	EXPECT_EQ(uniforms, (std::vector<std::string>{"ModelTrafo", "ViewProjTrafo", "ConstantColor"}));
-	EXPECT_EQ(i.uniform("ModelTrafo")->offset, 0u);
-	EXPECT_EQ(i.uniform("ViewProjTrafo")->offset, 64u);
-	EXPECT_EQ(i.uniform("ConstantColor")->offset, 128u);
-	EXPECT_EQ(i.uniform("ModelTrafo")->matrix_stride, 16u);
-	EXPECT_EQ(i.uniform_block_size, 144u);
+	// (ModelTrafo only feeds WorldPositions, which nothing reads: it goes too.)
+	EXPECT_EQ(uniforms, (std::vector<std::string>{"ModelViewProjTrafo", "ConstantColor"}));
+	EXPECT_EQ(i.uniform("ModelViewProjTrafo")->offset, 0u);
+	EXPECT_EQ(i.uniform("ConstantColor")->offset, 64u);
+	EXPECT_EQ(i.uniform("ModelViewProjTrafo")->matrix_stride, 16u);
+	EXPECT_EQ(i.uniform_block_size, 80u);
 	ASSERT_EQ(i.outputs.size(), 1u);
 	EXPECT_EQ(i.outputs[0].name, "Colors");
 	// The body still names NormalMatrix, so it stays declared — as a dead private global, not a block member.
@@ -295,7 +295,7 @@ TEST_F(EffectCompile, ComposedEffectRendersThroughItsReflectedInterface)
 	const std::vector<float> half = {0.5f, 0, 0, 0, 0, 0.5f, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
 	const auto pixels =
 	    renderQuad(device(), *compiled.value(), {{"Positions", kQuad}},
-	               {{"ModelTrafo", half}, {"ViewProjTrafo", kIdentity}, {"ConstantColor", {0, 1, 0, 1}}});
+	               {{"ModelTrafo", half}, {"ModelViewProjTrafo", half}, {"ConstantColor", {0, 1, 0, 1}}});
 	EXPECT_EQ(pixels.at(16, 16), (std::array<uint8_t, 4>{0, 255, 0, 255}));
 	EXPECT_EQ(pixels.at(9, 9), (std::array<uint8_t, 4>{0, 255, 0, 255}));
 	EXPECT_EQ(pixels.at(7, 7), (std::array<uint8_t, 4>{0, 0, 0, 255}));
@@ -315,7 +315,7 @@ TEST_F(EffectCompile, EarlyReturnInOneStageStillRunsTheNext)
 	auto compiled = compiler.compile(effect.value(), {});
 	ASSERT_TRUE(compiled.ok()) << compiled.error().message;
 	const auto pixels = renderQuad(device(), *compiled.value(), {{"Positions", kQuad}},
-	                               {{"ModelTrafo", kIdentity}, {"ViewProjTrafo", kIdentity}});
+	                               {{"ModelTrafo", kIdentity}, {"ModelViewProjTrafo", kIdentity}});
 	EXPECT_EQ(pixels.at(16, 16), (std::array<uint8_t, 4>{255, 0, 255, 255}));
 }
 
@@ -330,7 +330,7 @@ TEST_F(EffectCompile, VertexColoursPassThroughAsAnImplicitAttribute)
 	for (int v = 0; v < 6; ++v)
 		colors.insert(colors.end(), {0.0f, 0.0f, 1.0f, 1.0f});
 	const auto pixels = renderQuad(device(), *compiled.value(), {{"Positions", kQuad}, {"Colors", colors}},
-	                               {{"ModelTrafo", kIdentity}, {"ViewProjTrafo", kIdentity}});
+	                               {{"ModelTrafo", kIdentity}, {"ModelViewProjTrafo", kIdentity}});
 	EXPECT_EQ(pixels.at(3, 28), (std::array<uint8_t, 4>{0, 0, 255, 255}));
 }
 
@@ -360,7 +360,7 @@ TEST_F(EffectCompile, DiffuseTextureIsSampledThroughItsReflectedBinding)
 	}
 	const auto pixels = renderQuad(device(), *compiled.value(),
 	                               {{"Positions", kQuad}, {"Colors", colors}, {"DiffuseColorCoordinates", uv}},
-	                               {{"ModelTrafo", kIdentity}, {"ViewProjTrafo", kIdentity}},
+	                               {{"ModelTrafo", kIdentity}, {"ModelViewProjTrafo", kIdentity}},
 	                               {{"DiffuseColorTexture", {image.value(), sampler.value()}}});
 	EXPECT_EQ(pixels.at(8, 8), (std::array<uint8_t, 4>{255, 0, 0, 255}));
 	EXPECT_EQ(pixels.at(24, 8), (std::array<uint8_t, 4>{0, 255, 0, 255}));
@@ -490,7 +490,8 @@ TEST(InstanceUniforms, APerInstanceModelTrafoBecomesAFlatPortAndItsDerivedTrafos
 	EXPECT_FALSE(r->id() == effect->id());
 	const Stage* trafo = stageNamed(r.value(), "stock.trafo");
 	ASSERT_TRUE(trafo);
-	// ModelTrafo is read from the State; NormalMatrix is computed from it; ViewProjTrafo stays a uniform.
+	// ModelTrafo is read from the State; NormalMatrix and ModelViewProjTrafo are computed from it; ViewProjTrafo
+	// becomes a uniform.
 	EXPECT_EQ(trafo->uniformNames(), (std::vector<std::string>{"ViewProjTrafo"}));
 	const auto& reads = trafo->readPorts();
 	auto port = std::find_if(reads.begin(), reads.end(), [](const Port& p) { return p.name == "ModelTrafo"; });
@@ -499,7 +500,8 @@ TEST(InstanceUniforms, APerInstanceModelTrafoBecomesAFlatPortAndItsDerivedTrafos
 	EXPECT_EQ(port->interp, Interp::Flat);
 	EXPECT_EQ(trafo->defines().at("ModelTrafo"), "s.ModelTrafo");
 	EXPECT_EQ(trafo->defines().at("NormalMatrix"), "transpose(inverse(mat3(ModelTrafo)))");
-	EXPECT_EQ(trafo->defines().size(), 2u);
+	EXPECT_EQ(trafo->defines().at("ModelViewProjTrafo"), "(ViewProjTrafo * ModelTrafo)");
+	EXPECT_EQ(trafo->defines().size(), 3u);
 	// Stages reading nothing per instance are shared as they are (LightLocation derives from the view only).
 	EXPECT_EQ(r->stages()[1].get(), effect->stages()[1].get());
 	EXPECT_EQ(r->stages()[2].get(), effect->stages()[2].get());

@@ -149,7 +149,7 @@ TEST_F(HeapRenderTest, DestroyingAHeapTaskLeavesNoNodeNoEdgeAndNoLeakReport)
 	}
 }
 
-TEST_F(HeapRenderTest, PlacingAnObjectCreatesOneAdaptiveNodeItselfWhateverItsOwnUniforms)
+TEST_F(HeapRenderTest, PlacingAnObjectCreatesItsNodeAndThreeForItsCameraRelativeTrafo)
 {
 	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
 	auto nodesPlacing = [&](int count) -> int64_t
@@ -174,9 +174,11 @@ TEST_F(HeapRenderTest, PlacingAnObjectCreatesOneAdaptiveNodeItselfWhateverItsOwn
 		return adaptive::liveObjectCount() - before;
 	};
 	const int64_t twenty = nodesPlacing(20), forty = nodesPlacing(40);
-	// The HeapObject alone: its own ModelTrafo and the NormalMatrix derived from it are parts of its private block,
-	// re-packed by the object itself (no pool entry, which would be an adaptive node each).
-	EXPECT_EQ(forty - twenty, 20 * 1) << "nodes per placed object: " << double(forty - twenty) / 20.0;
+	// The HeapObject: its own ModelTrafo and the NormalMatrix derived from it are parts of its private block,
+	// re-packed by the object itself (no pool entry, which would be an adaptive node each). And the camera-relative
+	// ModelViewProjTrafo the stock trafo reads, computed on the GPU: its interned derived node, its entry (the record's
+	// owner) and the constituent that follows the ModelTrafo — three more.
+	EXPECT_EQ(forty - twenty, 20 * 4) << "nodes per placed object: " << double(forty - twenty) / 20.0;
 }
 
 /// Strip topologies are not heap-drawable: on the heap path the runtime's ObjectRouter sends them to the classic pass

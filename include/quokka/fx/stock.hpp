@@ -17,8 +17,9 @@ namespace quokka::fx::stock
 /// rotations, uniform scales and translations (simpleLighting renormalises); no non-uniform scale, and no mirroring
 /// (a mirrored instance would flip its triangles' winding, which one pipeline front face cannot follow per instance).
 StagePtr instanceTrafo();
-/// VS: WorldPositions = ModelTrafo · Positions; Positions = ViewProjTrafo · WorldPositions (gl_Position);
-/// Normals = NormalMatrix · Normals.
+/// VS: Positions = ModelViewProjTrafo · Positions (gl_Position; camera-relative: the product is taken in double
+/// before it reaches the shader, so models far from the origin do not jitter); WorldPositions = ModelTrafo ·
+/// Positions; Normals = NormalMatrix · Normals.
 StagePtr trafo();
 /// FS: passes the interpolated vertex Colors through (they become an implicit vertex attribute).
 StagePtr vertexColors();
