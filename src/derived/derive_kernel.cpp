@@ -68,15 +68,16 @@ Result<DeriveKernel> DeriveKernel::create(gpu::Device& device, std::vector<rules
 	return k;
 }
 
-void DeriveKernel::dispatch(gpu::CommandList& list, const gpu::Buffer& constituents, const gpu::Buffer& records,
-                            const gpu::Buffer& target, uint32_t first, uint32_t count, uint32_t stride) const
+void DeriveKernel::dispatch(gpu::CommandList& list, const gpu::Buffer& constituents, const gpu::Buffer& epochs,
+                            const gpu::Buffer& records, const gpu::Buffer& target, uint32_t first, uint32_t count,
+                            uint32_t stride, uint32_t epoch) const
 {
 	if (count == 0)
 		return;
 	QUOKKA_ASSERT(stride >= recordStride(max_inputs_), "DeriveKernel::dispatch: records too narrow for the rules");
 	pipeline_->bind(list);
-	gpu::pushStorageBuffers(list, *pipeline_, {{&constituents}, {&records}, {&target}});
-	const uint32_t push[3] = {first, count, stride};
+	gpu::pushStorageBuffers(list, *pipeline_, {{&constituents}, {&records}, {&target}, {&epochs}});
+	const uint32_t push[4] = {first, count, stride, epoch};
 	pipeline_->pushConstants(list, push, sizeof(push));
 	gpu::dispatch1d(list, *pipeline_, count);
 }

@@ -99,7 +99,12 @@ public:
 
 	std::string write(uint32_t index)
 	{
-		std::string s = "void arm" + std::to_string(index) + "(uint base)\n{\n\tuint outWord = records[base + 1u];\n";
+		// Skipped unless the record or one of its inputs was written in this dispatch's epoch (0: every record).
+		std::string s = "void arm" + std::to_string(index) +
+		                "(uint base)\n{\n\tif (push.epoch != 0u && records[base + 2u] != push.epoch";
+		for (size_t i = 0; i < rule_.inputs().size(); ++i)
+			s += " && epochs[records[base + " + std::to_string(derived::kRecordInputs + i) + "u]] != push.epoch";
+		s += ")\n\t\treturn;\n\tuint outWord = records[base + 1u];\n";
 		for (size_t i = 0; i < rule_.nodes().size(); ++i)
 			node(uint32_t(i));
 		s += body_;
@@ -212,7 +217,7 @@ private:
 		case Op::LeafInv:
 			for (uint32_t c = 0; c < count; ++c)
 			{
-				const std::string w = "records[base + " + std::to_string(2 + n.aux) + "u] * " +
+				const std::string w = "records[base + " + std::to_string(kRecordInputs + n.aux) + "u] * " +
 				                      std::to_string(kSlotWords) + "u + " + std::to_string(2 * c) + "u";
 				let(i, c,
 				    fp64_ ? "packDouble2x32(uvec2(constituents[" + w + "], constituents[" + w + " + 1u]))"
@@ -341,7 +346,8 @@ std::string kernelSource(std::span<const rules::Rule> rules, Precision precision
 	                "layout(set = 0, binding = 0, std430) readonly buffer Constituents { uint constituents[]; };\n"
 	                "layout(set = 0, binding = 1, std430) readonly buffer Records { uint records[]; };\n"
 	                "layout(set = 0, binding = 2, std430) buffer Target { uint target[]; };\n"
-	                "layout(push_constant) uniform Push { uint first; uint count; uint stride; } push;\n";
+	                "layout(set = 0, binding = 3, std430) readonly buffer Epochs { uint epochs[]; };\n"
+	                "layout(push_constant) uniform Push { uint first; uint count; uint stride; uint epoch; } push;\n";
 	s += precision == Precision::Df32 ? kDf32Helpers : kFp64Helpers;
 	for (size_t k = 0; k < rules.size(); ++k)
 		s += ArmWriter(rules[k], precision).write(uint32_t(k));

@@ -76,6 +76,7 @@ Result<void> GpuDerive::pack(Constituent& c)
 		std::array<uint32_t, derived::kSlotWords> words;
 		derived::packConstituent(*v, precision_, words);
 		slots_.set(size_t(c.slot[half]) * derived::kSlotWords, words.data(), words.size());
+		epochs_.set(c.slot[half], epoch_);
 	}
 	dirty_ = true;
 	return {};
@@ -105,6 +106,7 @@ Result<uint32_t> GpuDerive::acquireSlot(const aval<UniformValue>& node, const ru
 		{
 			c.slot[half] = next_slot_++;
 			slots_.resize(size_t(next_slot_) * derived::kSlotWords);
+			epochs_.resize(next_slot_);
 		}
 		if (Result<void> r = pack(c); !r.ok())
 		{
@@ -132,11 +134,12 @@ void GpuDerive::writeRecord(uint32_t chunk, uint32_t index)
 {
 	const RecordInfo& info = chunks_[chunk].info[index];
 	const UniformEntry& e = *info.owner;
-	std::array<uint32_t, 2 + 16> words{};
-	words[0] = e.rule;
-	words[1] = (e.ref + 16) / 4;
+	std::array<uint32_t, derived::kRecordInputs + 16> words{};
+	words[derived::kRecordRule] = e.rule;
+	words[derived::kRecordOutput] = (e.ref + 16) / 4;
+	words[derived::kRecordEpoch] = epoch_;
 	for (size_t i = 0; i < info.inputs.size(); ++i)
-		words[2 + i] = info.inputs[i].first->slot[info.inputs[i].second];
+		words[derived::kRecordInputs + i] = info.inputs[i].first->slot[info.inputs[i].second];
 	chunks_[chunk].words.set(size_t(index) * stride_, words.data(), stride_);
 }
 
@@ -216,7 +219,8 @@ Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, H
 	if (!dirty_)
 		return {};
 	QUOKKA_TRY_ASSIGN(c, slots_.upload(device, staging));
-	stats.upload_bytes += c;
+	QUOKKA_TRY_ASSIGN(e, epochs_.upload(device, staging));
+	stats.upload_bytes += c + e;
 	for (ChunkRecords& r : chunks_)
 	{
 		if (r.info.empty())
@@ -249,10 +253,11 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 		const ChunkRecords& r = chunks_[c];
 		if (r.info.empty() || c >= core_.chunks.size() || !core_.chunks[c]->buffer())
 			continue;
-		kernel_->dispatch(list, *slots_.buffer, *r.words.buffer, *core_.chunks[c]->buffer(), 0, uint32_t(r.info.size()),
-		                  stride_);
+		kernel_->dispatch(list, *slots_.buffer, *epochs_.buffer, *r.words.buffer, *core_.chunks[c]->buffer(), 0,
+		                  uint32_t(r.info.size()), stride_, epoch_);
 		++stats.derive_dispatches;
 	}
+	epoch_ = epoch_ == UINT32_MAX ? 1 : epoch_ + 1;
 	// (The chunk is the draws' index buffer too.)
 	list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
 	                   VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |

@@ -6,8 +6,9 @@
 // or df32 precision in a slot of the constituents buffer (a forward and, when a rule reads it, a backward slot),
 // shared by every record reading it and re-packed when the node changes. Each frame in which anything changed (a
 // constituent re-packed, a record added, moved or removed), prepare() dispatches the derive kernel once per chunk
-// holding records, after the frame's arena writes and before the draws: a camera move re-packs one constituent, and
-// the GPU recomputes every value reading it.
+// holding records, after the frame's arena writes and before the draws; the kernel computes only the records written
+// or reading a constituent written since the last dispatch (epochs): a camera move re-packs one constituent and the
+// GPU recomputes the values reading it, an edit of one trafo recomputes the values of that trafo.
 #pragma once
 
 #include <array>
@@ -109,6 +110,10 @@ private:
 	std::vector<Ref<Constituent>>
 	    queued_; ///< changed since the last refresh (held: a release may drop the table's hold)
 	GpuArray slots_{gpu::BufferUsage::Storage, "heap derive constituents", {}, {}, {}, false};
+	GpuArray epochs_{gpu::BufferUsage::Storage, "heap derive epochs", {}, {}, {}, false}; ///< per slot
+	/// The next dispatch's epoch: what packing a constituent and writing a record stamp, so that dispatch computes
+	/// only the records written or reading a value written since the last one. Never 0 (0 computes every record).
+	uint32_t epoch_ = 1;
 	std::vector<uint32_t> free_slots_;
 	uint32_t next_slot_ = 0;
 	std::vector<ChunkRecords> chunks_;

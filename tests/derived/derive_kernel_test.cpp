@@ -3,6 +3,7 @@
 // stated here — for trafos 10^7 m from the origin, where a float product in world space loses the metres.
 #include "gpu_fixture.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -85,6 +86,7 @@ Outcome run(gpu::Device& device, const std::vector<Rule>& rules, Precision preci
 			std::vector<Value> inputs;
 			records.push_back(r);
 			records.push_back(uint32_t(expected.size()));
+			records.push_back(0); // (epoch: dispatched at epoch 0, every record computes)
 			double big = 0.0;
 			for (const rules::Input& in : rules[r].inputs())
 			{
@@ -94,7 +96,7 @@ Outcome run(gpu::Device& device, const std::vector<Rule>& rules, Precision preci
 					big = std::max(big, std::abs(inputs.back().c[c]));
 				records.push_back(slot(inputs.back()));
 			}
-			records.resize(records.size() + stride - 2 - rules[r].inputs().size());
+			records.resize(records.size() + stride - kRecordInputs - rules[r].inputs().size());
 			const Value out = rules::evaluate(rules[r], inputs);
 			for (uint32_t c = 0; c < out.components(); ++c)
 			{
@@ -117,7 +119,7 @@ Outcome run(gpu::Device& device, const std::vector<Rule>& rules, Precision preci
 	auto t_buf = make(std::vector<uint32_t>(expected.size(), 0xffffffffu), "derive.target");
 	auto list = device.beginCommands();
 	EXPECT_TRUE(list.ok());
-	kernel->dispatch(*list, *c_buf, *r_buf, *t_buf, 0, uint32_t(records.size() / stride), stride);
+	kernel->dispatch(*list, *c_buf, *c_buf, *r_buf, *t_buf, 0, uint32_t(records.size() / stride), stride, 0);
 	EXPECT_TRUE(device.submitAndWait(std::move(*list)).ok());
 	auto bytes = device.readBuffer(*t_buf, 0, expected.size() * 4);
 	EXPECT_TRUE(bytes.ok());
@@ -195,6 +197,7 @@ std::vector<float> derive(gpu::Device& device, const Rule& rule, Precision preci
 	{
 		words.push_back(0);
 		words.push_back(out);
+		words.push_back(0);
 		out += rule.type().rows * rule.type().cols;
 		for (const Value& v : inputs)
 		{
@@ -204,7 +207,7 @@ std::vector<float> derive(gpu::Device& device, const Rule& rule, Precision preci
 			    v, precision,
 			    std::span<uint32_t, kSlotWords>(constituents.data() + constituents.size() - kSlotWords, kSlotWords));
 		}
-		words.resize(words.size() + stride - 2 - inputs.size());
+		words.resize(words.size() + stride - kRecordInputs - inputs.size());
 	}
 	const auto usage = gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst;
 	auto make = [&](const std::vector<uint32_t>& w)
@@ -216,7 +219,7 @@ std::vector<float> derive(gpu::Device& device, const Rule& rule, Precision preci
 	auto c = make(constituents), r = make(words), t = make(std::vector<uint32_t>(out, 0));
 	auto list = device.beginCommands();
 	EXPECT_TRUE(list.ok());
-	kernel->dispatch(*list, *c, *r, *t, 0, uint32_t(records.size()), stride);
+	kernel->dispatch(*list, *c, *c, *r, *t, 0, uint32_t(records.size()), stride, 0);
 	EXPECT_TRUE(device.submitAndWait(std::move(*list)).ok());
 	auto bytes = device.readBuffer(*t, 0, uint64_t(out) * 4);
 	EXPECT_TRUE(bytes.ok());
@@ -307,6 +310,68 @@ TEST_F(DeriveKernelTest, CameraRelativeProductsDoNotJitterTenThousandKilometresO
 	}
 	EXPECT_GT(err, 8.0) << "the world-space float product should be off by pixels at 10^7 m";
 	std::printf("world-space float product: at most %.1f px from the double projection\n", err);
+}
+
+// A dispatch at epoch E computes the records written at E and those reading a constituent written at E; the others
+// keep what their outputs hold. Epoch 0 computes every record.
+TEST_F(DeriveKernelTest, ADispatchComputesOnlyWhatChangedInItsEpoch)
+{
+	const Rule& mv = *rules::standardRule("ModelViewTrafo"); // inputs: ViewTrafo, ModelTrafo
+	auto kernel = DeriveKernel::create(device(), {mv}, Precision::Df32);
+	ASSERT_TRUE(kernel.ok()) << kernel.error().message;
+	const uint32_t stride = recordStride(kernel->maxInputs());
+	// Slots: 0 the view, 1–3 three models; their epochs 5, 7, 9, 3.
+	std::vector<uint32_t> constituents(4 * kSlotWords);
+	const Trafo3d view = Trafo3d::translation(V3d(0.0, 0.0, -5.0));
+	packConstituent(Value::of(view.forward), Precision::Df32,
+	                std::span<uint32_t, kSlotWords>(constituents.data(), kSlotWords));
+	for (uint32_t m = 1; m <= 3; ++m)
+		packConstituent(Value::of(Trafo3d::translation(V3d(double(m), 0.0, 0.0)).forward), Precision::Df32,
+		                std::span<uint32_t, kSlotWords>(constituents.data() + m * kSlotWords, kSlotWords));
+	const std::vector<uint32_t> epochs = {5, 7, 9, 3};
+	// Records r0..r2 read (view, model r + 1) into outputs 16 words apart; written at epochs 2, 2 and 9.
+	std::vector<uint32_t> records;
+	const uint32_t written[3] = {2, 2, 9};
+	for (uint32_t r = 0; r < 3; ++r)
+	{
+		const std::vector<uint32_t> row = {0, 16 * r, written[r], 0, r + 1};
+		records.insert(records.end(), row.begin(), row.end());
+		records.resize(size_t(r + 1) * stride, 0);
+	}
+	const auto usage = gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst;
+	auto make = [&](const std::vector<uint32_t>& w)
+	{
+		auto b = device().createBuffer({w.size() * 4, usage, gpu::MemoryDomain::DeviceLocal, "derive.epochs"});
+		EXPECT_TRUE(b.ok() && device().uploadBuffer(*b.value(), 0, w.data(), w.size() * 4).ok());
+		return std::move(b.value());
+	};
+	auto c = make(constituents), e = make(epochs), r = make(records);
+	auto computed = [&](uint32_t epoch)
+	{
+		auto t = make(std::vector<uint32_t>(48, 0xffffffffu));
+		auto list = device().beginCommands();
+		EXPECT_TRUE(list.ok());
+		kernel->dispatch(*list, *c, *e, *r, *t, 0, 3, stride, epoch);
+		EXPECT_TRUE(device().submitAndWait(std::move(*list)).ok());
+		auto bytes = device().readBuffer(*t, 0, 48 * 4);
+		std::vector<uint32_t> words(48);
+		std::memcpy(words.data(), bytes->data(), 48 * 4);
+		std::vector<bool> out;
+		for (uint32_t i = 0; i < 3; ++i)
+		{
+			out.push_back(words[16 * i] != 0xffffffffu);
+			if (out.back()) // the value itself: View · Model, translation (i + 1, 0, -5)
+			{
+				EXPECT_EQ(std::bit_cast<float>(words[16 * i + 12]), float(i + 1)) << "record " << i;
+			}
+		}
+		return out;
+	};
+	EXPECT_EQ(computed(9), (std::vector<bool>{false, true, true})) << "r1 reads model 2 (written at 9), r2 was";
+	EXPECT_EQ(computed(5), (std::vector<bool>{true, true, true})) << "every record reads the view (written at 5)";
+	EXPECT_EQ(computed(7), (std::vector<bool>{true, false, false}));
+	EXPECT_EQ(computed(4), (std::vector<bool>{false, false, false}));
+	EXPECT_EQ(computed(0), (std::vector<bool>{true, true, true}));
 }
 
 // Fp64 on a device without shaderFloat64 and rules a uniform cannot hold are errors.

@@ -565,8 +565,10 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 	trafos.reserve(61);
 	auto make = [&](int i)
 	{
-		trafos.emplace_back(math::Trafo3d::translation(math::V3d(-0.9 + 0.03 * (i % 60), -0.4 + 0.1 * (i % 7), 0.1)) *
-		                    math::Trafo3d::rotation(math::V3d(0.0, 0.0, 1.0), 0.1 * i));
+		// (Each at its own depth: the image does not depend on the draw order, which the heap does not keep.)
+		trafos.emplace_back(
+		    math::Trafo3d::translation(math::V3d(-0.9 + 0.03 * (i % 60), -0.4 + 0.1 * (i % 7), 0.1 + 0.005 * i)) *
+		    math::Trafo3d::rotation(math::V3d(0.0, 0.0, 1.0), 0.1 * i));
 		RenderObject o;
 		o.effect = effect;
 		o.attributes["Positions"] = scene::BufferView::of(
@@ -604,6 +606,8 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 			    view.setValue(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
 			    trafos[3].setValue(math::Trafo3d::translation(math::V3d(-0.8, -0.4, 0.1)));
 			    set.remove(later);
+			    set.add(objects[10]);
+			    set.add(objects[40]);
 		    });
 		auto t = task(tree, m.options);
 		const bool heap = m.options.path == runtime::RenderPath::Heap;
@@ -641,18 +645,36 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 		{
 			EXPECT_EQ(t->stats().heap.derive_dispatches, 0u);
 		}
-		// An edit of one object's trafo, and an object added: drawn in the frame they happen.
+		// An edit of one object's trafo, an object added and two removed: drawn in the frame they happen (the removed
+		// objects' records leave, the added one's takes a place among them).
 		adaptive::transact(
 		    [&]
 		    {
 			    trafos[3].setValue(math::Trafo3d::translation(math::V3d(0.3, 0.3, 0.1)));
 			    set.add(later);
+			    set.remove(objects[10]);
+			    set.remove(objects[40]);
 		    });
 		ASSERT_EQ(frame(*t), "");
 		images.push_back(pixels());
 		if (gpu)
 		{
 			EXPECT_EQ(t->stats().heap.constituent_uploads, 2u) << "the edited trafo and the added object's";
+			EXPECT_EQ(t->stats().heap.derive_records, 59u);
+		}
+		// The two back again with a camera move, in one frame.
+		adaptive::transact(
+		    [&]
+		    {
+			    set.add(objects[10]);
+			    set.add(objects[40]);
+			    view.setValue(math::Trafo3d::translation(math::V3d(0.05, 0.0, 0.5)));
+		    });
+		ASSERT_EQ(frame(*t), "");
+		images.push_back(pixels());
+		if (gpu)
+		{
+			EXPECT_EQ(t->stats().heap.derive_records, 61u);
 		}
 		if (reference.empty())
 		{

@@ -5,9 +5,13 @@
 //   constituents — a buffer of slots, kSlotWords words each: a value a rule reads (a trafo's forward or backward
 //                  matrix, a vector, a scalar), every component as an fp64 double (2 words, low first) or as a df32
 //                  pair (hi, lo floats: value ≈ hi + lo, ~48 significant bits), packed by packConstituent();
-//   records      — fixed-stride rows of uint words [rule index, output word, input slot 0, input slot 1, …]: rule
-//                  index into the kernel's rule list, the output's word offset in the target buffer (the arena
-//                  chunk), and one constituent slot per rule input (rules::Rule::inputs() order);
+//   records      — fixed-stride rows of uint words [rule index, output word, epoch, input slot 0, input slot 1, …]:
+//                  rule index into the kernel's rule list, the output's word offset in the target buffer (the arena
+//                  chunk), the epoch the record was last written in, and one constituent slot per rule input
+//                  (rules::Rule::inputs() order);
+//   epochs       — one word per constituent slot: the epoch its value was last written in. A dispatch at epoch E
+//                  computes only the records written at E or reading a slot written at E (E = 0: every record), so a
+//                  changed trafo recomputes the values reading it, not the chunk;
 //   target       — the buffer the outputs are written to, tightly packed f32/i32/u32 components (column-major), the
 //                  layout the heap's arena uses for a uniform's data.
 //
@@ -49,11 +53,13 @@ inline constexpr uint32_t kSlotWords = 32;
 /// `value`'s components as constituent words at `precision` (2 words each; words past them are zero).
 void packConstituent(const rules::Value& value, Precision precision, std::span<uint32_t, kSlotWords> out);
 
-/// Record words for rules reading at most `max_inputs` inputs: [rule, output word, slots…].
+/// Record words for rules reading at most `max_inputs` inputs: [rule, output word, epoch, slots…].
 constexpr uint32_t recordStride(uint32_t max_inputs)
 {
-	return 2 + max_inputs;
+	return 3 + max_inputs;
 }
+/// Where a record's words are.
+inline constexpr uint32_t kRecordRule = 0, kRecordOutput = 1, kRecordEpoch = 2, kRecordInputs = 3;
 
 /// The GLSL of a kernel over `rules` (rule index = position) at `precision`.
 std::string kernelSource(std::span<const rules::Rule> rules, Precision precision);
@@ -71,11 +77,12 @@ public:
 	/// The most inputs any rule reads (records need recordStride() of it, or more).
 	uint32_t maxInputs() const { return max_inputs_; }
 
-	/// Records `count` records from record `first` (each `stride` words): binds the pipeline and the three buffers
-	/// (push descriptors) and dispatches. The caller orders the writes of the buffers before and the reads of
-	/// `target` after with barriers.
-	void dispatch(gpu::CommandList& list, const gpu::Buffer& constituents, const gpu::Buffer& records,
-	              const gpu::Buffer& target, uint32_t first, uint32_t count, uint32_t stride) const;
+	/// Records `count` records from record `first` (each `stride` words) at `epoch` (0: every record; `epochs` is
+	/// then not read): binds the pipeline and the four buffers (push descriptors) and dispatches. The caller orders
+	/// the writes of the buffers before and the reads of `target` after with barriers.
+	void dispatch(gpu::CommandList& list, const gpu::Buffer& constituents, const gpu::Buffer& epochs,
+	              const gpu::Buffer& records, const gpu::Buffer& target, uint32_t first, uint32_t count,
+	              uint32_t stride, uint32_t epoch) const;
 
 private:
 	DeriveKernel() = default;
