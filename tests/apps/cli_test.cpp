@@ -286,6 +286,47 @@ TEST(CliRender, SameSeedSamePixelsOtherSeedOtherPixels)
 		std::filesystem::remove(p);
 }
 
+// --origin moves the scene and its camera 10^7 m out: drawn with the camera-relative ModelViewProjTrafo, the objects
+// cover the pixels they cover at the origin, on both paths (the shading may differ a little: lighting still works
+// in world space, in float). A malformed offset, or one for a scene without a framed camera, is a usage error.
+TEST(CliRender, AnOriginTenThousandKilometresOutCoversThePixelsOfTheOrigin)
+{
+	const std::string args = "render --scene grid --objects 40 --width 96 --height 72 --samples 1 --out ";
+	auto mask = [](const std::string& png)
+	{
+		auto image = quokka::gpu::readPng(png);
+		EXPECT_TRUE(image.ok());
+		std::vector<bool> covered;
+		const auto corner = image->at(0, 0);
+		for (uint32_t y = 0; y < image->height; ++y)
+			for (uint32_t x = 0; x < image->width; ++x)
+				covered.push_back(image->at(x, y) != corner);
+		std::filesystem::remove(png);
+		return covered;
+	};
+	for (const char* path : {"heap", "classic"})
+	{
+		const std::string near = tempPath("origin-0.png"), far = tempPath("origin-far.png");
+		ASSERT_EQ(runCli(args + near + " --path " + path).exit_code, 0);
+		const CliRun run = runCli(args + far + " --path " + path + " --origin 1e7,2e6,-3e6");
+		ASSERT_EQ(run.exit_code, 0) << run.err;
+		const std::vector<bool> a = mask(near), b = mask(far);
+		ASSERT_EQ(a.size(), b.size());
+		size_t covered = 0, differ = 0;
+		for (size_t i = 0; i < a.size(); ++i)
+		{
+			covered += a[i];
+			differ += a[i] != b[i];
+		}
+		EXPECT_GT(covered, a.size() / 50) << path;
+		EXPECT_LE(differ, covered / 50) << path << ": " << differ << " of " << covered << " pixels differ in coverage";
+		std::printf("%s: %zu of %zu covered pixels differ in coverage at 10^7 m\n", path, differ, covered);
+	}
+	expectUsageError(runCli("render --scene grid --origin 1e7,0"), "--origin");
+	expectUsageError(runCli("render --scene grid --origin 1e7,0,nan"), "--origin");
+	expectUsageError(runCli("render --scene triangle --origin 1,2,3"), "--origin");
+}
+
 TEST(CliRender, CitySceneMixesEffectsAndSortsByPipeline)
 {
 	const std::string png = tempPath("city.png");
