@@ -155,10 +155,7 @@ int runBenchCamera(const BenchOptions& b)
 	if (!device.ok())
 		return fail(device.error());
 	gpu::Device& dev = *device.value();
-	const bool cpu = dev.info().is_cpu;
-	std::vector<uint32_t> counts = b.objects;
-	if (counts.empty())
-		counts = cpu ? std::vector<uint32_t>{1000, 10000} : std::vector<uint32_t>{10000, 100000, 1000000};
+	const std::vector<uint32_t> counts = benchObjectCounts(b, dev);
 	for (uint32_t n : counts)
 		if (n < 1 || n > 10'000'000)
 			return usage("bench camera: --objects " + std::to_string(n) + " is outside 1…10,000,000");

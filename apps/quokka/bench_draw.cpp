@@ -223,9 +223,7 @@ int runBenchDraw(const BenchOptions& b)
 		return fail(device.error());
 	gpu::Device& dev = *device.value();
 	const bool cpu = dev.info().is_cpu;
-	std::vector<uint32_t> counts = b.objects;
-	if (counts.empty())
-		counts = cpu ? std::vector<uint32_t>{1000, 10000} : std::vector<uint32_t>{10000, 100000, 1000000};
+	const std::vector<uint32_t> counts = benchObjectCounts(b, dev);
 	const std::vector<Variant> variants = variantsOf(b);
 	const char* timing = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
 	if (!b.json)

@@ -207,4 +207,11 @@ int validationExit(const gpu::Device& device)
 	return fail(std::to_string(errors) + " Vulkan validation error(s); first: " + device.validationMessages().front());
 }
 
+std::vector<uint32_t> benchObjectCounts(const BenchOptions& b, const gpu::Device& device)
+{
+	if (!b.objects.empty())
+		return b.objects;
+	return device.info().is_cpu ? std::vector<uint32_t>{1000, 10000} : std::vector<uint32_t>{10000, 100000, 1000000};
+}
+
 } // namespace quokka::app

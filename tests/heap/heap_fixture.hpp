@@ -38,6 +38,18 @@ inline fx::Effect effectOf(std::vector<fx::StagePtr> stages)
 	return std::move(e).value();
 }
 
+/// Positions = ModelViewProjTrafo · Positions in a constant colour: an effect whose every object reads a value derived
+/// from its own trafo and the camera.
+inline fx::Effect modelViewProjEffect()
+{
+	return effectOf({std::make_shared<const fx::Stage>(fx::Stage::vertex("test.mvp")
+	                                                       .reads({{"Positions", fx::V4f}})
+	                                                       .writes({{"Positions", fx::V4f}})
+	                                                       .uniforms({"ModelViewProjTrafo"})
+	                                                       .glsl("s.Positions = ModelViewProjTrafo * s.Positions;")),
+	                 fx::stock::constantColor()});
+}
+
 /// Adds a per-instance offset to the positions (before the trafo).
 inline fx::StagePtr instanceOffset()
 {

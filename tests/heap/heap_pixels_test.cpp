@@ -551,13 +551,7 @@ TEST_F(HeapRenderTest, AdditionsPlacedInOneFrameMatchAdditionsOneFrameAtATime)
 /// and with the opt-out (every value on the CPU).
 TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 {
-	const fx::Effect effect =
-	    effectOf({std::make_shared<const fx::Stage>(fx::Stage::vertex("test.mvp")
-	                                                    .reads({{"Positions", fx::V4f}})
-	                                                    .writes({{"Positions", fx::V4f}})
-	                                                    .uniforms({"ModelViewProjTrafo"})
-	                                                    .glsl("s.Positions = ModelViewProjTrafo * s.Positions;")),
-	              fx::stock::constantColor()});
+	const fx::Effect effect = modelViewProjEffect();
 	const cval<math::Trafo3d> view(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
 	const auto view_value = scene::uniform(view); // (one node for every object, as a scene's camera is)
 	const auto proj = scene::uniform(math::Trafo3d::scale(math::V3d(1.0, 1.0, 0.5)));

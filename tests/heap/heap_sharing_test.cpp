@@ -304,13 +304,7 @@ TEST_F(HeapRenderTest, DerivedUniformsOfRemovedObjectsAreCollectedUnderChurn)
 	// Each object's own ModelTrafo interns its own ModelViewProjTrafo (a value of two inputs, which the heap does not
 	// pool by recipe); ten rounds replace all 100 objects. Without collection ~10× the first frame's count would pile
 	// up.
-	const fx::Effect lit =
-	    effectOf({std::make_shared<const fx::Stage>(fx::Stage::vertex("test.mvp")
-	                                                    .reads({{"Positions", fx::V4f}})
-	                                                    .writes({{"Positions", fx::V4f}})
-	                                                    .uniforms({"ModelViewProjTrafo"})
-	                                                    .glsl("s.Positions = ModelViewProjTrafo * s.Positions;")),
-	              fx::stock::constantColor()});
+	const fx::Effect lit = modelViewProjEffect();
 	auto make = [&](int i)
 	{
 		RenderObject o;
