@@ -6,8 +6,9 @@
 //   derived  — an effect reading ModelViewProjTrafo and ModelViewTrafo: each object's own derived values, which a
 //              camera move changes for every object.
 // Reported per row: the CPU update of a static and of a camera frame (µs), GPU time and frame time of each, the bytes a
-// camera frame uploads (uniform values re-uploaded; heap: bytes staged too), and the camera frame's time over the
-// static frame's.
+// camera frame uploads (uniform values re-uploaded; heap: bytes staged too), the camera frame's time over the static
+// frame's, and the GPU time of the heap's derive dispatches (timestamps around them, where the device's are trusted).
+#include "bench_copy.hpp"
 #include "commands.hpp"
 #include "render_common.hpp"
 #include "scene_run.hpp"
@@ -35,6 +36,10 @@ struct Figures
 	double update_us = 0, encode_us = 0, gpu_ms = 0, frame_ms = 0;
 	uint64_t upload_bytes = 0;    ///< heap path: bytes staged
 	uint64_t uniform_uploads = 0; ///< uniform values (heap) or blocks (classic) re-uploaded
+	/// GPU time of the heap's derive dispatches (timestamps around them); -1 where none ran or the device's
+	/// timestamps are not trusted (lavapipe)
+	double derive_ms = -1.0;
+	uint64_t derive_bytes = 0; ///< what a derive dispatch over every record reads and writes (HeapStats)
 };
 
 /// The effect reading each object's ModelViewProjTrafo and ModelViewTrafo: a view-space normal lit by a headlight.
@@ -90,7 +95,9 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, SceneGlobals& g,
 	commands.append(scene::clearCommand(math::V4f(0.06f, 0.07f, 0.09f, 1.0f)));
 	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(set)});
 	auto task = session.runtime->compile(session.framebuffer.signature, commands, options);
-	gpu::FrameTimer timer(device);
+	gpu::FrameTimer timer(device), derive_timer(device);
+	for (heap::HeapScene* h : task->heapScenes())
+		h->setDeriveTimer(&derive_timer);
 	double azimuth = 0.6;
 	adaptive::transact([&] { placeCamera(g, scene.bounds, azimuth); });
 	auto frame = [&](bool move) -> Result<Figures>
@@ -115,6 +122,12 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, SceneGlobals& g,
 		f.gpu_ms = timing.ms;
 		f.upload_bytes = s.heap.upload_bytes;
 		f.uniform_uploads = s.heap.uniform_uploads + s.passes.uniform_uploads;
+		f.derive_bytes = s.heap.derive_bytes;
+		if (s.heap.derive_dispatches > 0 && derive_timer.source() == gpu::TimingSource::Gpu)
+		{
+			QUOKKA_TRY_ASSIGN(d, derive_timer.resolve());
+			f.derive_ms = d.gpu_ms;
+		}
 		return f;
 	};
 	Row row{uint32_t(objects.size()), "", options.path == runtime::RenderPath::Heap ? "heap" : "classic", 0, {}, {}};
@@ -124,7 +137,7 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, SceneGlobals& g,
 	QUOKKA_TRY(frame(true));  // the first move builds what later moves reuse
 	auto series = [&](bool move) -> Result<Figures>
 	{
-		std::vector<double> update, encode, gpu, wall;
+		std::vector<double> update, encode, gpu, wall, derive;
 		uint64_t bytes = 0, uploads = 0;
 		for (uint32_t r = 0; r < reps; ++r)
 		{
@@ -136,7 +149,14 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, SceneGlobals& g,
 			bytes = std::max(bytes, f.upload_bytes);
 			uploads = std::max(uploads, f.uniform_uploads);
 		}
-		return Figures{median(update), median(encode), median(gpu), median(wall), bytes, uploads};
+		return Figures{median(update),
+		               median(encode),
+		               median(gpu),
+		               median(wall),
+		               bytes,
+		               uploads,
+		               derive.empty() ? -1.0 : median(derive),
+		               task->stats().heap.derive_bytes};
 	};
 	QUOKKA_TRY_ASSIGN(still, series(false));
 	QUOKKA_TRY_ASSIGN(moving, series(true));
@@ -164,13 +184,25 @@ int runBenchCamera(const BenchOptions& b)
 		return fail(session.error());
 	const fx::Effect derived = derivedEffect();
 	const char* timing = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
+	// The derive kernel's throughput is reported against the device's copy bandwidth (GPU timestamps only).
+	double copy_gb_per_s = 0.0;
+	if (dev.info().gpu_timestamps_reliable)
+	{
+		gpu::FrameTimer copy_timer(dev);
+		const uint64_t bytes = std::min<uint64_t>(256ull << 20, dev.info().max_storage_buffer_range);
+		auto transfer = copyBandwidth(dev, copy_timer, bytes, 3);
+		auto compute = computeCopyBandwidth(dev, copy_timer, bytes, 3);
+		if (!transfer.ok() || !compute.ok())
+			return fail(transfer.ok() ? compute.error() : transfer.error());
+		copy_gb_per_s = std::max(transfer.value(), compute.value());
+	}
 	if (!b.json)
 		std::printf("quokka bench camera on %s (%s timing), unique-mesh scene, %u static and %u camera frames per row "
 		            "(median; the camera orbits 0.5 degrees per frame)\n\n  %9s %-8s %-8s %10s %12s %12s %10s %10s "
-		            "%11s %11s %14s %8s\n",
+		            "%11s %11s %14s %8s %10s\n",
 		            dev.info().name.c_str(), timing, b.reps, b.reps, "objects", "effect", "path", "place ms",
 		            "static us", "camera us", "static gpu", "camera gpu", "static wall", "camera wall",
-		            "camera uploads", "ratio");
+		            "camera uploads", "ratio", "derive ms");
 	nlohmann::ordered_json rows = nlohmann::ordered_json::array();
 	for (uint32_t n : counts)
 	{
@@ -207,10 +239,14 @@ int runBenchCamera(const BenchOptions& b)
 				row->effect = effect;
 				const double ratio = row->still.frame_ms > 0 ? row->moving.frame_ms / row->still.frame_ms : 0.0;
 				if (!b.json)
-					std::printf("  %9u %-8s %-8s %10.1f %12.1f %12.1f %10.3f %10.3f %11.3f %11.3f %14llu %8.2f\n", n,
-					            effect, path, row->place_ms, row->still.update_us, row->moving.update_us,
+				{
+					const std::string derive =
+					    row->moving.derive_ms >= 0.0 ? std::to_string(row->moving.derive_ms) : std::string("-");
+					std::printf("  %9u %-8s %-8s %10.1f %12.1f %12.1f %10.3f %10.3f %11.3f %11.3f %14llu %8.2f %10s\n",
+					            n, effect, path, row->place_ms, row->still.update_us, row->moving.update_us,
 					            row->still.gpu_ms, row->moving.gpu_ms, row->still.frame_ms, row->moving.frame_ms,
-					            (unsigned long long)row->moving.uniform_uploads, ratio);
+					            (unsigned long long)row->moving.uniform_uploads, ratio, derive.c_str());
+				}
 				auto figures = [](const Figures& f)
 				{
 					return nlohmann::ordered_json{{"update_us", f.update_us},
@@ -218,15 +254,28 @@ int runBenchCamera(const BenchOptions& b)
 					                              {"gpu_ms", f.gpu_ms},
 					                              {"frame_ms", f.frame_ms},
 					                              {"upload_bytes", f.upload_bytes},
-					                              {"uniform_uploads", f.uniform_uploads}};
+					                              {"uniform_uploads", f.uniform_uploads},
+					                              {"derive_gpu_ms", f.derive_ms >= 0.0
+					                                                    ? nlohmann::ordered_json(f.derive_ms)
+					                                                    : nlohmann::ordered_json()}};
 				};
+				nlohmann::ordered_json derive = nullptr;
+				if (row->moving.derive_ms > 0.0)
+				{
+					const double gbs = double(row->moving.derive_bytes) / (row->moving.derive_ms * 1e6);
+					derive = {{"gpu_ms", row->moving.derive_ms},
+					          {"bytes", row->moving.derive_bytes},
+					          {"gb_per_s", gbs},
+					          {"fraction_of_copy_bandwidth", copy_gb_per_s > 0.0 ? gbs / copy_gb_per_s : 0.0}};
+				}
 				rows.push_back({{"objects", n},
 				                {"effect", effect},
 				                {"path", path},
 				                {"place_ms", row->place_ms},
 				                {"static", figures(row->still)},
 				                {"camera", figures(row->moving)},
-				                {"camera_vs_static_frame", ratio}});
+				                {"camera_vs_static_frame", ratio},
+				                {"derive_on_camera_frame", derive}});
 			}
 	}
 	if (b.json)
@@ -236,6 +285,7 @@ int runBenchCamera(const BenchOptions& b)
 		j["device"] = dev.info().name;
 		j["timing_source"] = timing;
 		j["reps"] = b.reps;
+		j["copy_gb_per_s"] = copy_gb_per_s > 0.0 ? nlohmann::ordered_json(copy_gb_per_s) : nlohmann::ordered_json();
 		j["rows"] = rows;
 		std::printf("%s\n", j.dump(2).c_str());
 	}

@@ -8,6 +8,7 @@
 //   compaction  bytes moved per second by MeshletManager::update() after compact() with ~30 % of batches removed;
 //   clone       bytes copied per second by update() flushing clones of ~25 % of the batches.
 // GPU phases are timed with timestamps on real GPUs and the wall clock on lavapipe (the output says which).
+#include "bench_copy.hpp"
 #include "commands.hpp"
 #include "render_common.hpp"
 
@@ -136,24 +137,6 @@ double naiveRate(const Stream& s, uint64_t pairs)
 	return double(pairs) / (threadSeconds() - t0);
 }
 
-// Records `record` into a fresh list between FrameTimer marks, submits, waits and returns milliseconds.
-template <typename Fn>
-Result<double> timed(gpu::Device& device, gpu::FrameTimer& timer, Fn&& record)
-{
-	auto list = device.beginCommands();
-	if (!list.ok())
-		return list.error();
-	timer.begin(list.value());
-	QUOKKA_TRY(record(list.value()));
-	timer.end(list.value());
-	QUOKKA_TRY(device.submitAndWait(std::move(list.value())));
-	auto t = timer.resolve();
-	if (!t.ok())
-		return t.error();
-	device.completedValue();
-	return t->ms;
-}
-
 Result<void> flush(gpu::Device& device, meshlet::MeshletManager& manager)
 {
 	auto list = device.beginCommands();
@@ -225,84 +208,6 @@ nlohmann::ordered_json allocatorFigures(const BenchOptions& o)
 	        {"naive_best_fit_pairs_per_s", naive_rate},
 	        {"ratio_vs_naive", fast_rate / naive_rate},
 	        {"target_pairs_per_s", 20e6}};
-}
-
-// GB/s of `bytes` moved by `record`, median of `reps` timed runs after one warm-up run.
-template <typename Record>
-Result<double> medianRate(gpu::Device& device, gpu::FrameTimer& timer, uint64_t bytes, uint32_t reps, Record&& record)
-{
-	std::vector<double> gbs;
-	for (uint32_t rep = 0; rep < reps + 1; ++rep)
-	{
-		auto ms = timed(device, timer, record);
-		if (!ms.ok())
-			return ms.error();
-		if (rep > 0)
-			gbs.push_back(double(bytes) / (ms.value() * 1e6));
-	}
-	return median(gbs);
-}
-
-// Bytes per second of one vkCmdCopyBuffer of `bytes` between two device-local buffers (median; first run warms up).
-Result<double> copyBandwidth(gpu::Device& device, gpu::FrameTimer& timer, uint64_t bytes, uint32_t reps)
-{
-	auto a = device.createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
-	                              gpu::MemoryDomain::DeviceLocal, "bench.copy.a"});
-	if (!a.ok())
-		return a.error();
-	auto b = device.createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
-	                              gpu::MemoryDomain::DeviceLocal, "bench.copy.b"});
-	if (!b.ok())
-		return b.error();
-	return medianRate(device, timer, bytes, reps,
-	                  [&](gpu::CommandList& list) -> Result<void>
-	                  {
-		                  gpu::copyBuffer(list.vk(), *a.value(), 0, *b.value(), 0, bytes);
-		                  return {};
-	                  });
-}
-
-// Bytes per second of a grid-stride compute copy (uvec4 per invocation and iteration) of `bytes` between two
-// device-local buffers: the memory-bound reference a compute-based mover is measured against.
-Result<double> computeCopyBandwidth(gpu::Device& device, gpu::FrameTimer& timer, uint64_t bytes, uint32_t reps)
-{
-	static const char* kCopy = R"(#version 460
-layout(local_size_x = 256) in;
-layout(set = 0, binding = 0, std430) readonly buffer Src { uvec4 src[]; };
-layout(set = 0, binding = 1, std430) writeonly buffer Dst { uvec4 dst[]; };
-layout(push_constant) uniform Params { uint count; } params;
-void main()
-{
-	const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-	for (uint i = gl_GlobalInvocationID.x; i < params.count; i += stride)
-		dst[i] = src[i];
-}
-)";
-	auto code = device.shaderCompiler().compile({kCopy, gpu::ShaderStage::Compute, "bench_copy.comp"});
-	if (!code.ok())
-		return code.error();
-	auto pipeline = device.createComputePipeline({.spirv = *code.value(), .name = "bench.copy"});
-	if (!pipeline.ok())
-		return pipeline.error();
-	auto a = device.createBuffer({bytes, gpu::BufferUsage::Storage, gpu::MemoryDomain::DeviceLocal, "bench.ccopy.a"});
-	if (!a.ok())
-		return a.error();
-	auto b = device.createBuffer({bytes, gpu::BufferUsage::Storage, gpu::MemoryDomain::DeviceLocal, "bench.ccopy.b"});
-	if (!b.ok())
-		return b.error();
-	const uint32_t count = uint32_t(bytes / 16);
-	// Enough groups to fill any current GPU (a few waves of 256-wide groups), few enough to keep the loop useful.
-	const uint32_t groups = std::min<uint32_t>(std::max<uint32_t>(count / 256, 1), 4096);
-	return medianRate(device, timer, bytes, reps,
-	                  [&](gpu::CommandList& list) -> Result<void>
-	                  {
-		                  pipeline.value()->bind(list);
-		                  pipeline.value()->pushBuffer(list, 0, *a.value());
-		                  pipeline.value()->pushBuffer(list, 1, *b.value());
-		                  pipeline.value()->pushConstants(list, &count, sizeof(count));
-		                  vkCmdDispatch(list.vk(), groups, 1, 1);
-		                  return {};
-	                  });
 }
 
 struct PathFigures

@@ -4,6 +4,7 @@
 #include "heap_internal.hpp"
 
 #include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/timing.hpp>
 
 namespace quokka::heap::detail
 {
@@ -147,7 +148,7 @@ Result<void> GpuDerive::add(UniformEntry& entry, const inputs::DerivedUniforms::
 {
 	if (d.rule.inputs().size() > 16)
 		return makeError(ErrorCode::InvalidArgument, "a derived uniform reads more than 16 inputs");
-	RecordInfo info{&entry, {}};
+	RecordInfo info{&entry, {}, entry.data_bytes};
 	for (size_t i = 0; i < d.inputs.size(); ++i)
 	{
 		Constituent* c = nullptr;
@@ -159,12 +160,14 @@ Result<void> GpuDerive::add(UniformEntry& entry, const inputs::DerivedUniforms::
 			return slot.error();
 		}
 		info.inputs.emplace_back(c, uint8_t(d.rule.inputs()[i].inverse ? 1 : 0));
+		info.value_bytes += 4 + 8 * d.rule.inputs()[i].type.rows * d.rule.inputs()[i].type.cols;
 	}
 	entry.rule = ruleIndex(d.rule);
 	if (chunks_.size() <= entry.chunk)
 		chunks_.resize(entry.chunk + 1);
 	ChunkRecords& records = chunks_[entry.chunk];
 	entry.record = uint32_t(records.info.size());
+	value_bytes_ += info.value_bytes;
 	records.info.push_back(std::move(info));
 	records.words.resize(records.info.size() * stride_);
 	writeRecord(entry.chunk, entry.record);
@@ -179,6 +182,7 @@ void GpuDerive::remove(UniformEntry& entry)
 	const uint32_t i = entry.record;
 	for (const auto& [c, half] : records.info[i].inputs)
 		releaseSlot(c, half);
+	value_bytes_ -= records.info[i].value_bytes;
 	const uint32_t last = uint32_t(records.info.size() - 1);
 	if (i != last)
 	{
@@ -248,6 +252,8 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT,
 	                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 	                   VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_READ_BIT);
+	if (timer)
+		timer->begin(list);
 	for (uint32_t c = 0; c < chunks_.size(); ++c)
 	{
 		const ChunkRecords& r = chunks_[c];
@@ -257,6 +263,8 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 		                  uint32_t(r.info.size()), stride_, epoch_);
 		++stats.derive_dispatches;
 	}
+	if (timer)
+		timer->end(list);
 	epoch_ = epoch_ == UINT32_MAX ? 1 : epoch_ + 1;
 	// (The chunk is the draws' index buffer too.)
 	list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,

@@ -78,6 +78,9 @@ public:
 	Result<void> dispatch(gpu::CommandList& list, HeapStats& stats);
 
 	size_t records() const { return records_; }
+	/// HeapStats::derive_bytes.
+	uint64_t bytes() const { return uint64_t(records_) * stride_ * 4 + value_bytes_; }
+	gpu::FrameTimer* timer = nullptr; ///< HeapScene::setDeriveTimer
 	derived::Precision precision() const { return precision_; }
 	void queue(Constituent* c) { queued_.emplace_back(c); }
 
@@ -86,6 +89,7 @@ private:
 	{
 		UniformEntry* owner;
 		absl::InlinedVector<std::pair<Constituent*, uint8_t>, 3> inputs; ///< (constituent, half)
+		uint32_t value_bytes;                                            ///< its share of value_bytes_
 	};
 	struct ChunkRecords
 	{
@@ -118,6 +122,7 @@ private:
 	uint32_t next_slot_ = 0;
 	std::vector<ChunkRecords> chunks_;
 	size_t records_ = 0;
+	uint64_t value_bytes_ = 0; ///< Σ over records: inputs' epochs and constituent components, output bytes
 	bool dirty_ = false;
 };
 

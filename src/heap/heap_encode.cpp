@@ -14,6 +14,11 @@
 namespace quokka::heap
 {
 
+void HeapScene::setDeriveTimer(gpu::FrameTimer* timer)
+{
+	impl_->gpuDerive().timer = timer;
+}
+
 Result<void> HeapScene::prepare(gpu::CommandList& list)
 {
 	detail::HeapCore& p = *impl_;

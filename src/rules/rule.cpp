@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/inlined_vector.h>
 #include <glm/gtc/matrix_inverse.hpp>
 #include <xxhash.h>
 
@@ -528,7 +529,8 @@ std::string Rule::describe() const
 Value evaluate(const Rule& rule, std::span<const Value> inputs)
 {
 	QUOKKA_ASSERT(inputs.size() == rule.inputs().size(), "rules::evaluate: one value per input");
-	std::vector<Value> v(rule.nodes().size());
+	// (On the stack for the usual few nodes: the classic path evaluates a rule per object and camera move.)
+	absl::InlinedVector<Value, 8> v(rule.nodes().size());
 	std::array<const Value*, 4> kids{};
 	for (size_t i = 0; i < rule.nodes().size(); ++i)
 	{

@@ -632,6 +632,34 @@ TEST(CliBench, UpdateOpAndKRestrictTheRows)
 	EXPECT_LE(bytes, 7u * (128u + 128u + 96u));
 }
 
+// bench camera: one row per (objects, effect, path); on the heap a camera frame re-uploads no uniform value even for
+// the effect reading every object's ModelViewProjTrafo (the GPU derives it), while the classic path re-uploads every
+// object's block; CPU devices report no derive timing (their timestamps are not trusted).
+TEST(CliBench, CameraRowsShowTheGpuDerivingWhatTheCameraChanges)
+{
+	const CliRun run = runCli("bench camera --objects 200 --reps 1 --json");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["benchmark"], "camera");
+	ASSERT_EQ(j["rows"].size(), 4u) << j["rows"].dump();
+	for (const auto& row : j["rows"])
+	{
+		EXPECT_EQ(row["objects"].get<int>(), 200);
+		EXPECT_GT(row["camera"]["update_us"].get<double>(), 0.0);
+		EXPECT_TRUE(row["derive_on_camera_frame"].is_null());
+		const bool heap = row["path"] == "heap";
+		if (heap)
+		{
+			EXPECT_EQ(row["camera"]["uniform_uploads"].get<int>(), row["effect"] == "stock" ? 1 : 0) << row.dump();
+		}
+		else
+		{
+			EXPECT_EQ(row["camera"]["uniform_uploads"].get<int>(), 200) << row.dump();
+		}
+	}
+	expectOneLineError(runCli("bench camera --objects 0"), "--objects");
+}
+
 TEST(CliErrors, BadBenchOptionsAreOneLineAndNonZero)
 {
 	expectOneLineError(runCli("bench update --op move"), "--op");

@@ -26,6 +26,7 @@
 #include <quokka/adaptive/aset.hpp>
 #include <quokka/base/result.hpp>
 #include <quokka/gpu/command_list.hpp>
+#include <quokka/gpu/timing.hpp>
 #include <quokka/inputs/context.hpp>
 #include <quokka/scene/framebuffer_signature.hpp>
 #include <quokka/scene/render_object.hpp>
@@ -108,6 +109,9 @@ struct HeapStats
 	uint32_t objects = 0;
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
 	uint32_t derive_records = 0;   ///< uniform values the derive kernel computes
+	/// Bytes a derive dispatch over every record reads and writes (records, their inputs' epochs and constituents,
+	/// outputs): what a camera move that every record reads costs the GPU's memory
+	uint64_t derive_bytes = 0;
 	uint32_t buckets = 0;
 	uint32_t slots = 0;
 	uint32_t indirect_slots = 0; ///< slots drawn with the indirect strategy
@@ -141,6 +145,7 @@ struct HeapStats
 		constituent_uploads += o.constituent_uploads;
 		objects += o.objects;
 		derive_records += o.derive_records;
+		derive_bytes += o.derive_bytes;
 		buckets += o.buckets;
 		slots += o.slots;
 		indirect_slots += o.indirect_slots;
@@ -207,8 +212,13 @@ public:
 	Result<void> update();
 	/// Grows GPU buffers, records compaction copies and stages this frame's writes. Before Context::upload(list).
 	Result<void> upload(gpu::CommandList& list);
-	/// Records the megacall scans of changed slots. After Context::upload(list), outside a render pass.
+	/// Records the derive kernel's dispatches (GPU-derived uniforms) and the megacall scans of changed slots. After
+	/// Context::upload(list), outside a render pass.
 	Result<void> prepare(gpu::CommandList& list);
+	/// Benchmarks: when set, prepare() writes `timer`'s timestamp pair around the derive dispatches of frames that
+	/// record any (the caller resolves it after the submission completed; `derive_dispatches` says whether it ran).
+	/// Null (the default): no timestamps.
+	void setDeriveTimer(gpu::FrameTimer* timer);
 	/// Records the draws: per slot one pipeline bind, one descriptor push and one indirect draw.
 	void encode(gpu::CommandList& list);
 
