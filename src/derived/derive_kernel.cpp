@@ -68,16 +68,45 @@ Result<DeriveKernel> DeriveKernel::create(gpu::Device& device, std::vector<rules
 	return k;
 }
 
-void DeriveKernel::dispatch(gpu::CommandList& list, const gpu::Buffer& constituents, const gpu::Buffer& epochs,
-                            const gpu::Buffer& records, const gpu::Buffer& target, uint32_t first, uint32_t count,
-                            uint32_t stride, uint32_t epoch) const
+void DeriveKernel::dispatch(gpu::CommandList& list, Slots packed, Slots computed, const gpu::Buffer& records,
+                            const gpu::Buffer& target, uint32_t first, uint32_t count, uint32_t stride,
+                            uint32_t epoch) const
 {
 	if (count == 0)
 		return;
 	QUOKKA_ASSERT(stride >= recordStride(max_inputs_), "DeriveKernel::dispatch: records too narrow for the rules");
 	pipeline_->bind(list);
-	gpu::pushStorageBuffers(list, *pipeline_, {{&constituents}, {&records}, {&target}, {&epochs}});
+	gpu::pushStorageBuffers(
+	    list, *pipeline_,
+	    {{packed.values}, {&records}, {&target}, {packed.epochs}, {computed.values}, {computed.epochs}});
 	const uint32_t push[4] = {first, count, stride, epoch};
+	pipeline_->pushConstants(list, push, sizeof(push));
+	gpu::dispatch1d(list, *pipeline_, count);
+}
+
+Result<ChainKernel> ChainKernel::create(gpu::Device& device, Precision precision)
+{
+	if (precision == Precision::Fp64 && !device.features().shader_float64)
+		return makeError(ErrorCode::MissingFeature, "chain kernel: fp64 constituents need shaderFloat64, which " +
+		                                                device.info().name + " lacks (use df32)");
+	ChainKernel k;
+	QUOKKA_TRY_ASSIGN(code, device.shaderCompiler().compile({chainKernelSource(precision), gpu::ShaderStage::Compute,
+	                                                         std::string("chain.") + precisionName(precision)}));
+	QUOKKA_TRY_ASSIGN(pipeline, device.createComputePipeline({.spirv = *code, .name = "chain"}));
+	k.pipeline_ = std::move(pipeline);
+	k.precision_ = precision;
+	return k;
+}
+
+void ChainKernel::dispatch(gpu::CommandList& list, Slots packed, Slots computed, const gpu::Buffer& links,
+                           uint32_t first, uint32_t count, uint32_t epoch) const
+{
+	if (count == 0)
+		return;
+	pipeline_->bind(list);
+	gpu::pushStorageBuffers(list, *pipeline_,
+	                        {{packed.values}, {packed.epochs}, {computed.values}, {computed.epochs}, {&links}});
+	const uint32_t push[3] = {first, count, epoch};
 	pipeline_->pushConstants(list, push, sizeof(push));
 	gpu::dispatch1d(list, *pipeline_, count);
 }

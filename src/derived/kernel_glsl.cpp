@@ -91,6 +91,28 @@ void matMul(double a[16], double b[16], uint rows, uint inner, uint cols, out do
 }
 )";
 
+/// Reading a slot (packed: the constituents buffer; computed — kComputedSlot set — the computed buffer): its words,
+/// its epoch and its components as reals. Needs the buffers constituents, epochs, computed and computedEpochs.
+constexpr const char* kSlotAccess = R"(uint slotWord(uint slot, uint w)
+{
+	return slot >= 0x80000000u ? computed[(slot & 0x7fffffffu) * 32u + w] : constituents[slot * 32u + w];
+}
+uint slotEpoch(uint slot)
+{
+	return slot >= 0x80000000u ? computedEpochs[slot & 0x7fffffffu] : epochs[slot];
+}
+)";
+constexpr const char* kComponentFp64 = R"(double component(uint slot, uint c)
+{
+	return packDouble2x32(uvec2(slotWord(slot, 2u * c), slotWord(slot, 2u * c + 1u)));
+}
+)";
+constexpr const char* kComponentDf32 = R"(vec2 component(uint slot, uint c)
+{
+	return vec2(uintBitsToFloat(slotWord(slot, 2u * c)), uintBitsToFloat(slotWord(slot, 2u * c + 1u)));
+}
+)";
+
 /// Emits one rule's arm: `void arm<k>(uint base)`.
 class ArmWriter
 {
@@ -103,7 +125,7 @@ public:
 		std::string s = "void arm" + std::to_string(index) +
 		                "(uint base)\n{\n\tif (push.epoch != 0u && records[base + 2u] != push.epoch";
 		for (size_t i = 0; i < rule_.inputs().size(); ++i)
-			s += " && epochs[records[base + " + std::to_string(derived::kRecordInputs + i) + "u]] != push.epoch";
+			s += " && slotEpoch(records[base + " + std::to_string(derived::kRecordInputs + i) + "u]) != push.epoch";
 		s += ")\n\t\treturn;\n\tuint outWord = records[base + 1u];\n";
 		for (size_t i = 0; i < rule_.nodes().size(); ++i)
 			node(uint32_t(i));
@@ -215,16 +237,12 @@ private:
 		{
 		case Op::Leaf:
 		case Op::LeafInv:
+		{
+			const std::string slot = "records[base + " + std::to_string(kRecordInputs + n.aux) + "u]";
 			for (uint32_t c = 0; c < count; ++c)
-			{
-				const std::string w = "records[base + " + std::to_string(kRecordInputs + n.aux) + "u] * " +
-				                      std::to_string(kSlotWords) + "u + " + std::to_string(2 * c) + "u";
-				let(i, c,
-				    fp64_ ? "packDouble2x32(uvec2(constituents[" + w + "], constituents[" + w + " + 1u]))"
-				          : "vec2(uintBitsToFloat(constituents[" + w + "]), uintBitsToFloat(constituents[" + w +
-				                " + 1u]))");
-			}
+				let(i, c, "component(" + slot + ", " + std::to_string(c) + "u)");
 			return;
+		}
 		case Op::Const:
 			for (uint32_t c = 0; c < count; ++c)
 				let(i, c, literal(rule_.literals()[n.aux].c[c]));
@@ -347,8 +365,12 @@ std::string kernelSource(std::span<const rules::Rule> rules, Precision precision
 	                "layout(set = 0, binding = 1, std430) readonly buffer Records { uint records[]; };\n"
 	                "layout(set = 0, binding = 2, std430) buffer Target { uint target[]; };\n"
 	                "layout(set = 0, binding = 3, std430) readonly buffer Epochs { uint epochs[]; };\n"
+	                "layout(set = 0, binding = 4, std430) readonly buffer Computed { uint computed[]; };\n"
+	                "layout(set = 0, binding = 5, std430) readonly buffer ComputedEpochs { uint computedEpochs[]; };\n"
 	                "layout(push_constant) uniform Push { uint first; uint count; uint stride; uint epoch; } push;\n";
 	s += precision == Precision::Df32 ? kDf32Helpers : kFp64Helpers;
+	s += kSlotAccess;
+	s += precision == Precision::Df32 ? kComponentDf32 : kComponentFp64;
 	for (size_t k = 0; k < rules.size(); ++k)
 		s += ArmWriter(rules[k], precision).write(uint32_t(k));
 	// A grid-stride loop over the records (run-time sources have no includes: quokkaGridNext of dispatch.glsl.h).
@@ -358,6 +380,52 @@ std::string kernelSource(std::span<const rules::Rule> rules, Precision precision
 	for (size_t k = 0; k < rules.size(); ++k)
 		s += "\t\tcase " + std::to_string(k) + "u:\n\t\t\tarm" + std::to_string(k) + "(base);\n\t\t\tbreak;\n";
 	s += "\t\tdefault:\n\t\t\tbreak;\n\t\t}\n\t}\n}\n";
+	return s;
+}
+
+std::string chainKernelSource(Precision precision)
+{
+	const bool fp64 = precision == Precision::Fp64;
+	std::string s = "#version 460\nlayout(local_size_x = 64) in;\n"
+	                "layout(set = 0, binding = 0, std430) readonly buffer Constituents { uint constituents[]; };\n"
+	                "layout(set = 0, binding = 1, std430) readonly buffer Epochs { uint epochs[]; };\n"
+	                "layout(set = 0, binding = 2, std430) buffer Computed { uint computed[]; };\n"
+	                "layout(set = 0, binding = 3, std430) buffer ComputedEpochs { uint computedEpochs[]; };\n"
+	                "layout(set = 0, binding = 4, std430) readonly buffer Links { uint links[]; };\n"
+	                "layout(push_constant) uniform Push { uint first; uint count; uint epoch; } push;\n";
+	s += fp64 ? kFp64Helpers : kDf32Helpers;
+	s += kSlotAccess;
+	s += fp64 ? kComponentFp64 : kComponentDf32;
+	const std::string real = fp64 ? "double" : "vec2";
+	s += "void load(uint slot, out " + real +
+	     " m[16])\n{\n\tfor (uint c = 0u; c < 16u; ++c)\n\t\tm[c] = component(slot, c);\n}\n";
+	s += "void store(uint slot, " + real +
+	     " m[16])\n{\n\tuint b = (slot & 0x7fffffffu) * 32u;\n"
+	     "\tfor (uint c = 0u; c < 16u; ++c)\n\t{\n";
+	s += fp64 ? "\t\tuvec2 u = unpackDouble2x32(m[c]);\n\t\tcomputed[b + 2u * c] = u.x;\n\t\tcomputed[b + 2u * c + 1u] "
+	            "= u.y;\n"
+	          : "\t\tcomputed[b + 2u * c] = floatBitsToUint(m[c].x);\n\t\tcomputed[b + 2u * c + 1u] = "
+	            "floatBitsToUint(m[c].y);\n";
+	s += "\t}\n\tcomputedEpochs[slot & 0x7fffffffu] = push.epoch;\n}\n";
+	s += "bool changed(uint slot)\n{\n\treturn slot != 0xffffffffu && slotEpoch(slot) == push.epoch;\n}\n";
+	// Each half: forward = parent · local, backward = local⁻¹ · parent⁻¹ (the stored backward matrices).
+	s += "void main()\n{\n\tuint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
+	     "\tfor (uint i = gl_GlobalInvocationID.x; i < push.count; i = i + step < i ? push.count : i + step)\n\t{\n"
+	     "\t\tuint b = (push.first + i) * " +
+	     std::to_string(kChainStride) +
+	     "u;\n"
+	     "\t\tif (push.epoch != 0u && links[b] != push.epoch && !changed(links[b + 3u]) && !changed(links[b + 4u]) &&\n"
+	     "\t\t    !changed(links[b + 5u]) && !changed(links[b + 6u]))\n\t\t\tcontinue;\n"
+	     "\t\t" +
+	     real +
+	     " p[16], l[16], r[16];\n"
+	     "\t\tif (links[b + 1u] != 0xffffffffu)\n\t\t{\n"
+	     "\t\t\tload(links[b + 3u], p);\n\t\t\tload(links[b + 5u], l);\n"
+	     "\t\t\tmatMul(p, l, 4u, 4u, 4u, r);\n\t\t\tstore(links[b + 1u], r);\n\t\t}\n"
+	     "\t\tif (links[b + 2u] != 0xffffffffu)\n\t\t{\n"
+	     "\t\t\tload(links[b + 4u], p);\n\t\t\tload(links[b + 6u], l);\n"
+	     "\t\t\tmatMul(l, p, 4u, 4u, 4u, r);\n\t\t\tstore(links[b + 2u], r);\n\t\t}\n"
+	     "\t}\n}\n";
 	return s;
 }
 

@@ -83,41 +83,127 @@ Result<void> GpuDerive::pack(Constituent& c)
 	return {};
 }
 
-Result<uint32_t> GpuDerive::acquireSlot(const aval<UniformValue>& node, const rules::Input& input, Constituent*& out)
+Result<Constituent*> GpuDerive::acquire(const aval<UniformValue>& node, fx::Type type, uint8_t half)
 {
 	auto [it, fresh] = constituents_.try_emplace(node.node().get());
 	if (fresh)
 	{
 		it->second = adaptive::makeRef<Constituent>(*this, node);
-		it->second->type = input.type;
+		it->second->type = type;
+		if (!node.isConstant())
+			if (scene::TrafoChain chain = scene::TrafoChain::of(node.node().get()); chain.depth() >= 2)
+			{
+				it->second->chain = std::move(chain);
+				it->second->level = it->second->chain.depth() - 2;
+			}
 	}
-	Constituent& c = *it->second;
-	if (c.type != input.type)
-		return makeError(ErrorCode::InvalidArgument, "derived uniforms read the value of '" + input.name + "' as " +
-		                                                 fx::typeName(c.type) + " and as " + fx::typeName(input.type));
-	const uint8_t half = input.inverse ? 1 : 0;
-	if (c.users[half]++ == 0)
+	Ref<Constituent> c = it->second; // (held: a failed acquisition below may erase it from the table)
+	if (c->type != type)
+	{
+		if (c->users[0] + c->users[1] == 0)
+			constituents_.erase(node.node().get());
+		return makeError(ErrorCode::InvalidArgument, "derived uniforms read the value as " + fx::typeName(c->type) +
+		                                                 " and as " + fx::typeName(type));
+	}
+	if (c->users[half]++ > 0)
+		return c.get();
+	Result<void> r = c->isLink() ? acquireLink(*c, half) : Result<void>();
+	if (r.ok() && !c->isLink())
 	{
 		if (!free_slots_.empty())
 		{
-			c.slot[half] = free_slots_.back();
+			c->slot[half] = free_slots_.back();
 			free_slots_.pop_back();
 		}
 		else
 		{
-			c.slot[half] = next_slot_++;
+			c->slot[half] = next_slot_++;
 			slots_.resize(size_t(next_slot_) * derived::kSlotWords);
 			epochs_.resize(next_slot_);
 		}
-		if (Result<void> r = pack(c); !r.ok())
-		{
-			releaseSlot(&c, half);
-			return r.error();
-		}
-		++core_.stats->constituent_uploads;
+		r = pack(*c);
+		if (r.ok())
+			++core_.stats->constituent_uploads;
 	}
-	out = &c;
-	return c.slot[half];
+	if (!r.ok())
+	{
+		if (c->slot[half] != Constituent::kNone)
+			releaseSlot(c.get(), half);
+		else if (--c->users[half] == 0 && c->users[1 - half] == 0)
+			constituents_.erase(node.node().get());
+		return r.error();
+	}
+	return c.get();
+}
+
+Result<void> GpuDerive::acquireLink(Constituent& c, uint8_t half)
+{
+	if (c.type != fx::M44f)
+		return makeError(ErrorCode::InvalidArgument,
+		                 "a transform chain is read as " + fx::typeName(c.type) + " (it is a 4x4 trafo)");
+	QUOKKA_TRY_ASSIGN(parent, acquire(c.chain.parent().world(), fx::M44f, half));
+	Result<Constituent*> local = acquire(c.chain.localUniform(), fx::M44f, half);
+	if (!local)
+	{
+		releaseSlot(parent, half);
+		return local.error();
+	}
+	c.parent = parent;
+	c.local = *local;
+	if (!free_computed_.empty())
+	{
+		c.slot[half] = free_computed_.back() | derived::kComputedSlot;
+		free_computed_.pop_back();
+	}
+	else
+		c.slot[half] = next_computed_++ | derived::kComputedSlot;
+	++link_halves_;
+	if (c.link == Constituent::kNone)
+	{
+		if (levels_.size() <= c.level)
+			levels_.resize(c.level + 1);
+		Level& level = levels_[c.level];
+		c.link = uint32_t(level.owner.size());
+		level.owner.push_back(&c);
+		level.words.resize(level.owner.size() * derived::kChainStride);
+		++links_;
+	}
+	writeLink(c);
+	return {};
+}
+
+void GpuDerive::writeLink(const Constituent& c)
+{
+	const bool f = c.slot[0] != Constituent::kNone, b = c.slot[1] != Constituent::kNone;
+	const uint32_t none = derived::kNoSlot;
+	const uint32_t words[derived::kChainStride] = {epoch_,
+	                                               f ? c.slot[0] : none,
+	                                               b ? c.slot[1] : none,
+	                                               f ? c.parent->slot[0] : none,
+	                                               b ? c.parent->slot[1] : none,
+	                                               f ? c.local->slot[0] : none,
+	                                               b ? c.local->slot[1] : none};
+	levels_[c.level].words.set(size_t(c.link) * derived::kChainStride, words, derived::kChainStride);
+	dirty_ = true;
+}
+
+void GpuDerive::removeLink(Constituent& c)
+{
+	Level& level = levels_[c.level];
+	const uint32_t last = uint32_t(level.owner.size() - 1);
+	if (c.link != last)
+	{
+		level.owner[c.link] = level.owner[last];
+		level.owner[c.link]->link = c.link;
+		writeLink(*level.owner[c.link]);
+	}
+	level.owner.pop_back();
+	level.words.resize(level.owner.size() * derived::kChainStride);
+	c.link = Constituent::kNone;
+	--links_;
+	while (!levels_.empty() && levels_.back().owner.empty())
+		levels_.pop_back();
+	dirty_ = true;
 }
 
 void GpuDerive::releaseSlot(Constituent* c, uint8_t half)
@@ -125,8 +211,23 @@ void GpuDerive::releaseSlot(Constituent* c, uint8_t half)
 	QUOKKA_ASSERT(c->users[half] > 0, "GpuDerive: a constituent released more often than acquired");
 	if (--c->users[half] > 0)
 		return;
-	free_slots_.push_back(c->slot[half]);
-	c->slot[half] = Constituent::kNone;
+	if (c->isLink())
+	{
+		free_computed_.push_back(c->slot[half] & ~derived::kComputedSlot);
+		c->slot[half] = Constituent::kNone;
+		--link_halves_;
+		releaseSlot(c->parent, half);
+		releaseSlot(c->local, half);
+		if (c->users[1 - half] == 0)
+			removeLink(*c);
+		else
+			writeLink(*c);
+	}
+	else
+	{
+		free_slots_.push_back(c->slot[half]);
+		c->slot[half] = Constituent::kNone;
+	}
 	if (c->users[0] == 0 && c->users[1] == 0)
 		constituents_.erase(c->node.node().get()); // (a queued re-pack skips it: see refresh)
 }
@@ -151,15 +252,15 @@ Result<void> GpuDerive::add(UniformEntry& entry, const inputs::DerivedUniforms::
 	RecordInfo info{&entry, {}, entry.data_bytes};
 	for (size_t i = 0; i < d.inputs.size(); ++i)
 	{
-		Constituent* c = nullptr;
-		Result<uint32_t> slot = acquireSlot(d.inputs[i], d.rule.inputs()[i], c);
-		if (!slot)
+		const rules::Input& input = d.rule.inputs()[i];
+		Result<Constituent*> c = acquire(d.inputs[i], input.type, input.inverse ? 1 : 0);
+		if (!c)
 		{
 			for (const auto& [held, half] : info.inputs)
 				releaseSlot(held, half);
-			return slot.error();
+			return makeError(c.error().code, "its input '" + input.name + "': " + c.error().message);
 		}
-		info.inputs.emplace_back(c, uint8_t(d.rule.inputs()[i].inverse ? 1 : 0));
+		info.inputs.emplace_back(*c, uint8_t(input.inverse ? 1 : 0));
 		info.value_bytes += 4 + 8 * d.rule.inputs()[i].type.rows * d.rule.inputs()[i].type.cols;
 	}
 	entry.rule = ruleIndex(d.rule);
@@ -218,10 +319,31 @@ Result<void> GpuDerive::refresh()
 	return {};
 }
 
+Result<void> GpuDerive::reserveComputed(gpu::Device& device)
+{
+	if (next_computed_ <= computed_capacity_)
+		return {};
+	const uint32_t capacity = uint32_t(gpu::nextPowerOfTwo(std::max<uint64_t>(64, next_computed_)));
+	QUOKKA_TRY_ASSIGN(values,
+	                  device.createBuffer({uint64_t(capacity) * derived::kSlotWords * 4, gpu::BufferUsage::Storage,
+	                                       gpu::MemoryDomain::DeviceLocal, "heap chain values"}));
+	QUOKKA_TRY_ASSIGN(epochs, device.createBuffer({uint64_t(capacity) * 4, gpu::BufferUsage::Storage,
+	                                               gpu::MemoryDomain::DeviceLocal, "heap chain epochs"}));
+	computed_ = std::move(values);
+	computed_epochs_ = std::move(epochs);
+	computed_capacity_ = capacity;
+	// The new buffers hold nothing yet: every link is recomputed in this epoch (growth doubles: amortised O(1)).
+	for (const Level& level : levels_)
+		for (const Constituent* c : level.owner)
+			writeLink(*c);
+	return {};
+}
+
 Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, HeapStats& stats)
 {
 	if (!dirty_)
 		return {};
+	QUOKKA_TRY(reserveComputed(device));
 	QUOKKA_TRY_ASSIGN(c, slots_.upload(device, staging));
 	QUOKKA_TRY_ASSIGN(e, epochs_.upload(device, staging));
 	stats.upload_bytes += c + e;
@@ -232,21 +354,41 @@ Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, H
 		QUOKKA_TRY_ASSIGN(w, r.words.upload(device, staging));
 		stats.upload_bytes += w;
 	}
+	for (Level& level : levels_)
+	{
+		if (level.owner.empty())
+			continue;
+		QUOKKA_TRY_ASSIGN(w, level.words.upload(device, staging));
+		stats.upload_bytes += w;
+	}
 	return {};
 }
 
 Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 {
-	if (!std::exchange(dirty_, false) || records_ == 0)
+	if (!dirty_)
 		return {};
-	if (!kernel_ || kernel_rules_ != rules_.size())
+	if (records_ == 0 && links_ == 0)
+	{
+		dirty_ = false;
+		return {};
+	}
+	// (The flag is cleared only once the dispatches are recorded: a kernel that failed to compile fails this frame and
+	// is tried again in the next, which then computes what this one left out.)
+	if (records_ > 0 && (!kernel_ || kernel_rules_ != rules_.size()))
 	{
 		QUOKKA_TRY_ASSIGN(k, derived::DeriveKernel::create(core_.context->device(), rules_, precision_));
 		kernel_.emplace(std::move(k));
 		kernel_rules_ = rules_.size();
 	}
-	// Earlier frames' draws read the outputs this dispatch overwrites (an execution dependency suffices); this frame's
-	// arena copies and staged arrays were made visible to compute shaders by the barriers after them.
+	if (links_ > 0 && !chain_kernel_)
+	{
+		QUOKKA_TRY_ASSIGN(k, derived::ChainKernel::create(core_.context->device(), precision_));
+		chain_kernel_.emplace(std::move(k));
+	}
+	// Earlier frames' draws read the outputs this dispatch overwrites, and their derive dispatches the computed slots
+	// (an execution dependency suffices); this frame's arena copies and staged arrays were made visible to compute
+	// shaders by the barriers after them.
 	list.memoryBarrier(VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
 	                       VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT,
 	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT,
@@ -254,12 +396,31 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 	                   VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_READ_BIT);
 	if (timer)
 		timer->begin(list);
-	for (uint32_t c = 0; c < chunks_.size(); ++c)
+	const derived::Slots packed{&*slots_.buffer, &*epochs_.buffer};
+	const derived::Slots computed = computed_ ? derived::Slots{&*computed_, &*computed_epochs_} : packed;
+	auto computeToCompute = [&]
+	{
+		list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+		                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+	};
+	// The chains level by level (a level reads what the one before wrote), then the records reading them.
+	for (size_t l = 0; l < levels_.size(); ++l)
+	{
+		if (l > 0)
+			computeToCompute();
+		chain_kernel_->dispatch(list, packed, computed, *levels_[l].words.buffer, 0, uint32_t(levels_[l].owner.size()),
+		                        epoch_);
+		++stats.chain_dispatches;
+	}
+	if (!levels_.empty() && records_ > 0)
+		computeToCompute();
+	for (uint32_t c = 0; c < chunks_.size() && records_ > 0; ++c)
 	{
 		const ChunkRecords& r = chunks_[c];
 		if (r.info.empty() || c >= core_.chunks.size() || !core_.chunks[c]->buffer())
 			continue;
-		kernel_->dispatch(list, *slots_.buffer, *epochs_.buffer, *r.words.buffer, *core_.chunks[c]->buffer(), 0,
+		kernel_->dispatch(list, packed, computed, *r.words.buffer, *core_.chunks[c]->buffer(), 0,
 		                  uint32_t(r.info.size()), stride_, epoch_);
 		++stats.derive_dispatches;
 	}
@@ -273,6 +434,7 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 	                       VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT,
 	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT |
 	                       VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_INDEX_READ_BIT);
+	dirty_ = false;
 	return {};
 }
 

@@ -9,6 +9,12 @@
 // holding records, after the frame's arena writes and before the draws; the kernel computes only the records written
 // or reading a constituent written since the last dispatch (epochs): a camera move re-packs one constituent and the
 // GPU recomputes the values reading it, an edit of one trafo recomputes the values of that trafo.
+//
+// An input node that is a transform chain of depth ≥ 2 (scene::TrafoChain::world(), not constant) is a link: a
+// constituent the chain kernel computes on the device (computed slots, GPU-only buffers) from its parent's world (a
+// link, or the root's packed value) and its local transform (packed), never read on the CPU. Links are kept per level
+// (depth − 2); prepare() dispatches the chain kernel level by level before the derive kernel, so moving a root re-packs
+// one constituent and the GPU recomposes everything below it.
 #pragma once
 
 #include <array>
@@ -25,6 +31,7 @@
 #include <quokka/derived/derive_kernel.hpp>
 #include <quokka/heap/heap_scene.hpp>
 #include <quokka/inputs/derived_uniforms.hpp>
+#include <quokka/scene/trafo_chain.hpp>
 
 namespace quokka::heap
 {
@@ -50,6 +57,15 @@ struct Constituent final : AdaptiveObject
 	std::array<uint32_t, 2> slot{kNone, kNone}; ///< forward, backward
 	std::array<uint32_t, 2> users{0, 0};
 	bool queued = false;
+	/// A link (computed on the device; slots carry derived::kComputedSlot): its chain, the constituents of its
+	/// parent's world and of its local transform (whose halves it holds while it holds its own), its record.
+	scene::TrafoChain chain;
+	Constituent* parent = nullptr;
+	Constituent* local = nullptr;
+	uint32_t level = 0;
+	uint32_t link = kNone; ///< its record in its level
+
+	bool isLink() const { return bool(chain); }
 
 	void inputChanged(AdaptiveObject*) override;
 	using AdaptiveObject::beginEvaluation;
@@ -78,8 +94,14 @@ public:
 	Result<void> dispatch(gpu::CommandList& list, HeapStats& stats);
 
 	size_t records() const { return records_; }
-	/// HeapStats::derive_bytes.
-	uint64_t bytes() const { return uint64_t(records_) * stride_ * 4 + value_bytes_; }
+	size_t links() const { return links_; }
+	size_t levels() const { return levels_.size(); }
+	/// HeapStats::derive_bytes: records and links with what they read and write.
+	uint64_t bytes() const
+	{
+		return uint64_t(records_) * stride_ * 4 + value_bytes_ + uint64_t(links_) * derived::kChainStride * 4 +
+		       uint64_t(link_halves_) * (3 * derived::kSlotWords * 4 + 12);
+	}
 	gpu::FrameTimer* timer = nullptr; ///< HeapScene::setDeriveTimer
 	derived::Precision precision() const { return precision_; }
 	void queue(Constituent* c) { queued_.emplace_back(c); }
@@ -96,9 +118,21 @@ private:
 		GpuArray words{gpu::BufferUsage::Storage, "heap derive records", {}, {}, {}, false};
 		std::vector<RecordInfo> info;
 	};
+	struct Level
+	{
+		GpuArray words{gpu::BufferUsage::Storage, "heap chain links", {}, {}, {}, false};
+		std::vector<Constituent*> owner;
+	};
 	uint32_t ruleIndex(const rules::Rule& rule);
-	Result<uint32_t> acquireSlot(const aval<UniformValue>& node, const rules::Input& input, Constituent*& out);
+	/// Holds half `half` (0 forward, 1 backward) of the constituent of `node` read as `type`.
+	Result<Constituent*> acquire(const aval<UniformValue>& node, fx::Type type, uint8_t half);
+	/// A link's half: its computed slot, and the same half of its parent and local transform.
+	Result<void> acquireLink(Constituent& c, uint8_t half);
 	void releaseSlot(Constituent* c, uint8_t half);
+	void writeLink(const Constituent& c);
+	void removeLink(Constituent& c);
+	/// Makes the computed buffers hold every computed slot (a new pair recomputes every link).
+	Result<void> reserveComputed(gpu::Device& device);
 	Result<void> pack(Constituent& c);
 	void writeRecord(uint32_t chunk, uint32_t index);
 	void restride(uint32_t stride);
@@ -122,6 +156,12 @@ private:
 	uint32_t next_slot_ = 0;
 	std::vector<ChunkRecords> chunks_;
 	size_t records_ = 0;
+	std::optional<derived::ChainKernel> chain_kernel_;
+	std::vector<Level> levels_;
+	size_t links_ = 0, link_halves_ = 0;
+	std::vector<uint32_t> free_computed_;
+	uint32_t next_computed_ = 0, computed_capacity_ = 0;
+	gpu::BufferHandle computed_, computed_epochs_; ///< GPU-only: what the chain kernel writes
 	uint64_t value_bytes_ = 0; ///< Σ over records: inputs' epochs and constituent components, output bytes
 	bool dirty_ = false;
 };

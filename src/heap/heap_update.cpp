@@ -355,6 +355,8 @@ private:
 		stats_.derived_uniforms = uint32_t(p_.derived.size());
 		stats_.derive_records = p_.gpu_derive ? uint32_t(p_.gpu_derive->records()) : 0;
 		stats_.derive_bytes = p_.gpu_derive ? p_.gpu_derive->bytes() : 0;
+		stats_.chain_links = p_.gpu_derive ? uint32_t(p_.gpu_derive->links()) : 0;
+		stats_.chain_levels = p_.gpu_derive ? uint32_t(p_.gpu_derive->levels()) : 0;
 		stats_.buckets = uint32_t(p_.bucket_order.size());
 		const bool slots_changed = std::exchange(p_.shape_changed, false);
 		if (std::exchange(p_.blocks_changed, false) || slots_changed)

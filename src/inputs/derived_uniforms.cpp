@@ -148,9 +148,26 @@ UniformPlan::UniformPlan(std::span<const std::string> names)
 	}
 }
 
-aval<UniformValue> DerivedUniforms::derive(const rules::Rule& rule, std::span<const aval<UniformValue>> inputs)
+namespace
 {
-	if (rule.nodes().size() == 1 && rule.nodes()[0].op == rules::Op::Leaf)
+/// A transform chain of depth ≥ 2 that is not constant: a renderer computing derived values on the device composes
+/// it there too, so no value it reaches may be read on the CPU.
+bool isChainLink(const aval<UniformValue>& node)
+{
+	return !node.isConstant() && scene::TrafoChain::of(node.node().get()).depth() >= 2;
+}
+/// The rule copying a trafo: how a chain link read as a uniform itself is derived on the device.
+const rules::Rule& copyTrafoRule()
+{
+	static const rules::Rule rule = rules::Rule::make(rules::leaf("ModelTrafo", fx::M44f)).value();
+	return rule;
+}
+} // namespace
+
+aval<UniformValue> DerivedUniforms::derive(const rules::Rule& rule, std::span<const aval<UniformValue>> inputs,
+                                           bool copy)
+{
+	if (!copy && rule.nodes().size() == 1 && rule.nodes()[0].op == rules::Op::Leaf)
 		return inputs[0]; // the rule of ModelTrafo, ViewTrafo, ProjTrafo: the value itself
 	Key key{rule.id(), {}};
 	for (const aval<UniformValue>& in : inputs)
@@ -307,6 +324,11 @@ Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const U
 			out[i] = *found[m.own];
 			if (!object.derived.empty() && object.derived.contains(names[m.own]))
 				return bothValueAndRule(object, names[m.own]);
+			if (gpu_recipes_ && !pooled.empty() && isChainLink(out[i]))
+			{
+				out[i] = derive(copyTrafoRule(), std::span(&out[i], 1), true);
+				pooled[i] = DerivedRecipe::Gpu;
+			}
 			continue;
 		}
 		if (!object.derived.empty())
@@ -322,7 +344,7 @@ Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const U
 			}
 		if (!m.standard)
 			return missingUniform(object, names[m.own]);
-		if (!pooled.empty() && m.recipe != DerivedRecipe::None)
+		if (!pooled.empty() && m.recipe != DerivedRecipe::None && !(gpu_recipes_ && isChainLink(model)))
 		{
 			pooled[i] = m.recipe;
 			out[i] = model;

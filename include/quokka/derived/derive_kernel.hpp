@@ -14,6 +14,15 @@
 //                  changed trafo recomputes the values reading it, not the chunk;
 //   target       — the buffer the outputs are written to, tightly packed f32/i32/u32 components (column-major), the
 //                  layout the heap's arena uses for a uniform's data.
+// Slots come in two kinds: packed ones (written by the host: the constituents buffer and its epochs) and computed ones
+// (slot | kComputedSlot: a second pair of buffers, written by the chain kernel).
+//
+// Transform chains (scene/trafo_chain.hpp) are composed by the chain kernel, one dispatch per level of the hierarchy:
+// a link record [epoch, forward out, backward out, parent forward, parent backward, local forward, local backward]
+// computes forward = parent · local and backward = local⁻¹ · parent⁻¹ (the stored backward matrices) into computed
+// slots at the constituents' precision (fp64 in the CPU's order: equal to math::Trafo3d's product bit for bit), and
+// stamps their epochs, so the next level and the derive records see in the same epoch what changed. An out slot
+// kNoSlot skips that half (its inputs are then kNoSlot too).
 //
 // Products, sums, negation, component moves (transpose, resize, column, swizzle, construct) and select are computed
 // at the constituents' precision — in fp64 in the order rules::evaluate sums (left to right, never contracted into
@@ -61,8 +70,24 @@ constexpr uint32_t recordStride(uint32_t max_inputs)
 /// Where a record's words are.
 inline constexpr uint32_t kRecordRule = 0, kRecordOutput = 1, kRecordEpoch = 2, kRecordInputs = 3;
 
+/// A slot with this bit set is slot (s & ~kComputedSlot) of the computed buffers.
+inline constexpr uint32_t kComputedSlot = 0x80000000u;
+/// No slot (a chain link's half that is not computed).
+inline constexpr uint32_t kNoSlot = 0xffffffffu;
+/// Words of a chain link record: [epoch, forward out, backward out, parent fwd, parent bwd, local fwd, local bwd].
+inline constexpr uint32_t kChainStride = 7;
+
+/// A pair of constituent buffers: the values (kSlotWords words per slot) and one epoch word per slot.
+struct Slots
+{
+	const gpu::Buffer* values = nullptr;
+	const gpu::Buffer* epochs = nullptr;
+};
+
 /// The GLSL of a kernel over `rules` (rule index = position) at `precision`.
 std::string kernelSource(std::span<const rules::Rule> rules, Precision precision);
+/// The GLSL of the chain kernel at `precision`.
+std::string chainKernelSource(Precision precision);
 
 /// A compiled derive kernel.
 class DeriveKernel
@@ -82,7 +107,14 @@ public:
 	/// the writes of the buffers before and the reads of `target` after with barriers.
 	void dispatch(gpu::CommandList& list, const gpu::Buffer& constituents, const gpu::Buffer& epochs,
 	              const gpu::Buffer& records, const gpu::Buffer& target, uint32_t first, uint32_t count,
-	              uint32_t stride, uint32_t epoch) const;
+	              uint32_t stride, uint32_t epoch) const
+	{
+		dispatch(list, {&constituents, &epochs}, {&constituents, &epochs}, records, target, first, count, stride,
+		         epoch);
+	}
+	/// The same with computed slots (records may read slots with kComputedSlot set from `computed`).
+	void dispatch(gpu::CommandList& list, Slots packed, Slots computed, const gpu::Buffer& records,
+	              const gpu::Buffer& target, uint32_t first, uint32_t count, uint32_t stride, uint32_t epoch) const;
 
 private:
 	DeriveKernel() = default;
@@ -90,6 +122,25 @@ private:
 	std::vector<rules::Rule> rules_;
 	Precision precision_ = Precision::Df32;
 	uint32_t max_inputs_ = 0;
+};
+
+/// The compiled chain kernel.
+class ChainKernel
+{
+public:
+	/// Errors: MissingFeature for Fp64 on a device without shaderFloat64; as the shader compiler.
+	static Result<ChainKernel> create(gpu::Device& device, Precision precision);
+	Precision precision() const { return precision_; }
+	/// Records `count` link records (kChainStride words each) from record `first` of `links` at `epoch` (0: every
+	/// link): each computes its halves into `computed` when the record was written at `epoch` or an input slot was.
+	/// The caller orders the writes before and the reads after with barriers (between two levels: compute → compute).
+	void dispatch(gpu::CommandList& list, Slots packed, Slots computed, const gpu::Buffer& links, uint32_t first,
+	              uint32_t count, uint32_t epoch) const;
+
+private:
+	ChainKernel() = default;
+	gpu::PipelineHandle pipeline_;
+	Precision precision_ = Precision::Df32;
 };
 
 } // namespace quokka::derived

@@ -18,6 +18,7 @@
 // unspecified.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -105,10 +106,14 @@ struct HeapStats
 	uint32_t scatters = 0;
 	uint32_t derive_dispatches = 0; ///< derive kernel dispatches (prepare): one per chunk holding records, when changed
 	uint32_t constituent_uploads = 0; ///< constituents re-packed: values GPU-derived uniforms read (update)
+	uint32_t chain_dispatches = 0;    ///< chain kernel dispatches (prepare): one per level of links, when changed
 	// Shape after the update.
 	uint32_t objects = 0;
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
 	uint32_t derive_records = 0;   ///< uniform values the derive kernel computes
+	/// Transform-chain nodes of depth ≥ 2 (scene/trafo_chain.hpp) the chain kernel composes, and their levels
+	uint32_t chain_links = 0;
+	uint32_t chain_levels = 0;
 	/// Bytes a derive dispatch over every record reads and writes (records, their inputs' epochs and constituents,
 	/// outputs): what a camera move that every record reads costs the GPU's memory
 	uint64_t derive_bytes = 0;
@@ -143,8 +148,11 @@ struct HeapStats
 		scatters += o.scatters;
 		derive_dispatches += o.derive_dispatches;
 		constituent_uploads += o.constituent_uploads;
+		chain_dispatches += o.chain_dispatches;
 		objects += o.objects;
 		derive_records += o.derive_records;
+		chain_links += o.chain_links;
+		chain_levels = std::max(chain_levels, o.chain_levels);
 		derive_bytes += o.derive_bytes;
 		buckets += o.buckets;
 		slots += o.slots;

@@ -22,6 +22,7 @@
 #include <quokka/inputs/object_inputs.hpp>
 #include <quokka/rules/rule.hpp>
 #include <quokka/scene/render_object.hpp>
+#include <quokka/scene/trafo_chain.hpp>
 
 namespace quokka::inputs
 {
@@ -135,9 +136,10 @@ private:
 			return H::combine(std::move(h), k.rule.hi, k.rule.lo, k.inputs);
 		}
 	};
-	/// The interned node of `rule` over `inputs` (one node per rule input, in order).
-	adaptive::aval<scene::UniformValue> derive(const rules::Rule& rule,
-	                                           std::span<const adaptive::aval<scene::UniformValue>> inputs);
+	/// The interned node of `rule` over `inputs` (one node per rule input, in order); a rule that is one input is that
+	/// input's node unless `copy`.
+	adaptive::aval<scene::UniformValue>
+	derive(const rules::Rule& rule, std::span<const adaptive::aval<scene::UniformValue>> inputs, bool copy = false);
 	/// The object's own rule for `name`, flattened and derived. Errors: InvalidArgument naming the object.
 	Result<adaptive::aval<scene::UniformValue>> deriveOwn(const scene::RenderObject& object, const std::string& name,
 	                                                      const rules::Rule& rule);
