@@ -8,6 +8,11 @@
 // Reported per row: the CPU update of a static and of a camera frame (µs), GPU time and frame time of each, the bytes a
 // camera frame uploads (uniform values re-uploaded; heap: bytes staged too), the camera frame's time over the static
 // frame's, and the GPU time of the heap's derive dispatches (timestamps around them, where the device's are trusted).
+//
+// `quokka bench chain`: what moving the root of a hierarchy costs. The same scene's objects hang below a D-deep
+// transform chain (scene/trafo_chain.hpp: a root, D − 2 nodes, each object's own trafo as its leaf); the root turns
+// 0.5° about the scene's centre per moving frame. Reported like bench camera, with the chain links the heap composes on
+// the device and the GPU time of its chain and derive dispatches.
 #include "bench_copy.hpp"
 #include "commands.hpp"
 #include "render_common.hpp"
@@ -17,13 +22,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <numbers>
 
 #include <nlohmann/json.hpp>
 
 #include <quokka/fx/stock.hpp>
 #include <quokka/gpu/timing.hpp>
+#include <quokka/inputs/derived_uniforms.hpp>
 #include <quokka/runtime/runtime.hpp>
+#include <quokka/scene/trafo_chain.hpp>
 
 namespace quokka::app
 {
@@ -40,7 +48,32 @@ struct Figures
 	/// timestamps are not trusted (lavapipe)
 	double derive_ms = -1.0;
 	uint64_t derive_bytes = 0; ///< what a derive dispatch over every record reads and writes (HeapStats)
+	uint32_t chain_links = 0, chain_levels = 0; ///< HeapStats
 };
+
+nlohmann::ordered_json figuresJson(const Figures& f)
+{
+	return nlohmann::ordered_json{
+	    {"update_us", f.update_us},
+	    {"encode_us", f.encode_us},
+	    {"gpu_ms", f.gpu_ms},
+	    {"frame_ms", f.frame_ms},
+	    {"upload_bytes", f.upload_bytes},
+	    {"uniform_uploads", f.uniform_uploads},
+	    {"derive_gpu_ms", f.derive_ms >= 0.0 ? nlohmann::ordered_json(f.derive_ms) : nlohmann::ordered_json()}};
+}
+
+/// The derive (and chain) dispatches of a moving frame: GPU time, bytes, throughput against the copy bandwidth.
+nlohmann::ordered_json deriveJson(const Figures& moving, double copy_gb_per_s)
+{
+	if (!(moving.derive_ms > 0.0))
+		return nullptr;
+	const double gbs = double(moving.derive_bytes) / (moving.derive_ms * 1e6);
+	return {{"gpu_ms", moving.derive_ms},
+	        {"bytes", moving.derive_bytes},
+	        {"gb_per_s", gbs},
+	        {"fraction_of_copy_bandwidth", copy_gb_per_s > 0.0 ? gbs / copy_gb_per_s : 0.0}};
+}
 
 /// The effect reading each object's ModelViewProjTrafo and ModelViewTrafo: a view-space normal lit by a headlight.
 fx::Effect derivedEffect()
@@ -84,10 +117,10 @@ struct Row
 	Figures still, moving;
 };
 
-/// Places `objects` with `options`, then times `reps` static and `reps` camera frames.
-Result<Row> measure(gpu::Device& device, BenchSession& session, SceneGlobals& g, const GeneratedScene& scene,
-                    const std::vector<scene::RenderObjectPtr>& objects, const runtime::RenderOptions& options,
-                    uint32_t reps)
+/// Places `objects` with `options`, then times `reps` static and `reps` moving frames: `move(step)` (called in a
+/// transaction) sets what moves to its state at `step` (0 before the first frame, then one step per moving frame).
+Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vector<scene::RenderObjectPtr>& objects,
+                    const runtime::RenderOptions& options, uint32_t reps, const std::function<void(int)>& move)
 {
 	adaptive::cset<scene::RenderObjectPtr> set;
 	adaptive::transact([&] { set.unionWith(objects); });
@@ -98,15 +131,12 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, SceneGlobals& g,
 	gpu::FrameTimer timer(device), derive_timer(device);
 	for (heap::HeapScene* h : task->heapScenes())
 		h->setDeriveTimer(&derive_timer);
-	double azimuth = 0.6;
-	adaptive::transact([&] { placeCamera(g, scene.bounds, azimuth); });
-	auto frame = [&](bool move) -> Result<Figures>
+	int step = 0;
+	adaptive::transact([&] { move(step); });
+	auto frame = [&](bool moving) -> Result<Figures>
 	{
-		if (move)
-		{
-			azimuth += 0.5 * std::numbers::pi / 180.0;
-			adaptive::transact([&] { placeCamera(g, scene.bounds, azimuth); });
-		}
+		if (moving)
+			adaptive::transact([&] { move(++step); });
 		const auto t0 = std::chrono::steady_clock::now();
 		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
 		timer.begin(list);
@@ -123,6 +153,8 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, SceneGlobals& g,
 		f.upload_bytes = s.heap.upload_bytes;
 		f.uniform_uploads = s.heap.uniform_uploads + s.passes.uniform_uploads;
 		f.derive_bytes = s.heap.derive_bytes;
+		f.chain_links = s.heap.chain_links;
+		f.chain_levels = s.heap.chain_levels;
 		if (s.heap.derive_dispatches > 0 && derive_timer.source() == gpu::TimingSource::Gpu)
 		{
 			QUOKKA_TRY_ASSIGN(d, derive_timer.resolve());
@@ -135,13 +167,15 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, SceneGlobals& g,
 	row.place_ms = place.update_us / 1000.0;
 	QUOKKA_TRY(frame(false)); // the placement frame's deferred work stays out of the figures
 	QUOKKA_TRY(frame(true));  // the first move builds what later moves reuse
-	auto series = [&](bool move) -> Result<Figures>
+	auto series = [&](bool moving) -> Result<Figures>
 	{
 		std::vector<double> update, encode, gpu, wall, derive;
 		uint64_t bytes = 0, uploads = 0;
 		for (uint32_t r = 0; r < reps; ++r)
 		{
-			QUOKKA_TRY_ASSIGN(f, frame(move));
+			QUOKKA_TRY_ASSIGN(f, frame(moving));
+			if (f.derive_ms >= 0.0)
+				derive.push_back(f.derive_ms);
 			update.push_back(f.update_us);
 			encode.push_back(f.encode_us);
 			gpu.push_back(f.gpu_ms);
@@ -156,13 +190,28 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, SceneGlobals& g,
 		               bytes,
 		               uploads,
 		               derive.empty() ? -1.0 : median(derive),
-		               task->stats().heap.derive_bytes};
+		               task->stats().heap.derive_bytes,
+		               task->stats().heap.chain_links,
+		               task->stats().heap.chain_levels};
 	};
 	QUOKKA_TRY_ASSIGN(still, series(false));
 	QUOKKA_TRY_ASSIGN(moving, series(true));
 	row.still = still;
 	row.moving = moving;
 	return row;
+}
+
+/// The device's copy bandwidth in GB/s (the better of a transfer and a compute copy), against which the derive
+/// kernel's throughput is reported; 0 where GPU timestamps are not trusted.
+Result<double> deviceCopyBandwidth(gpu::Device& dev)
+{
+	if (!dev.info().gpu_timestamps_reliable)
+		return 0.0;
+	gpu::FrameTimer copy_timer(dev);
+	const uint64_t bytes = std::min<uint64_t>(256ull << 20, dev.info().max_storage_buffer_range);
+	QUOKKA_TRY_ASSIGN(transfer, copyBandwidth(dev, copy_timer, bytes, 3));
+	QUOKKA_TRY_ASSIGN(compute, computeCopyBandwidth(dev, copy_timer, bytes, 3));
+	return std::max(transfer, compute);
 }
 
 } // namespace
@@ -184,18 +233,10 @@ int runBenchCamera(const BenchOptions& b)
 		return fail(session.error());
 	const fx::Effect derived = derivedEffect();
 	const char* timing = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
-	// The derive kernel's throughput is reported against the device's copy bandwidth (GPU timestamps only).
-	double copy_gb_per_s = 0.0;
-	if (dev.info().gpu_timestamps_reliable)
-	{
-		gpu::FrameTimer copy_timer(dev);
-		const uint64_t bytes = std::min<uint64_t>(256ull << 20, dev.info().max_storage_buffer_range);
-		auto transfer = copyBandwidth(dev, copy_timer, bytes, 3);
-		auto compute = computeCopyBandwidth(dev, copy_timer, bytes, 3);
-		if (!transfer.ok() || !compute.ok())
-			return fail(transfer.ok() ? compute.error() : transfer.error());
-		copy_gb_per_s = std::max(transfer.value(), compute.value());
-	}
+	auto bandwidth = deviceCopyBandwidth(dev);
+	if (!bandwidth.ok())
+		return fail(bandwidth.error());
+	const double copy_gb_per_s = bandwidth.value();
 	if (!b.json)
 		std::printf("quokka bench camera on %s (%s timing), unique-mesh scene, %u static and %u camera frames per row "
 		            "(median; the camera orbits 0.5 degrees per frame)\n\n  %9s %-8s %-8s %10s %12s %12s %10s %10s "
@@ -232,8 +273,9 @@ int runBenchCamera(const BenchOptions& b)
 					options.path = runtime::RenderPath::Heap;
 					options.heap.max_chunk_bytes = b.max_chunk_bytes;
 				}
-				auto row = measure(dev, *session, globals, scene,
-				                   std::string(effect) == "stock" ? scene.objects : reading, options, b.reps);
+				auto row = measure(
+				    dev, *session, std::string(effect) == "stock" ? scene.objects : reading, options, b.reps,
+				    [&](int step) { placeCamera(globals, scene.bounds, 0.6 + step * 0.5 * std::numbers::pi / 180.0); });
 				if (!row.ok())
 					return fail(row.error());
 				row->effect = effect;
@@ -247,35 +289,14 @@ int runBenchCamera(const BenchOptions& b)
 					            row->still.gpu_ms, row->moving.gpu_ms, row->still.frame_ms, row->moving.frame_ms,
 					            (unsigned long long)row->moving.uniform_uploads, ratio, derive.c_str());
 				}
-				auto figures = [](const Figures& f)
-				{
-					return nlohmann::ordered_json{{"update_us", f.update_us},
-					                              {"encode_us", f.encode_us},
-					                              {"gpu_ms", f.gpu_ms},
-					                              {"frame_ms", f.frame_ms},
-					                              {"upload_bytes", f.upload_bytes},
-					                              {"uniform_uploads", f.uniform_uploads},
-					                              {"derive_gpu_ms", f.derive_ms >= 0.0
-					                                                    ? nlohmann::ordered_json(f.derive_ms)
-					                                                    : nlohmann::ordered_json()}};
-				};
-				nlohmann::ordered_json derive = nullptr;
-				if (row->moving.derive_ms > 0.0)
-				{
-					const double gbs = double(row->moving.derive_bytes) / (row->moving.derive_ms * 1e6);
-					derive = {{"gpu_ms", row->moving.derive_ms},
-					          {"bytes", row->moving.derive_bytes},
-					          {"gb_per_s", gbs},
-					          {"fraction_of_copy_bandwidth", copy_gb_per_s > 0.0 ? gbs / copy_gb_per_s : 0.0}};
-				}
 				rows.push_back({{"objects", n},
 				                {"effect", effect},
 				                {"path", path},
 				                {"place_ms", row->place_ms},
-				                {"static", figures(row->still)},
-				                {"camera", figures(row->moving)},
+				                {"static", figuresJson(row->still)},
+				                {"camera", figuresJson(row->moving)},
 				                {"camera_vs_static_frame", ratio},
-				                {"derive_on_camera_frame", derive}});
+				                {"derive_on_camera_frame", deriveJson(row->moving, copy_gb_per_s)}});
 			}
 	}
 	if (b.json)
@@ -285,6 +306,112 @@ int runBenchCamera(const BenchOptions& b)
 		j["device"] = dev.info().name;
 		j["timing_source"] = timing;
 		j["reps"] = b.reps;
+		j["copy_gb_per_s"] = copy_gb_per_s > 0.0 ? nlohmann::ordered_json(copy_gb_per_s) : nlohmann::ordered_json();
+		j["rows"] = rows;
+		std::printf("%s\n", j.dump(2).c_str());
+	}
+	return 0;
+}
+
+int runBenchChain(const BenchOptions& b)
+{
+	if (!b.path.empty() && b.path != "heap" && b.path != "classic")
+		return usage("bench chain: --path '" + b.path + "' is not a path (classic, heap)");
+	if (b.depth < 2 || b.depth > 64)
+		return usage("bench chain: --depth " + std::to_string(b.depth) + " is outside 2…64");
+	auto device = createBenchDevice(b);
+	if (!device.ok())
+		return fail(device.error());
+	gpu::Device& dev = *device.value();
+	const std::vector<uint32_t> counts = benchObjectCounts(b, dev);
+	auto session = BenchSession::create(dev);
+	if (!session.ok())
+		return fail(session.error());
+	const char* timing = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
+	auto bandwidth = deviceCopyBandwidth(dev);
+	if (!bandwidth.ok())
+		return fail(bandwidth.error());
+	const double copy_gb_per_s = bandwidth.value();
+	if (!b.json)
+		std::printf("quokka bench chain on %s (%s timing), unique-mesh scene below a %u-deep hierarchy (its root turns "
+		            "0.5 degrees per frame), %u static and %u root-move frames per row (median)\n\n  %9s %-8s %10s "
+		            "%12s %12s %10s %10s %9s %9s %10s\n",
+		            dev.info().name.c_str(), timing, b.depth, b.reps, b.reps, "objects", "path", "place ms",
+		            "static us", "move us", "static gpu", "move gpu", "uploads", "links", "derive ms");
+	nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+	for (uint32_t n : counts)
+	{
+		SceneGlobals globals;
+		auto made = makeUniqueMeshScene(globals, n, 1);
+		if (!made.ok())
+			return fail(made.error());
+		const GeneratedScene& scene = made->scene;
+		// The hierarchy: a root, depth − 2 nodes below it, and each object's own trafo as its leaf.
+		const adaptive::cval<math::Trafo3d> root(math::Trafo3d::identity());
+		std::vector<adaptive::cval<math::Trafo3d>> spine;
+		scene::TrafoChain chain = scene::TrafoChain::root(root);
+		for (uint32_t d = 2; d < b.depth; ++d)
+			chain = chain.child(spine.emplace_back(math::Trafo3d::identity()));
+		std::vector<scene::RenderObjectPtr> objects;
+		objects.reserve(scene.objects.size());
+		for (const scene::RenderObjectPtr& o : scene.objects)
+		{
+			scene::RenderObject copy = *o;
+			const math::Trafo3d own = inputs::trafoOf(o->uniforms.at("ModelTrafo").force());
+			copy.uniforms["ModelTrafo"] = chain.child(adaptive::constant(own)).world();
+			objects.push_back(scene::makeRenderObject(std::move(copy)));
+		}
+		const math::V3d c = scene.bounds.center();
+		adaptive::transact([&] { placeCamera(globals, scene.bounds, 0.6); });
+		for (const char* path : {"heap", "classic"})
+		{
+			if (!b.path.empty() && b.path != path)
+				continue;
+			if (b.path.empty() && std::string(path) == "classic" && n > 100000)
+				continue; // (as bench camera)
+			runtime::RenderOptions options;
+			if (std::string(path) == "heap")
+			{
+				options.path = runtime::RenderPath::Heap;
+				options.heap.max_chunk_bytes = b.max_chunk_bytes;
+			}
+			auto row = measure(
+			    dev, *session, objects, options, b.reps,
+			    [&](int step)
+			    {
+				    root.setValue(math::Trafo3d::translation(c) *
+				                  math::Trafo3d::rotation(math::V3d(0, 1, 0), step * 0.5 * std::numbers::pi / 180.0) *
+				                  math::Trafo3d::translation(-c));
+			    });
+			if (!row.ok())
+				return fail(row.error());
+			if (!b.json)
+			{
+				const std::string derive =
+				    row->moving.derive_ms >= 0.0 ? std::to_string(row->moving.derive_ms) : std::string("-");
+				std::printf("  %9u %-8s %10.1f %12.1f %12.1f %10.3f %10.3f %9llu %9u %10s\n", n, path, row->place_ms,
+				            row->still.update_us, row->moving.update_us, row->still.gpu_ms, row->moving.gpu_ms,
+				            (unsigned long long)row->moving.uniform_uploads, row->moving.chain_links, derive.c_str());
+			}
+			rows.push_back({{"objects", n},
+			                {"depth", b.depth},
+			                {"path", path},
+			                {"place_ms", row->place_ms},
+			                {"chain_links", row->moving.chain_links},
+			                {"chain_levels", row->moving.chain_levels},
+			                {"static", figuresJson(row->still)},
+			                {"root_move", figuresJson(row->moving)},
+			                {"derive_on_root_move", deriveJson(row->moving, copy_gb_per_s)}});
+		}
+	}
+	if (b.json)
+	{
+		nlohmann::ordered_json j;
+		j["benchmark"] = "chain";
+		j["device"] = dev.info().name;
+		j["timing_source"] = timing;
+		j["reps"] = b.reps;
+		j["depth"] = b.depth;
 		j["copy_gb_per_s"] = copy_gb_per_s > 0.0 ? nlohmann::ordered_json(copy_gb_per_s) : nlohmann::ordered_json();
 		j["rows"] = rows;
 		std::printf("%s\n", j.dump(2).c_str());

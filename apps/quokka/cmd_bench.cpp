@@ -15,7 +15,9 @@ int runBench(const BenchOptions& options)
 		return runBenchUpdate(options);
 	if (options.name == "camera")
 		return runBenchCamera(options);
-	return usage("unknown benchmark '" + options.name + "' (available: meshlet, draw, update, camera)");
+	if (options.name == "chain")
+		return runBenchChain(options);
+	return usage("unknown benchmark '" + options.name + "' (available: meshlet, draw, update, camera, chain)");
 }
 
 } // namespace quokka::app

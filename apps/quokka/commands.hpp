@@ -97,6 +97,7 @@ struct BenchOptions
 	std::vector<std::string> update_ops; ///< update: operations to measure (add, remove, edit); empty = all
 	std::vector<uint32_t> update_k;      ///< update: changes per frame; empty = 1, 100, 10000
 	std::string update_wait = "block";   ///< update: how a frame waits for the GPU (block | spin)
+	uint32_t depth = 16;                 ///< chain: depth of the hierarchy the objects hang below
 };
 int runBench(const BenchOptions& options);
 int runBenchMeshlet(const BenchOptions& options);
@@ -109,6 +110,9 @@ int runBenchDraw(const BenchOptions& options);
 int runBenchUpdate(const BenchOptions& options);
 /// `bench camera`: CPU update, GPU and frame time of static and camera frames per effect and path (bench_camera.cpp).
 int runBenchCamera(const BenchOptions& options);
+/// `bench chain`: CPU update, GPU and frame time of static and root-move frames below a deep hierarchy
+/// (bench_camera.cpp).
+int runBenchChain(const BenchOptions& options);
 /// `render --scene meshlets` (scene_meshlets.cpp).
 int runRenderMeshlets(const RenderOptions& options);
 

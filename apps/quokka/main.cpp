@@ -78,13 +78,15 @@ int main(int argc, char** argv)
 	BenchOptions bench;
 	CLI::App* bench_cmd = app.add_subcommand("bench", "run a benchmark and print medians and same-run ratios");
 	bench.device.addTo(*bench_cmd);
-	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw, update, camera")->required();
+	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw, update, camera, chain")->required();
 	bench_cmd
-	    ->add_option("--objects", bench.objects,
-	                 "draw, camera: object counts (default 10000 100000 1000000; 1000 10000 on a CPU device); update: "
-	                 "scene size (default 1000000; 20000 on a CPU device)")
+	    ->add_option(
+	        "--objects", bench.objects,
+	        "draw, camera, chain: object counts (default 10000 100000 1000000; 1000 10000 on a CPU device); update: "
+	        "scene size (default 1000000; 20000 on a CPU device)")
 	    ->check(CLI::Range(1u, 10000000u));
-	bench_cmd->add_option("--path", bench.path, "draw, camera: only this render path (classic, heap); update: heap")
+	bench_cmd
+	    ->add_option("--path", bench.path, "draw, camera, chain: only this render path (classic, heap); update: heap")
 	    ->check(CLI::IsMember({"classic", "heap"}));
 	bench_cmd
 	    ->add_option("--draw", bench.draw,
@@ -128,6 +130,8 @@ int main(int argc, char** argv)
 	validate_cmd->add_flag("--json", validate.json, "one JSON object on stdout");
 	validate_cmd->add_flag("--quiet", validate.quiet, "no progress on stderr");
 	bench_cmd->add_flag("--json", bench.json, "one JSON object on stdout");
+	bench_cmd->add_option("--depth", bench.depth, "chain: depth of the hierarchy the objects hang below (default 16)")
+	    ->check(CLI::Range(2u, 64u));
 	bench_cmd->add_option("--ops", bench.ops, "allocator alloc+free pairs per run")
 	    ->check(CLI::Range(1000, 1000000000));
 	bench_cmd->add_option("--reps", bench.reps, "runs per figure (median reported)")->check(CLI::Range(1u, 1000u));

@@ -68,12 +68,18 @@ public:
 		// Depth-first with an explicit stack (deep hierarchies must not overflow the call stack). A node reached twice
 		// is a cycle or a shared child, both invalid glTF.
 		std::vector<bool> visited(model_.nodes.size(), false);
-		std::vector<std::pair<int, math::Trafo3d>> stack;
+		struct Visit
+		{
+			int index;
+			int parent;          ///< index in out_.nodes, -1 for a root
+			math::Trafo3d world; ///< the parent's
+		};
+		std::vector<Visit> stack;
 		for (auto it = roots.rbegin(); it != roots.rend(); ++it)
-			stack.emplace_back(*it, math::Trafo3d::identity());
+			stack.push_back({*it, -1, math::Trafo3d::identity()});
 		while (!stack.empty())
 		{
-			auto [index, parent] = stack.back();
+			const auto [index, parent_at, parent] = stack.back();
 			stack.pop_back();
 			if (index < 0 || size_t(index) >= model_.nodes.size())
 				return fail(ErrorCode::InvalidArgument, cat("node ", index, " does not exist"));
@@ -84,13 +90,19 @@ public:
 			const tinygltf::Node& node = model_.nodes[size_t(index)];
 			auto local = nodeTrafo(node, index);
 			QUOKKA_TRY(local);
-			const math::Trafo3d world = parent * local.value();
+			// (The same product the chain computes, in the same order: what import works out from it agrees with it.)
+			const math::Trafo3d world = parent_at < 0 ? local.value() : parent * local.value();
+			const adaptive::cval<math::Trafo3d> local_value(local.value());
+			const Node* up = parent_at < 0 ? nullptr : &out_.nodes[size_t(parent_at)];
+			const scene::TrafoChain chain = up ? up->chain.child(local_value) : scene::TrafoChain::root(local_value);
+			out_.nodes.push_back(Node{index, up ? up->index : -1, node.name, local_value, chain});
+			const int at = int(out_.nodes.size() - 1);
 			if (node.mesh >= 0)
-				QUOKKA_TRY(addMesh(node.mesh, world));
+				QUOKKA_TRY(addMesh(node.mesh, world, chain));
 			if (node.camera >= 0)
 				QUOKKA_TRY(addCamera(node, index, world));
 			for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
-				stack.emplace_back(*it, world);
+				stack.push_back({*it, at, world});
 		}
 		if (out_.objects.empty())
 			return fail(ErrorCode::InvalidArgument,
@@ -211,7 +223,7 @@ private:
 		return {};
 	}
 
-	Result<void> addMesh(int mesh_index, const math::Trafo3d& world)
+	Result<void> addMesh(int mesh_index, const math::Trafo3d& world, const scene::TrafoChain& chain)
 	{
 		if (size_t(mesh_index) >= model_.meshes.size())
 			return fail(ErrorCode::InvalidArgument, cat("mesh ", mesh_index, " does not exist"));
@@ -250,7 +262,7 @@ private:
 			o.indices = prim.indices;
 			o.draw_call = adaptive::constant(prim.draw_call);
 			o.uniforms = options_.shared_uniforms;
-			o.uniforms["ModelTrafo"] = scene::uniform(world);
+			o.uniforms["ModelTrafo"] = chain.world();
 			QUOKKA_TRY(materials_.apply(prim, o));
 			if (mirrored)
 				o.state.front_face = adaptive::constant(VK_FRONT_FACE_CLOCKWISE);

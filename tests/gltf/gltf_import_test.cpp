@@ -78,6 +78,21 @@ TEST_F(GltfImport, HierarchyTrafosVertexDataAndBounds)
 	// World space: (0..2, 0..2, 0) scaled, then moved by (1, 2, 3).
 	EXPECT_EQ(s.bounds.min, math::V3d(1, 2, 3));
 	EXPECT_EQ(s.bounds.max, math::V3d(3, 4, 3));
+
+	// The hierarchy is kept: the nodes in walk order with their local transforms, the object's ModelTrafo its node's
+	// chain — moving the parent moves the object.
+	ASSERT_EQ(s.nodes.size(), 2u);
+	EXPECT_EQ(s.nodes[0].index, parent);
+	EXPECT_EQ(s.nodes[0].parent, -1);
+	EXPECT_EQ(s.nodes[1].index, child);
+	EXPECT_EQ(s.nodes[1].parent, parent);
+	EXPECT_EQ(s.nodes[1].chain.depth(), 2u);
+	EXPECT_TRUE(s.nodes[1].chain.parent() == s.nodes[0].chain);
+	EXPECT_EQ(s.nodes[0].local.value(), math::Trafo3d::translation({1, 2, 3}));
+	EXPECT_TRUE(o.uniforms.at("ModelTrafo") == s.nodes[1].chain.world());
+	adaptive::transact([&] { s.nodes[0].local.setValue(math::Trafo3d::translation({0, 0, -5})); });
+	EXPECT_EQ(uniformAs<math::Trafo3d>(o, "ModelTrafo"),
+	          math::Trafo3d::translation({0, 0, -5}) * math::Trafo3d::scale(2.0));
 }
 
 TEST_F(GltfImport, SharedUniformsAreTheApplicationsOwn)

@@ -1,8 +1,9 @@
 // quokka/gltf/gltf.hpp — glTF 2.0 import (.gltf and .glb) into scene::RenderObjects, with the file's cameras.
 //
 // importFile() walks the default scene (scene 0 when none is named; every root node when the file has no scenes),
-// composes node transforms root → leaf into each object's ModelTrafo (constant), and turns every mesh primitive into
-// one render object:
+// keeps the node hierarchy as transform chains (scene/trafo_chain.hpp: each node's local transform is a cval in
+// Scene::nodes, each object's ModelTrafo its node's chain — moving a node moves everything below it, and the heap
+// renderer composes the chains on the device), and turns every mesh primitive into one render object:
 // - Geometry: POSITION; NORMAL (flat normals are computed for triangles without them, as the specification asks);
 //   COLOR_0 (VEC3 or VEC4; float or normalised unsigned byte/short) multiplies the base colour; indices (u8 widened to
 //   u16). TRIANGLES, TRIANGLE_STRIP and TRIANGLE_FAN draw as triangle lists; LINES, LINE_STRIP and LINE_LOOP as line
@@ -17,6 +18,8 @@
 //   ImportOptions::shared_uniforms (the application's view, projection and light, typically its own cvals, so that a
 //   camera move is one write for all objects).
 // - Cameras: every node with a camera, its view trafo (world → camera) and projection parameters.
+// What is worked out from the world transforms at import — cameras' views, Scene::bounds, which meshes are mirrored
+// (their front face flipped) or hidden by a zero scale — is not updated when a node's transform is changed later.
 //
 // Every accessor, buffer view, index and reference is checked: bad input is an Error (one line naming the file and
 // the problem), never a crash or a silently empty scene. Versions other than 2.x, extensionsRequired outside the
@@ -34,6 +37,7 @@
 #include <quokka/base/result.hpp>
 #include <quokka/math/math.hpp>
 #include <quokka/scene/render_object.hpp>
+#include <quokka/scene/trafo_chain.hpp>
 
 namespace quokka::gltf
 {
@@ -70,10 +74,23 @@ struct Camera
 	math::Trafo3d projection(double viewport_aspect) const;
 };
 
+/// A node of the scene walk.
+struct Node
+{
+	int index = -1;  ///< in the file's node list
+	int parent = -1; ///< in the file's node list; -1 for a root of the scene
+	std::string name;
+	/// Its transform relative to its parent (the file's matrix or TRS); set it to move the node and what hangs below.
+	adaptive::cval<math::Trafo3d> local{math::Trafo3d::identity()};
+	/// Its world transform: the chain of its ancestors' local transforms and its own.
+	scene::TrafoChain chain;
+};
+
 struct Scene
 {
 	std::vector<scene::RenderObjectPtr> objects;
-	math::Box3d bounds; ///< world space, of every object
+	std::vector<Node> nodes; ///< every node the scene walk reaches, in the walk's order (depth first, parents first)
+	math::Box3d bounds;      ///< world space, of every object
 	uint64_t triangles = 0;
 	uint64_t lines = 0;
 	uint64_t points = 0;
