@@ -3,6 +3,8 @@
 #include "heap/heap_test_access.hpp"
 #include "heap_fixture.hpp"
 
+#include <quokka/scene/trafo_chain.hpp>
+
 namespace quokka::heap::test
 {
 namespace
@@ -67,6 +69,41 @@ TEST_F(HeapRenderTest, BadPerInstanceUniformsFailWithOneLineNamingThem)
 			EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 		}
 	}
+}
+
+/// A transform chain bound to a uniform the effect reads as another type fails with one line naming the object and the
+/// uniform, on every path (the heap would compose it on the device; the classic path reads it on the CPU).
+TEST_F(HeapRenderTest, AChainReadAsAnotherTypeFailsWithOneLineNamingIt)
+{
+	const Effects fx;
+	ASSERT_TRUE(fx::UniformScope::declare("TestChainColor", fx::V4f).ok());
+	const fx::Effect tinted =
+	    effectOf({fx::stock::trafo(), std::make_shared<const fx::Stage>(fx::Stage::fragment("test.chainColor")
+	                                                                        .writes({{"Colors", fx::V4f}})
+	                                                                        .uniforms({"TestChainColor"})
+	                                                                        .glsl("s.Colors = TestChainColor;"))});
+	const cval<math::Trafo3d> root(math::Trafo3d::identity()), local(math::Trafo3d::scale(0.5));
+	const scene::TrafoChain chain = scene::TrafoChain::root(root).child(local);
+	RenderObject o;
+	o.effect = tinted;
+	o.attributes["Positions"] = scene::BufferView::of(std::vector<V3f>(3, V3f(0)), VK_FORMAT_R32G32B32_SFLOAT);
+	o.uniforms["ModelTrafo"] = chain.world();
+	o.uniforms["TestChainColor"] = chain.world();
+	o.draw_call = adaptive::constant(scene::DrawCall{false, 3});
+	// The same through a rule: TestChainColor derived from a vector the chain is bound to.
+	RenderObject r = o;
+	r.uniforms.erase("TestChainColor");
+	r.uniforms["TestChainVector"] = chain.world();
+	r.derived["TestChainColor"] = rules::Rule::make(rules::leaf("TestChainVector", fx::V4f) * rules::lit(0.5)).value();
+	for (const auto& bad : {scene::makeRenderObject(std::move(o)), scene::makeRenderObject(std::move(r))})
+		for (const Mode& m : modes())
+		{
+			auto t = task(RenderTree::leafOf(bad), m.options);
+			const std::string error = frame(*t);
+			EXPECT_NE(error.find("render object #" + std::to_string(bad->id)), std::string::npos) << m.name << error;
+			EXPECT_NE(error.find("TestChainColor"), std::string::npos) << m.name << ": " << error;
+			EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+		}
 }
 
 TEST_F(HeapRenderTest, ValidatorReportsACorruptedDrawHeader)
