@@ -38,7 +38,8 @@ math::Trafo3d inPlane(double x, double y, double angle)
 TEST_F(HeapRenderTest, TransformChainsAreComposedOnTheDeviceAndMatchClassic)
 {
 	const fx::Effect lit = Effects{}.lit; // ModelViewProjTrafo and NormalMatrix: both halves of the chains
-	const auto view = scene::uniform(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
+	const cval<math::Trafo3d> camera(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
+	const auto view = scene::uniform(camera);
 	const auto proj = scene::uniform(math::Trafo3d::scale(math::V3d(1.0, 1.0, 0.5)));
 	Forest forest;
 	constexpr uint32_t kDepth = 16;
@@ -82,9 +83,16 @@ TEST_F(HeapRenderTest, TransformChainsAreComposedOnTheDeviceAndMatchClassic)
 	// Links: every chain node below a root; levels: the deepest chain's depth − 1.
 	const uint32_t links = uint32_t(forest.chains.size() - forest.roots.size());
 	const size_t leaf = forest.chains.size() - 2; // tree 2's last side branch
-	// A later object on a new chain below the middle of the spine (added and removed in the frames below).
+	// Later objects on a new chain below the middle of the spine, two deep (added and removed in the frames below;
+	// their links outgrow the computed slots the first frame sized, which recomputes every link).
 	const size_t branch = forest.add(forest.chains[spine[8]], inPlane(-0.05, 0.02, 0.3));
+	size_t twig = branch;
+	for (int i = 0; i < 5; ++i)
+		twig = forest.add(forest.chains[twig], inPlane(0.01, 0.0, 0.1));
 	const RenderObjectPtr later = make(forest.chains[branch].world(), 90);
+	const RenderObjectPtr later2 = make(forest.chains[twig].world(), 92);
+	ASSERT_TRUE(2 * links <= 128 && 2 * (links - 1 + 6) > 128)
+	    << "two computed slots per link: 128 after the first frame, more than that with the branch (and a leaf gone)";
 
 	adaptive::cset<RenderObjectPtr> set;
 	set.unionWith(objects);
@@ -115,7 +123,9 @@ TEST_F(HeapRenderTest, TransformChainsAreComposedOnTheDeviceAndMatchClassic)
 			    for (size_t i = 0; i < initial.size(); ++i)
 				    forest.locals[i].setValue(initial[i]);
 			    plain[2].setValue(inPlane(-0.2, 0.8, 0.0));
+			    camera.setValue(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
 			    set.remove(later);
+			    set.remove(later2);
 		    });
 		auto t = task(tree, m.options);
 		const bool heap = m.options.path == runtime::RenderPath::Heap;
@@ -170,6 +180,7 @@ TEST_F(HeapRenderTest, TransformChainsAreComposedOnTheDeviceAndMatchClassic)
 		    [&]
 		    {
 			    set.add(later);
+			    set.add(later2);
 			    set.remove(objects[1]);
 			    set.remove(objects[spine[12]]);
 			    plain[2].setValue(inPlane(-0.2, 0.7, 0.4));
@@ -178,15 +189,19 @@ TEST_F(HeapRenderTest, TransformChainsAreComposedOnTheDeviceAndMatchClassic)
 		draw();
 		if (gpu)
 		{
-			EXPECT_EQ(s->chain_links, links + 1 - 1) << "the new branch's link; the removed leaf's left";
+			EXPECT_EQ(s->chain_links, links + 6 - 1) << "the new branch's links; the removed leaf's left";
 		}
-		// The two back and the new one gone again.
+		// The two back, the new ones gone again and the camera moved: every value reading a link is recomputed from
+		// what the links hold.
 		adaptive::transact(
 		    [&]
 		    {
+			    camera.setValue(math::Trafo3d::rotation(math::V3d(0.0, 0.0, 1.0), 0.2) *
+			                    math::Trafo3d::translation(math::V3d(0.05, 0.0, 0.5)));
 			    set.add(objects[1]);
 			    set.add(objects[spine[12]]);
 			    set.remove(later);
+			    set.remove(later2);
 		    });
 		draw();
 		if (gpu)
