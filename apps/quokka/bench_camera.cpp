@@ -214,6 +214,22 @@ Result<double> deviceCopyBandwidth(gpu::Device& dev)
 	return std::max(transfer, compute);
 }
 
+/// The run's JSON object on stdout: the benchmark, the device, the timing source, the settings and the rows.
+void printJson(const char* name, const gpu::Device& dev, const BenchOptions& b, double copy_gb_per_s,
+               nlohmann::ordered_json rows)
+{
+	nlohmann::ordered_json j;
+	j["benchmark"] = name;
+	j["device"] = dev.info().name;
+	j["timing_source"] = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
+	j["reps"] = b.reps;
+	if (std::string(name) == "chain")
+		j["depth"] = b.depth;
+	j["copy_gb_per_s"] = copy_gb_per_s > 0.0 ? nlohmann::ordered_json(copy_gb_per_s) : nlohmann::ordered_json();
+	j["rows"] = std::move(rows);
+	std::printf("%s\n", j.dump(2).c_str());
+}
+
 } // namespace
 
 int runBenchCamera(const BenchOptions& b)
@@ -300,16 +316,7 @@ int runBenchCamera(const BenchOptions& b)
 			}
 	}
 	if (b.json)
-	{
-		nlohmann::ordered_json j;
-		j["benchmark"] = "camera";
-		j["device"] = dev.info().name;
-		j["timing_source"] = timing;
-		j["reps"] = b.reps;
-		j["copy_gb_per_s"] = copy_gb_per_s > 0.0 ? nlohmann::ordered_json(copy_gb_per_s) : nlohmann::ordered_json();
-		j["rows"] = rows;
-		std::printf("%s\n", j.dump(2).c_str());
-	}
+		printJson("camera", dev, b, copy_gb_per_s, std::move(rows));
 	return 0;
 }
 
@@ -405,17 +412,7 @@ int runBenchChain(const BenchOptions& b)
 		}
 	}
 	if (b.json)
-	{
-		nlohmann::ordered_json j;
-		j["benchmark"] = "chain";
-		j["device"] = dev.info().name;
-		j["timing_source"] = timing;
-		j["reps"] = b.reps;
-		j["depth"] = b.depth;
-		j["copy_gb_per_s"] = copy_gb_per_s > 0.0 ? nlohmann::ordered_json(copy_gb_per_s) : nlohmann::ordered_json();
-		j["rows"] = rows;
-		std::printf("%s\n", j.dump(2).c_str());
-	}
+		printJson("chain", dev, b, copy_gb_per_s, std::move(rows));
 	return 0;
 }
 

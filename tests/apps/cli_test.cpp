@@ -660,6 +660,36 @@ TEST(CliBench, CameraRowsShowTheGpuDerivingWhatTheCameraChanges)
 	expectOneLineError(runCli("bench camera --objects 0"), "--objects");
 }
 
+// bench chain: the objects hang below a D-deep hierarchy whose root turns; on the heap a root move re-uploads no
+// uniform value (the device recomposes the chains: one link per object and per inner node), while the classic path
+// re-uploads every object's block.
+TEST(CliBench, ChainRowsShowTheDeviceComposingWhatARootMoveChanges)
+{
+	const CliRun run = runCli("bench chain --objects 200 --depth 6 --reps 1 --json");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["benchmark"], "chain");
+	EXPECT_EQ(j["depth"].get<int>(), 6);
+	ASSERT_EQ(j["rows"].size(), 2u) << j["rows"].dump();
+	for (const auto& row : j["rows"])
+	{
+		EXPECT_EQ(row["objects"].get<int>(), 200);
+		EXPECT_GT(row["root_move"]["update_us"].get<double>(), 0.0);
+		if (row["path"] == "heap")
+		{
+			EXPECT_EQ(row["root_move"]["uniform_uploads"].get<int>(), 0) << row.dump();
+			EXPECT_EQ(row["chain_links"].get<int>(), 200 + 4)
+			    << "each object's leaf and the 4 inner nodes below the root";
+			EXPECT_EQ(row["chain_levels"].get<int>(), 5);
+		}
+		else
+		{
+			EXPECT_EQ(row["root_move"]["uniform_uploads"].get<int>(), 200) << row.dump();
+		}
+	}
+	expectOneLineError(runCli("bench chain --depth 1"), "--depth");
+}
+
 TEST(CliErrors, BadBenchOptionsAreOneLineAndNonZero)
 {
 	expectOneLineError(runCli("bench update --op move"), "--op");

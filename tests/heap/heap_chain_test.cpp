@@ -97,15 +97,7 @@ TEST_F(HeapRenderTest, TransformChainsAreComposedOnTheDeviceAndMatchClassic)
 	adaptive::cset<RenderObjectPtr> set;
 	set.unionWith(objects);
 	const auto tree = RenderTree::ofObjects(set);
-	std::vector<Mode> all = modes();
-	Mode df32 = all[1];
-	df32.name = "heap-indirect-df32";
-	df32.options.heap.force_df32 = true;
-	Mode cpu = all[1];
-	cpu.name = "heap-indirect-cpu-derived";
-	cpu.options.heap.gpu_derived = false;
-	all.push_back(df32);
-	all.push_back(cpu);
+	const std::vector<Mode> all = derivedModes();
 	const std::vector<math::Trafo3d> initial = [&]
 	{
 		std::vector<math::Trafo3d> v;

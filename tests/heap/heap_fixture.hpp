@@ -223,6 +223,21 @@ inline std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 	        {"heap-auto", heap(DrawStrategy::Auto, by_count)}};
 }
 
+/// modes() and two more of heap-indirect: constituents forced to df32, and every derived value on the CPU.
+inline std::vector<Mode> derivedModes()
+{
+	std::vector<Mode> all = modes();
+	Mode df32 = all[1];
+	df32.name = "heap-indirect-df32";
+	df32.options.heap.force_df32 = true;
+	Mode cpu = all[1];
+	cpu.name = "heap-indirect-cpu-derived";
+	cpu.options.heap.gpu_derived = false;
+	all.push_back(df32);
+	all.push_back(cpu);
+	return all;
+}
+
 class HeapRenderTest : public gpu::test::GpuTest
 {
 protected:

@@ -581,15 +581,7 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 	const RenderObjectPtr later = make(60);
 	set.unionWith(objects);
 	const auto tree = RenderTree::ofObjects(set);
-	std::vector<Mode> all = modes();
-	Mode df32 = all[1];
-	df32.name = "heap-indirect-df32";
-	df32.options.heap.force_df32 = true;
-	Mode cpu = all[1];
-	cpu.name = "heap-indirect-cpu-derived";
-	cpu.options.heap.gpu_derived = false;
-	all.push_back(df32);
-	all.push_back(cpu);
+	const std::vector<Mode> all = derivedModes();
 	std::vector<Rgba8Image> reference;
 	for (const Mode& m : all)
 	{
