@@ -42,8 +42,9 @@ namespace
 struct Figures
 {
 	double update_us = 0, encode_us = 0, gpu_ms = 0, frame_ms = 0;
-	uint64_t upload_bytes = 0;    ///< heap path: bytes staged
-	uint64_t uniform_uploads = 0; ///< uniform values (heap) or blocks (classic) re-uploaded
+	double heap_update_us = 0, heap_upload_us = 0; ///< parts of update_us: the heap scenes' update() and upload()
+	uint64_t upload_bytes = 0;                     ///< heap path: bytes staged
+	uint64_t uniform_uploads = 0;                  ///< uniform values (heap) or blocks (classic) re-uploaded
 	/// GPU time of the heap's derive dispatches (timestamps around them); -1 where none ran or the device's
 	/// timestamps are not trusted (lavapipe)
 	double derive_ms = -1.0;
@@ -55,6 +56,8 @@ nlohmann::ordered_json figuresJson(const Figures& f)
 {
 	return nlohmann::ordered_json{
 	    {"update_us", f.update_us},
+	    {"heap_update_us", f.heap_update_us},
+	    {"heap_upload_us", f.heap_upload_us},
 	    {"encode_us", f.encode_us},
 	    {"gpu_ms", f.gpu_ms},
 	    {"frame_ms", f.frame_ms},
@@ -129,14 +132,15 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(set)});
 	auto task = session.runtime->compile(session.framebuffer.signature, commands, options);
 	gpu::FrameTimer timer(device), derive_timer(device);
-	for (heap::HeapScene* h : task->heapScenes())
-		h->setDeriveTimer(&derive_timer);
 	int step = 0;
 	adaptive::transact([&] { move(step); });
 	auto frame = [&](bool moving) -> Result<Figures>
 	{
 		if (moving)
 			adaptive::transact([&] { move(++step); });
+		// (The heap scenes exist from the first frame on: the derive dispatches of every later one are timed.)
+		for (heap::HeapScene* h : task->heapScenes())
+			h->setDeriveTimer(&derive_timer);
 		const auto t0 = std::chrono::steady_clock::now();
 		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
 		timer.begin(list);
@@ -148,6 +152,8 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 		QUOKKA_TRY_ASSIGN(timing, timer.resolve());
 		const runtime::TaskStats& s = task->stats();
 		f.update_us = 1000.0 * s.update_ms;
+		f.heap_update_us = 1000.0 * s.heap.update_ms;
+		f.heap_upload_us = 1000.0 * s.heap.upload_ms;
 		f.encode_us = 1000.0 * s.encode_ms;
 		f.gpu_ms = timing.ms;
 		f.upload_bytes = s.heap.upload_bytes;
@@ -169,7 +175,7 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 	QUOKKA_TRY(frame(true));  // the first move builds what later moves reuse
 	auto series = [&](bool moving) -> Result<Figures>
 	{
-		std::vector<double> update, encode, gpu, wall, derive;
+		std::vector<double> update, encode, gpu, wall, derive, heap_update, heap_upload;
 		uint64_t bytes = 0, uploads = 0;
 		for (uint32_t r = 0; r < reps; ++r)
 		{
@@ -177,6 +183,8 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 			if (f.derive_ms >= 0.0)
 				derive.push_back(f.derive_ms);
 			update.push_back(f.update_us);
+			heap_update.push_back(f.heap_update_us);
+			heap_upload.push_back(f.heap_upload_us);
 			encode.push_back(f.encode_us);
 			gpu.push_back(f.gpu_ms);
 			wall.push_back(f.frame_ms);
@@ -187,6 +195,8 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 		               median(encode),
 		               median(gpu),
 		               median(wall),
+		               median(heap_update),
+		               median(heap_upload),
 		               bytes,
 		               uploads,
 		               derive.empty() ? -1.0 : median(derive),

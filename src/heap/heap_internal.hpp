@@ -152,8 +152,9 @@ struct detail::HeapCore : Arena
 	                              fx::Type expected, const scene::RenderObject& object, const std::string& name,
 	                              bool unheld);
 	/// acquireUniform() of a uniform derived on the device (recipe Gpu) that no entry holds yet.
-	Result<Entry*> acquireGpuDerived(const aval<UniformValue>& value, const PoolKey& key, uint32_t chunk,
-	                                 fx::Type expected, const scene::RenderObject& object, const std::string& name);
+	Result<Entry*> acquireGpuDerived(const aval<UniformValue>& value, const inputs::DerivedUniforms::Derivation& d,
+	                                 const PoolKey& key, uint32_t chunk, fx::Type expected,
+	                                 const scene::RenderObject& object, const std::string& name);
 	/// The pool key of a non-constant uniform: `node` read through `recipe` in `chunk`.
 	static PoolKey uniformKey(const void* node, inputs::DerivedRecipe recipe, uint32_t chunk)
 	{

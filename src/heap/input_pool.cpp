@@ -107,15 +107,19 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 		if (auto it = constants.find(constant_key); it != constants.end())
 			return shared(it->second.get());
 	}
-	if (!constant && !unheld)
+	// (A derived node no GPU entry holds yet — an object's fresh ModelViewProjTrafo — needs no search either.)
+	const inputs::DerivedUniforms::Derivation* derivation =
+	    recipe == inputs::DerivedRecipe::Gpu ? inputs::DerivedUniforms::derivationOf(value.node().get()) : nullptr;
+	QUOKKA_ASSERT(recipe != inputs::DerivedRecipe::Gpu || derivation, "a GPU-derived uniform without a derivation");
+	if (!constant && !unheld && !(derivation && derivation->entries == 0))
 	{
 		if (Entry* e = pool.find(key))
 			return shared(e);
 		if (value.node()->outputCount() != 0)
 			promotePrivate(value.node().get());
 	}
-	if (recipe == inputs::DerivedRecipe::Gpu)
-		return acquireGpuDerived(value, key, chunk, expected, object, name);
+	if (derivation)
+		return acquireGpuDerived(value, *derivation, key, chunk, expected, object, name);
 	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
 	if (!constant)
 	{
@@ -162,14 +166,13 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 	return raw;
 }
 
-Result<Entry*> detail::HeapCore::acquireGpuDerived(const aval<UniformValue>& value, const PoolKey& key, uint32_t chunk,
-                                                   fx::Type expected, const scene::RenderObject& object,
+Result<Entry*> detail::HeapCore::acquireGpuDerived(const aval<UniformValue>& value,
+                                                   const inputs::DerivedUniforms::Derivation& d, const PoolKey& key,
+                                                   uint32_t chunk, fx::Type expected, const scene::RenderObject& object,
                                                    const std::string& name)
 {
-	const inputs::DerivedUniforms::Derivation* d = derived.derivationOf(value.node().get());
-	QUOKKA_ASSERT(d, "a GPU-derived uniform without a derivation");
-	if (d->rule.type() != expected)
-		return uniformMismatch(object, name, expected, d->rule.type());
+	if (d.rule.type() != expected)
+		return uniformMismatch(object, name, expected, d.rule.type());
 	// Not read on the CPU: the block is allocated, its header staged over zeroed data, and the derive kernel writes
 	// the value before this frame's draws. The entry holds the node (so its address, the key, stays unique).
 	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
@@ -184,12 +187,13 @@ Result<Entry*> detail::HeapCore::acquireGpuDerived(const aval<UniformValue>& val
 	e->ref = ref;
 	e->refcount = 1;
 	e->key = key;
-	if (Result<void> r = gpuDerive().add(*e, *d); !r.ok())
+	if (Result<void> r = gpuDerive().add(*e, d); !r.ok())
 	{
 		freeBlock(chunk, ref);
 		return makeError(ErrorCode::InvalidArgument,
 		                 inputs::objectName(object) + ": uniform '" + name + "': " + r.error().message);
 	}
+	++d.entries;
 	Entry* raw = e.get();
 	pool.insert(e);
 	return raw;
@@ -319,7 +323,10 @@ void detail::HeapCore::releaseEntry(Entry* e, FreeBatch* batch)
 	freeLater(batch, e->chunk, e->ref);
 	UniformEntry* u = asUniform(e);
 	if (u && u->recipe == inputs::DerivedRecipe::Gpu)
+	{
 		gpuDerive().remove(*u);
+		--inputs::DerivedUniforms::derivationOf(u->uniform.node().get())->entries;
+	}
 	if (u && u->indexed)
 		if (auto it = uniform_chunks.find(e->key.node);
 		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))

@@ -3,6 +3,7 @@
 #include <quokka/inputs/derived_uniforms.hpp>
 
 #include <algorithm>
+#include <typeinfo>
 
 #include <absl/container/inlined_vector.h>
 
@@ -87,7 +88,6 @@ size_t DerivedUniforms::collect()
 		for (auto it = derived_.begin(); it != derived_.end();)
 			if (it->second.node()->refCount() == 1)
 			{
-				derivations_.erase(it->second.node().get());
 				derived_.erase(it++); // (absl: erase leaves the other iterators valid)
 				++dropped;
 				again = true;
@@ -164,6 +164,50 @@ const rules::Rule& copyTrafoRule()
 }
 } // namespace
 
+namespace
+{
+/// The value of `rule` over `values` (one per rule input) as a uniform value.
+UniformValue evaluateRule(const rules::Rule& rule, std::span<const UniformValue* const> values)
+{
+	absl::InlinedVector<rules::Value, 3> in;
+	for (size_t i = 0; i < values.size(); ++i)
+	{
+		std::optional<rules::Value> v = ruleInput(*values[i], rule.inputs()[i]);
+		if (!v)
+			// An input of another type than the rule reads: a value of a type the effect cannot take, so the renderer
+			// reports the uniform's type mismatch instead of drawing with a wrong value.
+			return rule.type() == fx::I32 ? UniformValue(0.0f) : UniformValue(int32_t(0));
+		in.push_back(*v);
+	}
+	return *uniformOf(rules::evaluate(rule, in));
+}
+} // namespace
+
+/// A derived node that is not constant: it holds its derivation (what a renderer computing it elsewhere reads through
+/// derivationOf) and evaluates it when read on the CPU.
+class DerivedUniforms::DerivedNode final : public adaptive::AValNode<UniformValue>
+{
+public:
+	explicit DerivedNode(Derivation d) : derivation(std::move(d)) {}
+	Derivation derivation;
+
+protected:
+	void compute(adaptive::Token t) override
+	{
+		absl::InlinedVector<const UniformValue*, 3> values;
+		for (const aval<UniformValue>& a : derivation.inputs)
+			values.push_back(&a.getValue(t));
+		value_.emplace(evaluateRule(derivation.rule, values));
+	}
+};
+
+const DerivedUniforms::Derivation* DerivedUniforms::derivationOf(const adaptive::AdaptiveObject* node)
+{
+	if (!node || typeid(*node) != typeid(DerivedNode))
+		return nullptr;
+	return &static_cast<const DerivedNode*>(node)->derivation;
+}
+
 aval<UniformValue> DerivedUniforms::derive(const rules::Rule& rule, std::span<const aval<UniformValue>> inputs,
                                            bool copy)
 {
@@ -172,43 +216,21 @@ aval<UniformValue> DerivedUniforms::derive(const rules::Rule& rule, std::span<co
 	Key key{rule.id(), {}};
 	for (const aval<UniformValue>& in : inputs)
 		key.inputs.push_back(in.node().get());
-	auto it = derived_.find(key);
-	if (it != derived_.end())
+	auto [it, fresh] = derived_.try_emplace(std::move(key));
+	if (!fresh)
 		return it->second;
-	std::vector<aval<UniformValue>> held(inputs.begin(), inputs.end());
-	auto evaluate = [rule](std::span<const UniformValue* const> values)
-	{
-		absl::InlinedVector<rules::Value, 3> in;
-		for (size_t i = 0; i < values.size(); ++i)
-		{
-			std::optional<rules::Value> v = ruleInput(*values[i], rule.inputs()[i]);
-			if (!v)
-				// An input of another type than the rule reads: a value of a type the effect cannot take, so the
-				// renderer reports the uniform's type mismatch instead of drawing with a wrong value.
-				return rule.type() == fx::I32 ? UniformValue(0.0f) : UniformValue(int32_t(0));
-			in.push_back(*v);
-		}
-		return *uniformOf(rules::evaluate(rule, in));
-	};
 	// Over constants only (the identity standing for absent trafos, a fixed camera): a constant, as adaptive::map
 	// gives, so renderers pool it by value.
-	if (std::all_of(held.begin(), held.end(), [](const aval<UniformValue>& a) { return a.isConstant(); }))
+	if (std::all_of(inputs.begin(), inputs.end(), [](const aval<UniformValue>& a) { return a.isConstant(); }))
 	{
 		absl::InlinedVector<const UniformValue*, 3> values;
-		for (const aval<UniformValue>& a : held)
+		for (const aval<UniformValue>& a : inputs)
 			values.push_back(&a.force());
-		return derived_.emplace(std::move(key), adaptive::constant(evaluate(values))).first->second;
+		it->second = adaptive::constant(evaluateRule(rule, values));
+		return it->second;
 	}
-	aval<UniformValue> node = adaptive::custom(
-	    [held = std::move(held), evaluate](adaptive::Token t)
-	    {
-		    absl::InlinedVector<const UniformValue*, 3> values;
-		    for (const aval<UniformValue>& a : held)
-			    values.push_back(&a.getValue(t));
-		    return evaluate(values);
-	    });
-	derivations_.emplace(node.node().get(), Derivation{rule, {inputs.begin(), inputs.end()}});
-	return derived_.emplace(std::move(key), std::move(node)).first->second;
+	it->second = aval<UniformValue>(adaptive::makeRef<DerivedNode>(Derivation{rule, {inputs.begin(), inputs.end()}}));
+	return it->second;
 }
 
 namespace

@@ -103,23 +103,18 @@ public:
 	{
 		rules::Rule rule;
 		absl::InlinedVector<adaptive::aval<scene::UniformValue>, 3> inputs;
+		/// Entries a renderer keeps for the node (the heap counts its GPU entries: a node none holds needs no search
+		/// of its pool). Owner thread only, as the node.
+		mutable uint32_t entries = 0;
 	};
-	/// The derivation of `node`, or null when it is no derived node of this instance (an object's own value, a
-	/// constant).
-	const Derivation* derivationOf(const void* node) const
-	{
-		auto it = derivations_.find(node);
-		return it == derivations_.end() ? nullptr : &it->second;
-	}
+	/// The derivation of `node` (held by the node itself: no lookup), or null when it is no derived node (an object's
+	/// own value, a constant).
+	static const Derivation* derivationOf(const adaptive::AdaptiveObject* node);
 	/// With `on`, resolve() with `pooled` reports each name it derives into a node that is not constant as
 	/// DerivedRecipe::Gpu (a renderer then computes it from derivationOf() on the device instead of reading it).
 	void setGpuRecipes(bool on) { gpu_recipes_ = on; }
 	/// Drops the interned nodes (their users keep what they hold).
-	void clear()
-	{
-		derived_.clear();
-		derivations_.clear();
-	}
+	void clear() { derived_.clear(); }
 	/// Drops the interned nodes nobody else holds any more (objects removed): O(size). Returns how many.
 	size_t collect();
 	size_t size() const { return derived_.size(); }
@@ -136,6 +131,7 @@ private:
 			return H::combine(std::move(h), k.rule.hi, k.rule.lo, k.inputs);
 		}
 	};
+	class DerivedNode;
 	/// The interned node of `rule` over `inputs` (one node per rule input, in order); a rule that is one input is that
 	/// input's node unless `copy`.
 	adaptive::aval<scene::UniformValue>
@@ -146,7 +142,6 @@ private:
 	/// A flat map: at 10^6 objects it holds ~10^6 per-object derived values (NormalMatrix, …), where a node-based map's
 	/// chain walk costs several cache misses per lookup.
 	absl::flat_hash_map<Key, adaptive::aval<scene::UniformValue>> derived_;
-	absl::flat_hash_map<const void*, Derivation> derivations_; ///< by the non-constant nodes of derived_
 	bool gpu_recipes_ = false;
 	/// The one node standing for every absent trafo: derived values are interned by their input nodes, so a fresh
 	/// identity per lookup would give every object without a ModelTrafo its own NormalMatrix node and table entry.
