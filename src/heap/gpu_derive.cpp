@@ -407,6 +407,8 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 	// The chains level by level (a level reads what the one before wrote), then the records reading them.
 	for (size_t l = 0; l < levels_.size(); ++l)
 	{
+		if (levels_[l].owner.empty()) // (not expected: a link holds its parent's, one level up)
+			continue;
 		if (l > 0)
 			computeToCompute();
 		chain_kernel_->dispatch(list, packed, computed, *levels_[l].words.buffer, 0, uint32_t(levels_[l].owner.size()),
