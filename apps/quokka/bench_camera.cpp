@@ -224,6 +224,33 @@ Result<double> deviceCopyBandwidth(gpu::Device& dev)
 	return std::max(transfer, compute);
 }
 
+/// What bench camera and bench chain start with: the options checked, the device, the object counts, a session and
+/// the device's copy bandwidth. Errors: InvalidArgument for a usage error (the message says which), else as the
+/// device.
+struct Start
+{
+	std::unique_ptr<gpu::Device> device;
+	std::vector<uint32_t> counts;
+	BenchSession session;
+	double copy_gb_per_s = 0.0;
+
+	static Result<Start> of(const BenchOptions& b, const std::string& name)
+	{
+		if (!b.path.empty() && b.path != "heap" && b.path != "classic")
+			return makeError(ErrorCode::InvalidArgument,
+			                 "bench " + name + ": --path '" + b.path + "' is not a path (classic, heap)");
+		QUOKKA_TRY_ASSIGN(device, createBenchDevice(b));
+		std::vector<uint32_t> counts = benchObjectCounts(b, *device);
+		for (uint32_t n : counts)
+			if (n < 1 || n > 10'000'000)
+				return makeError(ErrorCode::InvalidArgument,
+				                 "bench " + name + ": --objects " + std::to_string(n) + " is outside 1…10,000,000");
+		QUOKKA_TRY_ASSIGN(session, BenchSession::create(*device));
+		QUOKKA_TRY_ASSIGN(copy, deviceCopyBandwidth(*device));
+		return Start{std::move(device), std::move(counts), std::move(session), copy};
+	}
+};
+
 /// The run's JSON object on stdout: the benchmark, the device, the timing source, the settings and the rows.
 void printJson(const char* name, const gpu::Device& dev, const BenchOptions& b, double copy_gb_per_s,
                nlohmann::ordered_json rows)
@@ -244,25 +271,14 @@ void printJson(const char* name, const gpu::Device& dev, const BenchOptions& b, 
 
 int runBenchCamera(const BenchOptions& b)
 {
-	if (!b.path.empty() && b.path != "heap" && b.path != "classic")
-		return usage("bench camera: --path '" + b.path + "' is not a path (classic, heap)");
-	auto device = createBenchDevice(b);
-	if (!device.ok())
-		return fail(device.error());
-	gpu::Device& dev = *device.value();
-	const std::vector<uint32_t> counts = benchObjectCounts(b, dev);
-	for (uint32_t n : counts)
-		if (n < 1 || n > 10'000'000)
-			return usage("bench camera: --objects " + std::to_string(n) + " is outside 1…10,000,000");
-	auto session = BenchSession::create(dev);
-	if (!session.ok())
-		return fail(session.error());
-	const fx::Effect derived = derivedEffect();
+	auto started = Start::of(b, "camera");
+	if (!started.ok())
+		return started.error().code == ErrorCode::InvalidArgument ? usage(started.error().message)
+		                                                          : fail(started.error());
+	auto& [device, counts, session, copy_gb_per_s] = *started;
+	gpu::Device& dev = *device;
 	const char* timing = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
-	auto bandwidth = deviceCopyBandwidth(dev);
-	if (!bandwidth.ok())
-		return fail(bandwidth.error());
-	const double copy_gb_per_s = bandwidth.value();
+	const fx::Effect derived = derivedEffect();
 	if (!b.json)
 		std::printf("quokka bench camera on %s (%s timing), unique-mesh scene, %u static and %u camera frames per row "
 		            "(median; the camera orbits 0.5 degrees per frame)\n\n  %9s %-8s %-8s %10s %12s %12s %10s %10s "
@@ -300,7 +316,7 @@ int runBenchCamera(const BenchOptions& b)
 					options.heap.max_chunk_bytes = b.max_chunk_bytes;
 				}
 				auto row = measure(
-				    dev, *session, std::string(effect) == "stock" ? scene.objects : reading, options, b.reps,
+				    dev, session, std::string(effect) == "stock" ? scene.objects : reading, options, b.reps,
 				    [&](int step) { placeCamera(globals, scene.bounds, 0.6 + step * 0.5 * std::numbers::pi / 180.0); });
 				if (!row.ok())
 					return fail(row.error());
@@ -332,23 +348,15 @@ int runBenchCamera(const BenchOptions& b)
 
 int runBenchChain(const BenchOptions& b)
 {
-	if (!b.path.empty() && b.path != "heap" && b.path != "classic")
-		return usage("bench chain: --path '" + b.path + "' is not a path (classic, heap)");
 	if (b.depth < 2 || b.depth > 64)
 		return usage("bench chain: --depth " + std::to_string(b.depth) + " is outside 2…64");
-	auto device = createBenchDevice(b);
-	if (!device.ok())
-		return fail(device.error());
-	gpu::Device& dev = *device.value();
-	const std::vector<uint32_t> counts = benchObjectCounts(b, dev);
-	auto session = BenchSession::create(dev);
-	if (!session.ok())
-		return fail(session.error());
+	auto started = Start::of(b, "chain");
+	if (!started.ok())
+		return started.error().code == ErrorCode::InvalidArgument ? usage(started.error().message)
+		                                                          : fail(started.error());
+	auto& [device, counts, session, copy_gb_per_s] = *started;
+	gpu::Device& dev = *device;
 	const char* timing = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
-	auto bandwidth = deviceCopyBandwidth(dev);
-	if (!bandwidth.ok())
-		return fail(bandwidth.error());
-	const double copy_gb_per_s = bandwidth.value();
 	if (!b.json)
 		std::printf("quokka bench chain on %s (%s timing), unique-mesh scene below a %u-deep hierarchy (its root turns "
 		            "0.5 degrees per frame), %u static and %u root-move frames per row (median)\n\n  %9s %-8s %10s "
@@ -393,7 +401,7 @@ int runBenchChain(const BenchOptions& b)
 				options.heap.max_chunk_bytes = b.max_chunk_bytes;
 			}
 			auto row = measure(
-			    dev, *session, objects, options, b.reps,
+			    dev, session, objects, options, b.reps,
 			    [&](int step)
 			    {
 				    root.setValue(math::Trafo3d::translation(c) *
