@@ -42,9 +42,11 @@ namespace
 struct Figures
 {
 	double update_us = 0, encode_us = 0, gpu_ms = 0, frame_ms = 0;
-	double heap_update_us = 0, heap_upload_us = 0; ///< parts of update_us: the heap scenes' update() and upload()
-	uint64_t upload_bytes = 0;                     ///< heap path: bytes staged
-	uint64_t uniform_uploads = 0;                  ///< uniform values (heap) or blocks (classic) re-uploaded
+	/// Parts of update_us: the heap scenes' update(), upload() and prepare() (the chain, derive and scan dispatches'
+	/// recording), and the runtime context's staging flush.
+	double heap_update_us = 0, heap_upload_us = 0, heap_prepare_us = 0, flush_us = 0;
+	uint64_t upload_bytes = 0;    ///< heap path: bytes staged
+	uint64_t uniform_uploads = 0; ///< uniform values (heap) or blocks (classic) re-uploaded
 	/// GPU time of the heap's derive dispatches (timestamps around them); -1 where none ran or the device's
 	/// timestamps are not trusted (lavapipe)
 	double derive_ms = -1.0;
@@ -58,6 +60,8 @@ nlohmann::ordered_json figuresJson(const Figures& f)
 	    {"update_us", f.update_us},
 	    {"heap_update_us", f.heap_update_us},
 	    {"heap_upload_us", f.heap_upload_us},
+	    {"heap_prepare_us", f.heap_prepare_us},
+	    {"flush_us", f.flush_us},
 	    {"encode_us", f.encode_us},
 	    {"gpu_ms", f.gpu_ms},
 	    {"frame_ms", f.frame_ms},
@@ -154,6 +158,8 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 		f.update_us = 1000.0 * s.update_ms;
 		f.heap_update_us = 1000.0 * s.heap.update_ms;
 		f.heap_upload_us = 1000.0 * s.heap.upload_ms;
+		f.heap_prepare_us = 1000.0 * s.heap.prepare_ms;
+		f.flush_us = 1000.0 * s.flush_ms;
 		f.encode_us = 1000.0 * s.encode_ms;
 		f.gpu_ms = timing.ms;
 		f.upload_bytes = s.heap.upload_bytes;
@@ -175,7 +181,7 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 	QUOKKA_TRY(frame(true));  // the first move builds what later moves reuse
 	auto series = [&](bool moving) -> Result<Figures>
 	{
-		std::vector<double> update, encode, gpu, wall, derive, heap_update, heap_upload;
+		std::vector<double> update, encode, gpu, wall, derive, heap_update, heap_upload, heap_prepare, flush;
 		uint64_t bytes = 0, uploads = 0;
 		for (uint32_t r = 0; r < reps; ++r)
 		{
@@ -185,24 +191,30 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 			update.push_back(f.update_us);
 			heap_update.push_back(f.heap_update_us);
 			heap_upload.push_back(f.heap_upload_us);
+			heap_prepare.push_back(f.heap_prepare_us);
+			flush.push_back(f.flush_us);
 			encode.push_back(f.encode_us);
 			gpu.push_back(f.gpu_ms);
 			wall.push_back(f.frame_ms);
 			bytes = std::max(bytes, f.upload_bytes);
 			uploads = std::max(uploads, f.uniform_uploads);
 		}
-		return Figures{median(update),
-		               median(encode),
-		               median(gpu),
-		               median(wall),
-		               median(heap_update),
-		               median(heap_upload),
-		               bytes,
-		               uploads,
-		               derive.empty() ? -1.0 : median(derive),
-		               task->stats().heap.derive_bytes,
-		               task->stats().heap.chain_links,
-		               task->stats().heap.chain_levels};
+		Figures m;
+		m.update_us = median(update);
+		m.encode_us = median(encode);
+		m.gpu_ms = median(gpu);
+		m.frame_ms = median(wall);
+		m.heap_update_us = median(heap_update);
+		m.heap_upload_us = median(heap_upload);
+		m.heap_prepare_us = median(heap_prepare);
+		m.flush_us = median(flush);
+		m.upload_bytes = bytes;
+		m.uniform_uploads = uploads;
+		m.derive_ms = derive.empty() ? -1.0 : median(derive);
+		m.derive_bytes = task->stats().heap.derive_bytes;
+		m.chain_links = task->stats().heap.chain_links;
+		m.chain_levels = task->stats().heap.chain_levels;
+		return m;
 	};
 	QUOKKA_TRY_ASSIGN(still, series(false));
 	QUOKKA_TRY_ASSIGN(moving, series(true));

@@ -84,6 +84,31 @@ void DeriveKernel::dispatch(gpu::CommandList& list, Slots packed, Slots computed
 	gpu::dispatch1d(list, *pipeline_, count);
 }
 
+uint32_t DeriveKernel::dispatchAll(gpu::CommandList& list, Slots packed, Slots computed,
+                                   std::span<const RecordBatch> batches, uint32_t stride, uint32_t epoch) const
+{
+	QUOKKA_ASSERT(stride >= recordStride(max_inputs_), "DeriveKernel::dispatchAll: records too narrow for the rules");
+	uint32_t dispatches = 0;
+	for (const RecordBatch& b : batches)
+	{
+		if (b.count == 0)
+			continue;
+		if (dispatches++ == 0)
+		{
+			pipeline_->bind(list);
+			gpu::pushStorageBuffers(
+			    list, *pipeline_,
+			    {{packed.values}, {b.records}, {b.target}, {packed.epochs}, {computed.values}, {computed.epochs}});
+		}
+		else
+			gpu::pushStorageBuffers(list, *pipeline_, 1, {{b.records}, {b.target}});
+		const uint32_t push[4] = {0, b.count, stride, epoch};
+		pipeline_->pushConstants(list, push, sizeof(push));
+		gpu::dispatch1d(list, *pipeline_, b.count);
+	}
+	return dispatches;
+}
+
 Result<ChainKernel> ChainKernel::create(gpu::Device& device, Precision precision)
 {
 	if (precision == Precision::Fp64 && !device.features().shader_float64)
@@ -109,6 +134,36 @@ void ChainKernel::dispatch(gpu::CommandList& list, Slots packed, Slots computed,
 	const uint32_t push[3] = {first, count, epoch};
 	pipeline_->pushConstants(list, push, sizeof(push));
 	gpu::dispatch1d(list, *pipeline_, count);
+}
+
+uint32_t ChainKernel::dispatchLevels(gpu::CommandList& list, Slots packed, Slots computed,
+                                     std::span<const LinkLevel> levels, uint32_t epoch) const
+{
+	uint32_t dispatches = 0;
+	for (const LinkLevel& level : levels)
+	{
+		if (level.count == 0)
+			continue;
+		if (dispatches++ == 0)
+		{
+			pipeline_->bind(list);
+			gpu::pushStorageBuffers(
+			    list, *pipeline_,
+			    {{packed.values}, {packed.epochs}, {computed.values}, {computed.epochs}, {level.links}});
+		}
+		else
+		{
+			// (A level reads what the one before wrote.)
+			list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+			                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+			                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+			gpu::pushStorageBuffers(list, *pipeline_, 4, {{level.links}});
+		}
+		const uint32_t push[3] = {0, level.count, epoch};
+		pipeline_->pushConstants(list, push, sizeof(push));
+		gpu::dispatch1d(list, *pipeline_, level.count);
+	}
+	return dispatches;
 }
 
 } // namespace quokka::derived

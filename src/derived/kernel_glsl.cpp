@@ -91,27 +91,26 @@ void matMul(double a[16], double b[16], uint rows, uint inner, uint cols, out do
 }
 )";
 
-/// Reading a slot (packed: the constituents buffer; computed — kComputedSlot set — the computed buffer): its words,
-/// its epoch and its components as reals. Needs the buffers constituents, epochs, computed and computedEpochs.
-constexpr const char* kSlotAccess = R"(uint slotWord(uint slot, uint w)
+/// Reading a slot (packed: the constituents buffer; computed — kComputedSlot set — the computed buffer), both bound as
+/// uvec4 arrays: a slot is 8 quads of 16 bytes, component c in quad c / 2 (words .xy when c is even, .zw when odd),
+/// read with one 16-byte load per two components rather than one 4-byte load per word. Needs the buffers constituents,
+/// epochs, computed and computedEpochs.
+constexpr const char* kSlotAccess = R"(uvec4 slotQuad(uint slot, uint q)
 {
-	return slot >= 0x80000000u ? computed[(slot & 0x7fffffffu) * 32u + w] : constituents[slot * 32u + w];
+	return slot >= 0x80000000u ? computed[(slot & 0x7fffffffu) * 8u + q] : constituents[slot * 8u + q];
 }
 uint slotEpoch(uint slot)
 {
 	return slot >= 0x80000000u ? computedEpochs[slot & 0x7fffffffu] : epochs[slot];
 }
 )";
-constexpr const char* kComponentFp64 = R"(double component(uint slot, uint c)
+
+/// Component c of a slot whose quad c / 2 is `quad`: a double (fp64) or a hi/lo pair (df32).
+std::string componentOf(const std::string& quad, uint32_t c, bool fp64)
 {
-	return packDouble2x32(uvec2(slotWord(slot, 2u * c), slotWord(slot, 2u * c + 1u)));
+	const std::string half = quad + (c % 2 == 0 ? ".xy" : ".zw");
+	return fp64 ? "packDouble2x32(" + half + ")" : "uintBitsToFloat(" + half + ")";
 }
-)";
-constexpr const char* kComponentDf32 = R"(vec2 component(uint slot, uint c)
-{
-	return vec2(uintBitsToFloat(slotWord(slot, 2u * c)), uintBitsToFloat(slotWord(slot, 2u * c + 1u)));
-}
-)";
 
 /// Emits one rule's arm: `void arm<k>(uint base)`.
 class ArmWriter
@@ -238,9 +237,13 @@ private:
 		case Op::Leaf:
 		case Op::LeafInv:
 		{
-			const std::string slot = "records[base + " + std::to_string(kRecordInputs + n.aux) + "u]";
+			const std::string slot = "s" + std::to_string(i), quad = "q" + std::to_string(i) + "_";
+			body_ += "\tuint " + slot + " = records[base + " + std::to_string(kRecordInputs + n.aux) + "u];\n";
+			for (uint32_t q = 0; q < (count + 1) / 2; ++q)
+				body_ +=
+				    "\tuvec4 " + quad + std::to_string(q) + " = slotQuad(" + slot + ", " + std::to_string(q) + "u);\n";
 			for (uint32_t c = 0; c < count; ++c)
-				let(i, c, "component(" + slot + ", " + std::to_string(c) + "u)");
+				let(i, c, componentOf(quad + std::to_string(c / 2), c, fp64_));
 			return;
 		}
 		case Op::Const:
@@ -361,16 +364,15 @@ private:
 std::string kernelSource(std::span<const rules::Rule> rules, Precision precision)
 {
 	std::string s = "#version 460\nlayout(local_size_x = 64) in;\n"
-	                "layout(set = 0, binding = 0, std430) readonly buffer Constituents { uint constituents[]; };\n"
+	                "layout(set = 0, binding = 0, std430) readonly buffer Constituents { uvec4 constituents[]; };\n"
 	                "layout(set = 0, binding = 1, std430) readonly buffer Records { uint records[]; };\n"
 	                "layout(set = 0, binding = 2, std430) buffer Target { uint target[]; };\n"
 	                "layout(set = 0, binding = 3, std430) readonly buffer Epochs { uint epochs[]; };\n"
-	                "layout(set = 0, binding = 4, std430) readonly buffer Computed { uint computed[]; };\n"
+	                "layout(set = 0, binding = 4, std430) readonly buffer Computed { uvec4 computed[]; };\n"
 	                "layout(set = 0, binding = 5, std430) readonly buffer ComputedEpochs { uint computedEpochs[]; };\n"
 	                "layout(push_constant) uniform Push { uint first; uint count; uint stride; uint epoch; } push;\n";
 	s += precision == Precision::Df32 ? kDf32Helpers : kFp64Helpers;
 	s += kSlotAccess;
-	s += precision == Precision::Df32 ? kComponentDf32 : kComponentFp64;
 	for (size_t k = 0; k < rules.size(); ++k)
 		s += ArmWriter(rules[k], precision).write(uint32_t(k));
 	// A grid-stride loop over the records (run-time sources have no includes: quokkaGridNext of dispatch.glsl.h).
@@ -387,26 +389,24 @@ std::string chainKernelSource(Precision precision)
 {
 	const bool fp64 = precision == Precision::Fp64;
 	std::string s = "#version 460\nlayout(local_size_x = 64) in;\n"
-	                "layout(set = 0, binding = 0, std430) readonly buffer Constituents { uint constituents[]; };\n"
+	                "layout(set = 0, binding = 0, std430) readonly buffer Constituents { uvec4 constituents[]; };\n"
 	                "layout(set = 0, binding = 1, std430) readonly buffer Epochs { uint epochs[]; };\n"
-	                "layout(set = 0, binding = 2, std430) buffer Computed { uint computed[]; };\n"
+	                "layout(set = 0, binding = 2, std430) buffer Computed { uvec4 computed[]; };\n"
 	                "layout(set = 0, binding = 3, std430) buffer ComputedEpochs { uint computedEpochs[]; };\n"
 	                "layout(set = 0, binding = 4, std430) readonly buffer Links { uint links[]; };\n"
 	                "layout(push_constant) uniform Push { uint first; uint count; uint epoch; } push;\n";
 	s += fp64 ? kFp64Helpers : kDf32Helpers;
 	s += kSlotAccess;
-	s += fp64 ? kComponentFp64 : kComponentDf32;
 	const std::string real = fp64 ? "double" : "vec2";
+	// 8 quads in, 8 quads out: two components per 16-byte load or store.
 	s += "void load(uint slot, out " + real +
-	     " m[16])\n{\n\tfor (uint c = 0u; c < 16u; ++c)\n\t\tm[c] = component(slot, c);\n}\n";
+	     " m[16])\n{\n\tfor (uint q = 0u; q < 8u; ++q)\n\t{\n\t\tuvec4 w = slotQuad(slot, q);\n\t\tm[2u * q] = " +
+	     componentOf("w", 0, fp64) + ";\n\t\tm[2u * q + 1u] = " + componentOf("w", 1, fp64) + ";\n\t}\n}\n";
 	s += "void store(uint slot, " + real +
-	     " m[16])\n{\n\tuint b = (slot & 0x7fffffffu) * 32u;\n"
-	     "\tfor (uint c = 0u; c < 16u; ++c)\n\t{\n";
-	s += fp64 ? "\t\tuvec2 u = unpackDouble2x32(m[c]);\n\t\tcomputed[b + 2u * c] = u.x;\n\t\tcomputed[b + 2u * c + 1u] "
-	            "= u.y;\n"
-	          : "\t\tcomputed[b + 2u * c] = floatBitsToUint(m[c].x);\n\t\tcomputed[b + 2u * c + 1u] = "
-	            "floatBitsToUint(m[c].y);\n";
-	s += "\t}\n\tcomputedEpochs[slot & 0x7fffffffu] = push.epoch;\n}\n";
+	     " m[16])\n{\n\tuint b = (slot & 0x7fffffffu) * 8u;\n\tfor (uint q = 0u; q < 8u; ++q)\n";
+	s += fp64 ? "\t\tcomputed[b + q] = uvec4(unpackDouble2x32(m[2u * q]), unpackDouble2x32(m[2u * q + 1u]));\n"
+	          : "\t\tcomputed[b + q] = uvec4(floatBitsToUint(m[2u * q]), floatBitsToUint(m[2u * q + 1u]));\n";
+	s += "\tcomputedEpochs[slot & 0x7fffffffu] = push.epoch;\n}\n";
 	s += "bool changed(uint slot)\n{\n\treturn slot != 0xffffffffu && slotEpoch(slot) == push.epoch;\n}\n";
 	// Each half: forward = parent · local, backward = local⁻¹ · parent⁻¹ (the stored backward matrices).
 	s += "void main()\n{\n\tuint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"

@@ -439,6 +439,12 @@ void DynamicState::apply(VkCommandBuffer cmd) const
 
 void pushStorageBuffers(CommandList& list, const Pipeline& pipeline, std::initializer_list<StorageBinding> bindings)
 {
+	pushStorageBuffers(list, pipeline, 0, bindings);
+}
+
+void pushStorageBuffers(CommandList& list, const Pipeline& pipeline, uint32_t first,
+                        std::initializer_list<StorageBinding> bindings)
+{
 	std::array<VkDescriptorBufferInfo, 8> infos{};
 	std::array<VkWriteDescriptorSet, 8> writes{};
 	QUOKKA_ASSERT(bindings.size() <= infos.size(), "pushStorageBuffers: too many bindings");
@@ -448,7 +454,7 @@ void pushStorageBuffers(CommandList& list, const Pipeline& pipeline, std::initia
 		infos[count] = {binding.buffer->vk(), binding.offset, binding.range};
 		VkWriteDescriptorSet& write = writes[count];
 		write.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-		write.dstBinding = count;
+		write.dstBinding = first + count;
 		write.descriptorCount = 1;
 		write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
 		write.pBufferInfo = &infos[count];

@@ -398,33 +398,28 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 		timer->begin(list);
 	const derived::Slots packed{&*slots_.buffer, &*epochs_.buffer};
 	const derived::Slots computed = computed_ ? derived::Slots{&*computed_, &*computed_epochs_} : packed;
-	auto computeToCompute = [&]
-	{
-		list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
-		                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
-	};
 	// The chains level by level (a level reads what the one before wrote), then the records reading them.
-	for (size_t l = 0; l < levels_.size(); ++l)
+	if (!levels_.empty())
 	{
-		if (levels_[l].owner.empty()) // (not expected: a link holds its parent's, one level up)
-			continue;
-		if (l > 0)
-			computeToCompute();
-		chain_kernel_->dispatch(list, packed, computed, *levels_[l].words.buffer, 0, uint32_t(levels_[l].owner.size()),
-		                        epoch_);
-		++stats.chain_dispatches;
+		absl::InlinedVector<derived::LinkLevel, 16> levels;
+		for (const Level& level : levels_)
+			levels.push_back({level.owner.empty() ? nullptr : &*level.words.buffer, uint32_t(level.owner.size())});
+		stats.chain_dispatches += chain_kernel_->dispatchLevels(list, packed, computed, levels, epoch_);
 	}
-	if (!levels_.empty() && records_ > 0)
-		computeToCompute();
-	for (uint32_t c = 0; c < chunks_.size() && records_ > 0; ++c)
+	if (records_ > 0)
 	{
-		const ChunkRecords& r = chunks_[c];
-		if (r.info.empty() || c >= core_.chunks.size() || !core_.chunks[c]->buffer())
-			continue;
-		kernel_->dispatch(list, packed, computed, *r.words.buffer, *core_.chunks[c]->buffer(), 0,
-		                  uint32_t(r.info.size()), stride_, epoch_);
-		++stats.derive_dispatches;
+		if (!levels_.empty())
+			list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+			                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_READ_BIT);
+		absl::InlinedVector<derived::RecordBatch, 16> batches;
+		for (uint32_t c = 0; c < chunks_.size(); ++c)
+		{
+			const ChunkRecords& r = chunks_[c];
+			if (r.info.empty() || c >= core_.chunks.size() || !core_.chunks[c]->buffer())
+				continue;
+			batches.push_back({&*r.words.buffer, &*core_.chunks[c]->buffer(), uint32_t(r.info.size())});
+		}
+		stats.derive_dispatches += kernel_->dispatchAll(list, packed, computed, batches, stride_, epoch_);
 	}
 	if (timer)
 		timer->end(list);

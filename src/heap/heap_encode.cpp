@@ -23,6 +23,8 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 {
 	detail::HeapCore& p = *impl_;
 	gpu::Device& device = p.context->device();
+	const auto t0 = std::chrono::steady_clock::now();
+	auto timed = absl::MakeCleanup([&] { stats_.prepare_ms = msSince(t0); });
 	if (p.gpu_derive)
 		QUOKKA_TRY(p.gpu_derive->dispatch(list, stats_));
 	std::vector<ScanJob> jobs;

@@ -302,7 +302,9 @@ Result<void> RenderTask::upload(gpu::CommandList& list)
 	for (auto& [index, e] : entries_)
 		if (e.heap)
 			QUOKKA_TRY(e.heap->upload(list));
+	const auto t0 = std::chrono::steady_clock::now();
 	QUOKKA_TRY(runtime_->context().upload(list));
+	stats_.flush_ms = msSince(t0);
 	stats_.staging = runtime_->context().lastFlush();
 	for (auto& [index, e] : entries_)
 		if (e.heap)

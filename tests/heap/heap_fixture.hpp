@@ -223,7 +223,10 @@ inline std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 	        {"heap-auto", heap(DrawStrategy::Auto, by_count)}};
 }
 
-/// modes() and two more of heap-indirect: constituents forced to df32, and every derived value on the CPU.
+/// derivedModes()' paged mode's chunk size.
+inline constexpr uint64_t kPagedChunkBytes = 4096;
+
+/// modes() and, for derived uniforms, df32, CPU-derived and paged (small chunks) variants of heap-indirect.
 inline std::vector<Mode> derivedModes()
 {
 	std::vector<Mode> all = modes();
@@ -233,8 +236,13 @@ inline std::vector<Mode> derivedModes()
 	Mode cpu = all[1];
 	cpu.name = "heap-indirect-cpu-derived";
 	cpu.options.heap.gpu_derived = false;
+	// Small chunks: the records of one frame live in several chunks, derived by one dispatch each.
+	Mode paged = all[1];
+	paged.name = "heap-indirect-paged";
+	paged.options.heap.max_chunk_bytes = kPagedChunkBytes;
 	all.push_back(df32);
 	all.push_back(cpu);
+	all.push_back(paged);
 	return all;
 }
 

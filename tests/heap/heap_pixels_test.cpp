@@ -618,7 +618,14 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 		{
 			EXPECT_EQ(t->stats().heap.constituent_uploads, 1u);
 			EXPECT_EQ(t->stats().heap.uniform_uploads, 0u);
-			EXPECT_EQ(t->stats().heap.derive_dispatches, 1u);
+			if (m.options.heap.max_chunk_bytes == kPagedChunkBytes)
+			{
+				EXPECT_GE(t->stats().heap.derive_dispatches, 2u) << "one per chunk holding records";
+			}
+			else
+			{
+				EXPECT_EQ(t->stats().heap.derive_dispatches, 1u);
+			}
 		}
 		else if (heap)
 		{

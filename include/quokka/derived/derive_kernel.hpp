@@ -84,6 +84,20 @@ struct Slots
 	const gpu::Buffer* epochs = nullptr;
 };
 
+/// One buffer of records and the chunk they write (DeriveKernel::dispatchAll): records [0, count).
+struct RecordBatch
+{
+	const gpu::Buffer* records = nullptr;
+	const gpu::Buffer* target = nullptr;
+	uint32_t count = 0;
+};
+/// One level of chain links (ChainKernel::dispatchLevels): link records [0, count) of `links`.
+struct LinkLevel
+{
+	const gpu::Buffer* links = nullptr;
+	uint32_t count = 0;
+};
+
 /// The GLSL of a kernel over `rules` (rule index = position) at `precision`.
 std::string kernelSource(std::span<const rules::Rule> rules, Precision precision);
 /// The GLSL of the chain kernel at `precision`.
@@ -115,6 +129,10 @@ public:
 	/// The same with computed slots (records may read slots with kComputedSlot set from `computed`).
 	void dispatch(gpu::CommandList& list, Slots packed, Slots computed, const gpu::Buffer& records,
 	              const gpu::Buffer& target, uint32_t first, uint32_t count, uint32_t stride, uint32_t epoch) const;
+	/// One dispatch per batch (an empty one skipped) with one pipeline bind, the slot buffers pushed once and per batch
+	/// only its records and target: the frame's derive work over every chunk. Returns the dispatches recorded.
+	uint32_t dispatchAll(gpu::CommandList& list, Slots packed, Slots computed, std::span<const RecordBatch> batches,
+	                     uint32_t stride, uint32_t epoch) const;
 
 private:
 	DeriveKernel() = default;
@@ -136,6 +154,10 @@ public:
 	/// The caller orders the writes before and the reads after with barriers (between two levels: compute → compute).
 	void dispatch(gpu::CommandList& list, Slots packed, Slots computed, const gpu::Buffer& links, uint32_t first,
 	              uint32_t count, uint32_t epoch) const;
+	/// The levels in order, one dispatch each (an empty one skipped) with a compute → compute barrier between two, one
+	/// pipeline bind, the slot buffers pushed once and per level only its links. Returns the dispatches recorded.
+	uint32_t dispatchLevels(gpu::CommandList& list, Slots packed, Slots computed, std::span<const LinkLevel> levels,
+	                        uint32_t epoch) const;
 
 private:
 	ChainKernel() = default;

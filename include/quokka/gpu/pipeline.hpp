@@ -162,6 +162,10 @@ struct StorageBinding
 /// Writes a compute kernel's storage-buffer bindings 0, 1, … of set 0 with one push-descriptor call (at most 8;
 /// Pipeline::pushBuffer records one call per binding).
 void pushStorageBuffers(CommandList& list, const Pipeline& pipeline, std::initializer_list<StorageBinding> bindings);
+/// The same for bindings first, first + 1, … only: push descriptors update incrementally, so the others keep what an
+/// earlier push with the same layout wrote (a kernel dispatched over several buffers pushes what stays once).
+void pushStorageBuffers(CommandList& list, const Pipeline& pipeline, uint32_t first,
+                        std::initializer_list<StorageBinding> bindings);
 
 /// Records a dispatch for `count_x` invocations along x: ceil(count_x / local size) workgroups in one row, at most
 /// maxComputeWorkGroupCount[0] of them (65,535 on lavapipe) and at most `max_groups` when that is not 0. Kernels visit

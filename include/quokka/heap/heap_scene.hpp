@@ -126,7 +126,8 @@ struct HeapStats
 	uint64_t live_bytes = 0;           ///< bytes of live allocations
 	uint64_t arena_capacity_bytes = 0; ///< GPU memory of the chunks' buffers (upload; an emptied chunk gives its back)
 	double update_ms = 0.0;
-	double upload_ms = 0.0; ///< CPU time of upload(): staging this frame's writes and shadow arrays
+	double upload_ms = 0.0;  ///< CPU time of upload(): staging this frame's writes and shadow arrays
+	double prepare_ms = 0.0; ///< CPU time of prepare(): recording the chain, derive and megacall-scan dispatches
 	double encode_ms = 0.0;
 
 	/// Sums every field (a task over several heap scenes).
@@ -165,6 +166,7 @@ struct HeapStats
 		derived_uniforms += o.derived_uniforms;
 		update_ms += o.update_ms;
 		upload_ms += o.upload_ms;
+		prepare_ms += o.prepare_ms;
 		encode_ms += o.encode_ms;
 		return *this;
 	}

@@ -80,6 +80,7 @@ struct TaskStats
 	uint32_t render_passes = 0;
 	uint32_t render_targets = 0; ///< renderTo targets re-rendered this frame
 	double update_ms = 0.0;      ///< CPU: pulling changes and preparing (all passes + uploads)
+	double flush_ms = 0.0;       ///< part of update_ms: the runtime context's staging flush
 	double encode_ms = 0.0;      ///< CPU: recording
 };
 
