@@ -24,12 +24,18 @@ Result<TextureKey> TextureKey::of(inputs::Context& context, const scene::RenderO
 
 Result<Slot*> SlotRouting::route(Bucket& b, const scene::PipelineStateValues& state, bool indexed, bool& created)
 {
-	for (const Bucket::Known& k : b.known)
-		if (k.indexed == indexed && k.state == state)
-			return k.slot;
-	QUOKKA_TRY_ASSIGN(slot, slotOf(b, state, indexed, created));
-	b.known.push_back({state, indexed, slot});
-	return slot;
+	QUOKKA_TRY_ASSIGN(key, modes::ModeKey::encode(state, attachments_));
+	auto [it, fresh] = b.known.try_emplace({std::move(key), indexed}, nullptr);
+	if (!fresh)
+		return it->second;
+	Result<Slot*> slot = slotOf(b, state, indexed, created);
+	if (!slot)
+	{
+		b.known.erase(it);
+		return slot.error();
+	}
+	it->second = *slot;
+	return *slot;
 }
 
 Result<Slot*> SlotRouting::slotOf(Bucket& b, const scene::PipelineStateValues& state, bool indexed, bool& created)
@@ -133,7 +139,7 @@ void detail::HeapCore::sweep()
 	std::erase_if(dirty_slots, [](const Slot* s) { return s->records.empty(); });
 	for (Bucket* b : bucket_order)
 	{
-		std::erase_if(b->known, [](const Bucket::Known& k) { return k.slot->records.empty(); });
+		absl::erase_if(b->known, [](const auto& k) { return k.second->records.empty(); });
 		std::erase_if(b->slots, [](const std::unique_ptr<Slot>& s) { return s->records.empty(); });
 	}
 	std::erase_if(dirty_headers, [](const Bucket* b) { return b->objects == 0; });

@@ -9,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
+
 #include <quokka/adaptive/core.hpp>
 #include <quokka/base/result.hpp>
 #include <quokka/fx/compile.hpp>
@@ -16,6 +18,7 @@
 #include <quokka/heap/megacall_scan.hpp>
 #include <quokka/inputs/context.hpp>
 #include <quokka/inputs/object_inputs.hpp>
+#include <quokka/modes/mode_key.hpp>
 
 #include "gpu_array.hpp"
 
@@ -110,30 +113,25 @@ struct Bucket
 	std::vector<gpu::SamplerHandle> samplers;
 	std::vector<uint32_t> texture_bindings;
 	std::vector<std::unique_ptr<Slot>> slots;
-	/// Pipeline-state values already resolved to a slot (skips building a PipelineRequest per object).
-	struct Known
-	{
-		scene::PipelineStateValues state;
-		bool indexed;
-		Slot* slot;
-	};
-	std::vector<Known> known;
+	/// Mode keys (and index kinds) already resolved to a slot: one hash lookup per object, however many states the
+	/// bucket holds, and no PipelineRequest built for a state seen before.
+	absl::flat_hash_map<std::pair<modes::ModeKey, bool>, Slot*> known;
 	uint32_t objects = 0;
 	uint64_t serial = 0;
 };
 
 /// Slot routing: how an object's pipeline state chooses its slot inside a bucket.
 ///
-/// Seam: today the routing is on the CPU, by value. An object's pipeline-state values are compared with the values the
-/// bucket has seen (Bucket::known); new values build a pipeline request and land in the slot with the same pipeline,
-/// dynamic state and index kind, or a new slot. GPU-routed pipeline state replaces this class: a per-object mode key
-/// computed on the GPU partitions the bucket's records into its slots, and the CPU no longer reads state values per
-/// object.
+/// Seam: today the routing is on the CPU, by value. An object's pipeline-state values are encoded as a mode key for the
+/// framebuffer's attachments and looked up among the keys the bucket has seen (Bucket::known); a new key builds a
+/// pipeline request and lands in the slot with the same pipeline, dynamic state and index kind, or a new slot.
+/// GPU-routed pipeline state replaces this class: a per-object mode key computed on the GPU partitions the bucket's
+/// records into its slots, and the CPU no longer reads state values per object.
 class SlotRouting
 {
 public:
 	SlotRouting(inputs::Context& context, const scene::FramebufferSignature& signature, DrawStrategy draw)
-	    : context_(&context), signature_(&signature), draw_(draw)
+	    : context_(&context), signature_(&signature), attachments_(signature.colorNames()), draw_(draw)
 	{
 	}
 	/// The slot for `state` and the index kind in `bucket`; `created` tells whether a new slot was made (the caller's
@@ -144,6 +142,7 @@ private:
 	Result<Slot*> slotOf(Bucket& bucket, const scene::PipelineStateValues& state, bool indexed, bool& created);
 	inputs::Context* context_;
 	const scene::FramebufferSignature* signature_;
+	std::vector<std::string> attachments_; ///< the signature's colour attachments, what mode keys are encoded for
 	DrawStrategy draw_;
 };
 
