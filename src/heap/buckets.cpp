@@ -24,10 +24,15 @@ Result<TextureKey> TextureKey::of(inputs::Context& context, const scene::RenderO
 
 Result<Slot*> SlotRouting::route(Bucket& b, const scene::PipelineStateValues& state, bool indexed, bool& created)
 {
+	if (b.last.slot && b.last.indexed == indexed && b.last.state == state)
+		return b.last.slot;
 	QUOKKA_TRY_ASSIGN(key, modes::ModeKey::encode(state, attachments_));
 	auto [it, fresh] = b.known.try_emplace({std::move(key), indexed}, nullptr);
 	if (!fresh)
+	{
+		b.last = {state, indexed, it->second};
 		return it->second;
+	}
 	Result<Slot*> slot = slotOf(b, state, indexed, created);
 	if (!slot)
 	{
@@ -35,6 +40,7 @@ Result<Slot*> SlotRouting::route(Bucket& b, const scene::PipelineStateValues& st
 		return slot.error();
 	}
 	it->second = *slot;
+	b.last = {state, indexed, *slot};
 	return *slot;
 }
 
@@ -140,6 +146,8 @@ void detail::HeapCore::sweep()
 	for (Bucket* b : bucket_order)
 	{
 		absl::erase_if(b->known, [](const auto& k) { return k.second->records.empty(); });
+		if (b->last.slot && b->last.slot->records.empty())
+			b->last.slot = nullptr;
 		std::erase_if(b->slots, [](const std::unique_ptr<Slot>& s) { return s->records.empty(); });
 	}
 	std::erase_if(dirty_headers, [](const Bucket* b) { return b->objects == 0; });

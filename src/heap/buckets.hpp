@@ -116,6 +116,13 @@ struct Bucket
 	/// Mode keys (and index kinds) already resolved to a slot: one hash lookup per object, however many states the
 	/// bucket holds, and no PipelineRequest built for a state seen before.
 	absl::flat_hash_map<std::pair<modes::ModeKey, bool>, Slot*> known;
+	/// The last state routed (most buckets see one state): compared by value before a key is encoded.
+	struct LastRoute
+	{
+		scene::PipelineStateValues state;
+		bool indexed = false;
+		Slot* slot = nullptr;
+	} last;
 	uint32_t objects = 0;
 	uint64_t serial = 0;
 };

@@ -162,10 +162,7 @@ const rules::Rule& copyTrafoRule()
 	static const rules::Rule rule = rules::Rule::make(rules::leaf("ModelTrafo", fx::M44f)).value();
 	return rule;
 }
-} // namespace
 
-namespace
-{
 /// The value of `rule` over `values` (one per rule input) as a uniform value.
 UniformValue evaluateRule(const rules::Rule& rule, std::span<const UniformValue* const> values)
 {

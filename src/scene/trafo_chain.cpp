@@ -45,7 +45,6 @@ public:
 		return node;
 	}
 
-	const math::Trafo3d& worldTrafo(adaptive::Token t) { return std::get<math::Trafo3d>(getValue(t)); }
 	const UniformValue& force() { return getValue(adaptive::Token{}); }
 
 	adaptive::Ref<ChainNode> parent_;
@@ -57,10 +56,11 @@ protected:
 	void compute(adaptive::Token t) override
 	{
 		const math::Trafo3d& local = local_.getValue(t);
-		value_.emplace(parent_ ? UniformValue(parent_->worldTrafo(t) * local) : UniformValue(local));
+		value_.emplace(combine(parent_ ? &parent_->getValue(t) : nullptr, local));
 	}
 
 private:
+	/// parent · local (the local alone at a root): what compute() and a constant chain's construction evaluate.
 	static UniformValue combine(const UniformValue* parent, const math::Trafo3d& local)
 	{
 		return parent ? UniformValue(std::get<math::Trafo3d>(*parent) * local) : UniformValue(local);
