@@ -4,6 +4,7 @@
 
 #include <quokka/inputs/derived_uniforms.hpp>
 #include <quokka/inputs/object_inputs.hpp>
+#include <quokka/modes/mode_rules.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -148,6 +149,7 @@ private:
 	std::vector<std::byte> ubo_bytes_;
 	bool ubo_dirty_ = false;
 	scene::PipelineStateValues state_;
+	modes::ModeInputs modes_; ///< the inputs of the object's mode rules (none without rules)
 	// Buffers in the order: attributes (iface order), then the index buffer.
 	struct BufferInput
 	{
@@ -175,6 +177,8 @@ Result<void> PreparedObject::readUniform(uint32_t i)
 Result<void> PreparedObject::readState()
 {
 	state_ = object_->state.snapshot(Token{this});
+	if (!object_->mode_rules.empty())
+		QUOKKA_TRY(modes_.apply(*object_, Token{this}, state_));
 	const bool has_depth = pass_->signature.hasDepth();
 	dyn = inputs::dynamicState(state_, has_depth);
 	inputs::PipelineRequest req;
@@ -310,8 +314,14 @@ Result<void> PreparedObject::prepare()
 		                QUOKKA_TRY(pass_->context->objectTextures(o, iface.textures, textures, samplers));
 		                for (const fx::TextureBinding& t : iface.textures)
 			                texture_bindings.push_back(t.binding);
-		                // Pipeline state: every leaf is an input.
+		                // Pipeline state: every leaf is an input, and every uniform a mode rule reads.
 		                inputs::forEachStateLeaf(o.state, [&](AdaptiveObject* leaf) { track(leaf, kState, 0); });
+		                if (!o.mode_rules.empty())
+		                {
+			                QUOKKA_TRY(modes_.resolve(o, pass_->derived));
+			                for (const aval<UniformValue>& node : modes_.nodes())
+				                track(node.node().get(), kState, 0);
+		                }
 		                QUOKKA_TRY(readState());
 		                track(o.draw_call.node().get(), kDraw, 0);
 		                draw = o.draw_call.getValue(Token{this});

@@ -27,6 +27,7 @@
 #include <quokka/heap/megacall_scan.hpp>
 #include <quokka/inputs/derived_uniforms.hpp>
 #include <quokka/inputs/object_inputs.hpp>
+#include <quokka/modes/mode_rules.hpp>
 
 #include "arena.hpp"
 #include "arena_staging.hpp"
@@ -470,6 +471,7 @@ private:
 	DirtyInputs dirty_inputs_;
 	scene::PipelineStateValues state_;
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
+	std::unique_ptr<modes::ModeInputs> modes_;               ///< the inputs of its mode rules (only with rules)
 };
 
 // The arena's small steps, inline: placement calls them for every allocation.

@@ -76,6 +76,8 @@ Result<void> HeapObject::validateDraw()
 Result<void> HeapObject::readState()
 {
 	state_ = object_->state.snapshot(Token{this});
+	if (modes_)
+		QUOKKA_TRY(modes_->apply(*object_, Token{this}, state_));
 	return {};
 }
 
@@ -207,6 +209,13 @@ Result<void> HeapObject::read(Plan& plan)
 		                if (o.indices)
 			                track(o.indices->buffer.node().get(), kBuffer);
 		                inputs::forEachStateLeaf(o.state, [&](AdaptiveObject* leaf) { track(leaf, kState); });
+		                if (!o.mode_rules.empty())
+		                {
+			                modes_ = std::make_unique<modes::ModeInputs>();
+			                QUOKKA_TRY(modes_->resolve(o, scene_->derived));
+			                for (const aval<UniformValue>& node : modes_->nodes())
+				                track(node.node().get(), kState);
+		                }
 		                QUOKKA_TRY(readState());
 		                track(o.draw_call.node().get(), kDraw);
 		                draw = o.draw_call.getValue(Token{this});
@@ -382,8 +391,9 @@ Result<void> HeapObject::refresh()
 		return place();
 	}
 	// The common edit — only the values of private uniform parts changed (the object's own ModelTrafo): re-packed,
-	// nothing else looked at.
-	if (owned && std::all_of(dirty.begin(), dirty.end(), [&](const AdaptiveObject* n) { return holdsPrivate(n); }))
+	// nothing else looked at (unless a mode rule may read them).
+	if (owned && !modes_ &&
+	    std::all_of(dirty.begin(), dirty.end(), [&](const AdaptiveObject* n) { return holdsPrivate(n); }))
 		return evaluate(*object_, [&]() -> Result<void> { return repackPrivate(dirty); });
 	std::sort(dirty.begin(), dirty.end());
 	dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());

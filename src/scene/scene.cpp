@@ -360,4 +360,28 @@ std::vector<RenderObjectPtr> flatten(const RenderTreePtr& tree, adaptive::Token 
 	return out;
 }
 
+const char* axisName(ModeAxis axis)
+{
+	switch (axis)
+	{
+	case ModeAxis::CullMode:
+		return "cull_mode";
+	case ModeAxis::FrontFace:
+		return "front_face";
+	case ModeAxis::Topology:
+		return "topology";
+	case ModeAxis::DepthTest:
+		return "depth_test";
+	case ModeAxis::DepthWrite:
+		return "depth_write";
+	case ModeAxis::DepthCompare:
+		return "depth_compare";
+	case ModeAxis::AlphaToCoverage:
+		return "alpha_to_coverage";
+	case ModeAxis::Blend:
+		return "blend";
+	}
+	return "?";
+}
+
 } // namespace quokka::scene

@@ -11,10 +11,12 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <vulkan/vulkan.h>
 
 #include <quokka/adaptive/aval.hpp>
+#include <quokka/rules/rule.hpp>
 
 namespace quokka::scene
 {
@@ -122,6 +124,37 @@ private:
 	};
 	/// Every leaf a new constant node (builds a thread's shared set).
 	explicit PipelineState(FreshConstants);
+};
+
+/// A pipeline-state axis a mode rule derives.
+enum class ModeAxis : uint8_t
+{
+	CullMode,        ///< VkCullModeFlags (u32)
+	FrontFace,       ///< VkFrontFace (u32)
+	Topology,        ///< VkPrimitiveTopology (u32)
+	DepthTest,       ///< bool
+	DepthWrite,      ///< bool
+	DepthCompare,    ///< VkCompareOp (u32)
+	AlphaToCoverage, ///< bool
+	Blend,           ///< an index (u32) into ModeRule::blends: every colour attachment's blend
+};
+/// The axis's name in messages: cull_mode, front_face, topology, depth_test, depth_write, depth_compare,
+/// alpha_to_coverage, blend.
+const char* axisName(ModeAxis axis);
+
+/// A rule deriving one axis of an object's pipeline state from its uniforms: the rule (rules/rule.hpp) reads uniforms
+/// by name — the object's own, the standard derived ones (ModelTrafo, ModelViewTrafo, …) and its derived ones — and
+/// may read `declared`, the axis's value as the object's PipelineState gives it (u32 for enum axes, bool for bool
+/// axes; not for Blend). Its result is the axis's value: a u32 (or i32) Vulkan enum value for enum axes, a bool for
+/// bool axes, an index into `blends` for Blend. E.g. flip the front face where the model matrix mirrors:
+///   {ModeAxis::FrontFace, Rule::make(select(determinant(upper3x3(leaf("ModelTrafo", M44f))) < lit(0.0),
+///                                           lit(1u) - leaf("declared", U32), leaf("declared", U32))).value()}
+/// At most one rule per axis per object.
+struct ModeRule
+{
+	ModeAxis axis = ModeAxis::CullMode;
+	rules::Rule rule;
+	std::vector<BlendState> blends; ///< Blend: the states the rule's index selects
 };
 
 } // namespace quokka::scene

@@ -172,6 +172,9 @@ struct RenderObject
 	/// CameraLocation, …) and its other derived ones, evaluated in double precision; a name is either here or in
 	/// `uniforms`, never both. E.g. a billboard: derived["BillboardTrafo"] = Rule::make(…).value().
 	std::map<std::string, rules::Rule> derived;
+	/// Pipeline state derived from uniforms, one rule per axis at most (pipeline_state.hpp: ModeRule); applied over
+	/// `state` on every path.
+	std::vector<ModeRule> mode_rules;
 	std::map<std::string, adaptive::aval<TextureData>> textures;
 	std::map<std::string, SamplerState> samplers; ///< by texture name; default SamplerState when absent
 	/// Default: everything the indices or the positions hold, one instance (DrawCall{}).

@@ -1,0 +1,207 @@
+// Mode rules on the CPU (mode_rules.hpp): checks, input resolution and application to a state snapshot.
+#include <quokka/modes/mode_rules.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+#include <absl/container/inlined_vector.h>
+
+#include <quokka/inputs/object_inputs.hpp>
+
+namespace quokka::modes
+{
+
+using scene::ModeAxis;
+
+namespace
+{
+
+constexpr std::string_view kDeclared = "declared";
+
+bool isBoolAxis(ModeAxis a)
+{
+	return a == ModeAxis::DepthTest || a == ModeAxis::DepthWrite || a == ModeAxis::AlphaToCoverage;
+}
+
+/// The largest value of an enum axis (core Vulkan values).
+uint32_t axisMax(ModeAxis a)
+{
+	switch (a)
+	{
+	case ModeAxis::CullMode:
+		return VK_CULL_MODE_FRONT_AND_BACK;
+	case ModeAxis::FrontFace:
+		return VK_FRONT_FACE_CLOCKWISE;
+	case ModeAxis::Topology:
+		return VK_PRIMITIVE_TOPOLOGY_PATCH_LIST;
+	case ModeAxis::DepthCompare:
+		return VK_COMPARE_OP_ALWAYS;
+	default:
+		return 1;
+	}
+}
+
+/// The axis's value in `state`, as `declared` reads it.
+uint32_t declaredOf(ModeAxis a, const scene::PipelineStateValues& s)
+{
+	switch (a)
+	{
+	case ModeAxis::CullMode:
+		return s.cull_mode;
+	case ModeAxis::FrontFace:
+		return s.front_face;
+	case ModeAxis::Topology:
+		return s.topology;
+	case ModeAxis::DepthTest:
+		return s.depth_test;
+	case ModeAxis::DepthWrite:
+		return s.depth_write;
+	case ModeAxis::DepthCompare:
+		return s.depth_compare;
+	case ModeAxis::AlphaToCoverage:
+		return s.alpha_to_coverage;
+	case ModeAxis::Blend:
+		return 0;
+	}
+	return 0;
+}
+
+Error ruleError(const scene::RenderObject& o, ModeAxis a, const std::string& what)
+{
+	return makeError(ErrorCode::InvalidArgument,
+	                 inputs::objectName(o) + ": the mode rule for " + scene::axisName(a) + " " + what);
+}
+
+} // namespace
+
+fx::Type axisType(ModeAxis axis)
+{
+	return isBoolAxis(axis) ? fx::Bool : fx::U32;
+}
+
+Result<void> checkModeRules(const scene::RenderObject& o)
+{
+	std::array<bool, 8> seen{};
+	for (const scene::ModeRule& m : o.mode_rules)
+	{
+		const size_t a = size_t(m.axis);
+		if (a >= seen.size())
+			return makeError(ErrorCode::InvalidArgument, inputs::objectName(o) + ": a mode rule for an unknown axis");
+		if (seen[a])
+			return makeError(ErrorCode::InvalidArgument, inputs::objectName(o) + ": two mode rules for " +
+			                                                 scene::axisName(m.axis) + " (at most one per axis)");
+		seen[a] = true;
+		const fx::Type want = axisType(m.axis), got = m.rule.type();
+		if (!(got == want || (want == fx::U32 && got == fx::I32)))
+			return ruleError(o, m.axis, "gives " + fx::typeName(got) + " (the axis takes " + fx::typeName(want) + ")");
+		if (m.axis == ModeAxis::Blend && m.blends.empty())
+			return ruleError(o, m.axis, "has no blend states to select");
+		for (const rules::Input& in : m.rule.inputs())
+			if (in.name == kDeclared)
+			{
+				if (m.axis == ModeAxis::Blend)
+					return ruleError(o, m.axis, "reads 'declared' (a blend rule selects among its states)");
+				if (in.type != want || in.inverse)
+					return ruleError(o, m.axis,
+					                 "reads 'declared' as " + fx::typeName(in.type) + " (it is " + fx::typeName(want) +
+					                     ")");
+			}
+	}
+	return {};
+}
+
+Result<void> ModeInputs::resolve(const scene::RenderObject& o, inputs::DerivedUniforms& derived)
+{
+	nodes_.clear();
+	QUOKKA_TRY(checkModeRules(o));
+	for (const scene::ModeRule& m : o.mode_rules)
+		for (const rules::Input& in : m.rule.inputs())
+			if (in.name != kDeclared)
+			{
+				Result<adaptive::aval<scene::UniformValue>> node = derived.resolve(o, in.name);
+				if (!node)
+				{
+					if (!o.uniforms.contains(in.name) && !o.derived.contains(in.name))
+						return ruleError(o, m.axis,
+						                 "reads '" + in.name + "', a uniform the object neither has nor derives");
+					// (The message names the object already.)
+					const std::string prefix = inputs::objectName(o) + ": ";
+					std::string what = node.error().message;
+					if (what.starts_with(prefix))
+						what.erase(0, prefix.size());
+					return ruleError(o, m.axis, "reads '" + in.name + "': " + what);
+				}
+				nodes_.push_back(std::move(*node));
+			}
+	return {};
+}
+
+Result<void> ModeInputs::apply(const scene::RenderObject& o, adaptive::Token token,
+                               scene::PipelineStateValues& state) const
+{
+	size_t next = 0;
+	// Every rule reads the snapshot as the object's state gives it (one rule per axis: the order cannot matter).
+	const scene::PipelineStateValues declared = state;
+	for (const scene::ModeRule& m : o.mode_rules)
+	{
+		absl::InlinedVector<rules::Value, 4> values;
+		for (const rules::Input& in : m.rule.inputs())
+		{
+			if (in.name == kDeclared)
+			{
+				const uint32_t d = declaredOf(m.axis, declared);
+				values.push_back(isBoolAxis(m.axis) ? rules::Value::boolean(d != 0) : rules::Value::u32(d));
+				continue;
+			}
+			QUOKKA_ASSERT(next < nodes_.size(), "ModeInputs::apply before resolve");
+			const scene::UniformValue& v = nodes_[next++].getValue(token);
+			std::optional<rules::Value> value = inputs::ruleInput(v, in);
+			if (!value)
+				return ruleError(o, m.axis,
+				                 "reads '" + in.name + "' as " + fx::typeName(in.type) + " but its value is not");
+			values.push_back(*value);
+		}
+		const double r = rules::evaluate(m.rule, values).c[0];
+		if (isBoolAxis(m.axis))
+		{
+			const bool b = r != 0.0;
+			(m.axis == ModeAxis::DepthTest    ? state.depth_test
+			 : m.axis == ModeAxis::DepthWrite ? state.depth_write
+			                                  : state.alpha_to_coverage) = b;
+			continue;
+		}
+		const uint32_t limit = m.axis == ModeAxis::Blend ? uint32_t(m.blends.size()) - 1 : axisMax(m.axis);
+		if (!(r >= 0.0 && r <= double(limit)) || r != std::floor(r))
+		{
+			char text[32];
+			std::snprintf(text, sizeof text, "%g", r);
+			return ruleError(o, m.axis, std::string("gives ") + text + " (not a value of the axis)");
+		}
+		const uint32_t v = uint32_t(r);
+		switch (m.axis)
+		{
+		case ModeAxis::CullMode:
+			state.cull_mode = VkCullModeFlags(v);
+			break;
+		case ModeAxis::FrontFace:
+			state.front_face = VkFrontFace(v);
+			break;
+		case ModeAxis::Topology:
+			state.topology = VkPrimitiveTopology(v);
+			break;
+		case ModeAxis::DepthCompare:
+			state.depth_compare = VkCompareOp(v);
+			break;
+		case ModeAxis::Blend:
+			state.default_blend = m.blends[v];
+			state.blend.clear();
+			break;
+		default:
+			break;
+		}
+	}
+	return {};
+}
+
+} // namespace quokka::modes
