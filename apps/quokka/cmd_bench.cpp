@@ -17,7 +17,9 @@ int runBench(const BenchOptions& options)
 		return runBenchCamera(options);
 	if (options.name == "chain")
 		return runBenchChain(options);
-	return usage("unknown benchmark '" + options.name + "' (available: meshlet, draw, update, camera, chain)");
+	if (options.name == "modes")
+		return runBenchModes(options);
+	return usage("unknown benchmark '" + options.name + "' (available: meshlet, draw, update, camera, chain, modes)");
 }
 
 } // namespace quokka::app

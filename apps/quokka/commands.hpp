@@ -113,6 +113,8 @@ int runBenchCamera(const BenchOptions& options);
 /// `bench chain`: CPU update, GPU and frame time of static and root-move frames below a deep hierarchy
 /// (bench_camera.cpp).
 int runBenchChain(const BenchOptions& options);
+/// `bench modes`: the partition of records by slot on the device, both layouts (bench_modes.cpp).
+int runBenchModes(const BenchOptions& options);
 /// `render --scene meshlets` (scene_meshlets.cpp).
 int runRenderMeshlets(const RenderOptions& options);
 

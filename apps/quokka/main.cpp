@@ -78,11 +78,12 @@ int main(int argc, char** argv)
 	BenchOptions bench;
 	CLI::App* bench_cmd = app.add_subcommand("bench", "run a benchmark and print medians and same-run ratios");
 	bench.device.addTo(*bench_cmd);
-	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw, update, camera, chain")->required();
+	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw, update, camera, chain, modes")->required();
 	bench_cmd
 	    ->add_option(
 	        "--objects", bench.objects,
-	        "draw, camera, chain: object counts (default 10000 100000 1000000; 1000 10000 on a CPU device); update: "
+	        "draw, camera, chain: object counts; modes: records (default 10000 100000 1000000; 1000 10000 on a CPU "
+	        "device); update: "
 	        "scene size (default 1000000; 20000 on a CPU device)")
 	    ->check(CLI::Range(1u, 10000000u));
 	bench_cmd

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <set>
 #include <string>
 #include <sys/wait.h>
 
@@ -688,6 +689,28 @@ TEST(CliBench, ChainRowsShowTheDeviceComposingWhatARootMoveChanges)
 		}
 	}
 	expectOneLineError(runCli("bench chain --depth 1"), "--depth");
+}
+
+// bench modes: the partition of records by slot, both layouts for 1, 4, 16 and 64 slots, with the bytes it moves and
+// their rate against the device's copy bandwidth.
+TEST(CliBench, ModesRowsCoverBothLayoutsAndEverySlotCount)
+{
+	const CliRun run = runCli("bench modes --objects 300 --reps 1 --json");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["benchmark"], "modes");
+	EXPECT_GT(j["copy_gb_per_s"].get<double>(), 0.0);
+	ASSERT_EQ(j["rows"].size(), 8u) << j["rows"].dump();
+	std::set<std::pair<int, std::string>> seen;
+	for (const auto& row : j["rows"])
+	{
+		EXPECT_EQ(row["records"].get<int>(), 300);
+		EXPECT_GT(row["ms"].get<double>(), 0.0);
+		EXPECT_EQ(row["bytes"].get<int>(), 300 * (row["layout"] == "compact" ? 48 : 44)) << row.dump();
+		seen.emplace(row["slots"].get<int>(), row["layout"].get<std::string>());
+	}
+	EXPECT_EQ(seen.size(), 8u);
+	expectOneLineError(runCli("bench modes --objects 0"), "--objects");
 }
 
 TEST(CliErrors, BadBenchOptionsAreOneLineAndNonZero)
