@@ -72,16 +72,8 @@ void DeriveKernel::dispatch(gpu::CommandList& list, Slots packed, Slots computed
                             const gpu::Buffer& target, uint32_t first, uint32_t count, uint32_t stride,
                             uint32_t epoch) const
 {
-	if (count == 0)
-		return;
-	QUOKKA_ASSERT(stride >= recordStride(max_inputs_), "DeriveKernel::dispatch: records too narrow for the rules");
-	pipeline_->bind(list);
-	gpu::pushStorageBuffers(
-	    list, *pipeline_,
-	    {{packed.values}, {&records}, {&target}, {packed.epochs}, {computed.values}, {computed.epochs}});
-	const uint32_t push[4] = {first, count, stride, epoch};
-	pipeline_->pushConstants(list, push, sizeof(push));
-	gpu::dispatch1d(list, *pipeline_, count);
+	const RecordBatch batch{&records, &target, count, first};
+	dispatchAll(list, packed, computed, std::span(&batch, 1), stride, epoch);
 }
 
 uint32_t DeriveKernel::dispatchAll(gpu::CommandList& list, Slots packed, Slots computed,
@@ -102,7 +94,7 @@ uint32_t DeriveKernel::dispatchAll(gpu::CommandList& list, Slots packed, Slots c
 		}
 		else
 			gpu::pushStorageBuffers(list, *pipeline_, 1, {{b.records}, {b.target}});
-		const uint32_t push[4] = {0, b.count, stride, epoch};
+		const uint32_t push[4] = {b.first, b.count, stride, epoch};
 		pipeline_->pushConstants(list, push, sizeof(push));
 		gpu::dispatch1d(list, *pipeline_, b.count);
 	}
@@ -126,14 +118,8 @@ Result<ChainKernel> ChainKernel::create(gpu::Device& device, Precision precision
 void ChainKernel::dispatch(gpu::CommandList& list, Slots packed, Slots computed, const gpu::Buffer& links,
                            uint32_t first, uint32_t count, uint32_t epoch) const
 {
-	if (count == 0)
-		return;
-	pipeline_->bind(list);
-	gpu::pushStorageBuffers(list, *pipeline_,
-	                        {{packed.values}, {packed.epochs}, {computed.values}, {computed.epochs}, {&links}});
-	const uint32_t push[3] = {first, count, epoch};
-	pipeline_->pushConstants(list, push, sizeof(push));
-	gpu::dispatch1d(list, *pipeline_, count);
+	const LinkLevel level{&links, count, first};
+	dispatchLevels(list, packed, computed, std::span(&level, 1), epoch);
 }
 
 uint32_t ChainKernel::dispatchLevels(gpu::CommandList& list, Slots packed, Slots computed,
@@ -159,7 +145,7 @@ uint32_t ChainKernel::dispatchLevels(gpu::CommandList& list, Slots packed, Slots
 			                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
 			gpu::pushStorageBuffers(list, *pipeline_, 4, {{level.links}});
 		}
-		const uint32_t push[3] = {0, level.count, epoch};
+		const uint32_t push[3] = {level.first, level.count, epoch};
 		pipeline_->pushConstants(list, push, sizeof(push));
 		gpu::dispatch1d(list, *pipeline_, level.count);
 	}

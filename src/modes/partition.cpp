@@ -57,8 +57,6 @@ void PartitionKernel::compact(gpu::CommandList& list, const PartitionBuffers& b,
 	QUOKKA_ASSERT(stride >= 1 && stride <= kMaxRecordWords && slots >= 1, "PartitionKernel: bad stride or slots");
 	const detail::PartitionPush push{count, stride, slots, 0};
 	list.keepAlive(count_);
-	list.keepAlive(scan_);
-	list.keepAlive(scatter_);
 	vkCmdFillBuffer(list.vk(), b.counts->vk(), 0, uint64_t(slots) * 4, 0);
 	list.memoryBarrier(VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
 	                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
@@ -71,19 +69,19 @@ void PartitionKernel::compact(gpu::CommandList& list, const PartitionBuffers& b,
 		vkCmdDispatch(list.vk(), groupsFor(list, count), 1, 1);
 		computeToCompute(list);
 	}
-	scan_->bind(list);
-	gpu::pushStorageBuffers(list, *scan_, {{b.counts}, {b.offsets}, {b.cursors}});
-	scan_->pushConstants(list, &push, sizeof(push));
-	vkCmdDispatch(list.vk(), 1, 1, 1);
-	computeToCompute(list);
-	scatter(list, b, push);
+	scanAndScatter(list, b, push);
 }
 
 void PartitionKernel::regions(gpu::CommandList& list, const PartitionBuffers& b, uint32_t count, uint32_t stride,
                               uint32_t slots) const
 {
 	QUOKKA_ASSERT(stride >= 1 && stride <= kMaxRecordWords && slots >= 1, "PartitionKernel: bad stride or slots");
-	const detail::PartitionPush push{count, stride, slots, 1};
+	scanAndScatter(list, b, detail::PartitionPush{count, stride, slots, 1});
+}
+
+void PartitionKernel::scanAndScatter(gpu::CommandList& list, const PartitionBuffers& b,
+                                     const detail::PartitionPush& push) const
+{
 	list.keepAlive(scan_);
 	list.keepAlive(scatter_);
 	scan_->bind(list);
@@ -91,12 +89,6 @@ void PartitionKernel::regions(gpu::CommandList& list, const PartitionBuffers& b,
 	scan_->pushConstants(list, &push, sizeof(push));
 	vkCmdDispatch(list.vk(), 1, 1, 1);
 	computeToCompute(list);
-	scatter(list, b, push);
-}
-
-void PartitionKernel::scatter(gpu::CommandList& list, const PartitionBuffers& b,
-                              const detail::PartitionPush& push) const
-{
 	if (push.count == 0)
 		return;
 	scatter_->bind(list);

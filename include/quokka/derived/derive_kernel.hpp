@@ -84,18 +84,20 @@ struct Slots
 	const gpu::Buffer* epochs = nullptr;
 };
 
-/// One buffer of records and the chunk they write (DeriveKernel::dispatchAll): records [0, count).
+/// One buffer of records and the chunk they write (DeriveKernel::dispatchAll): records [first, first + count).
 struct RecordBatch
 {
 	const gpu::Buffer* records = nullptr;
 	const gpu::Buffer* target = nullptr;
 	uint32_t count = 0;
+	uint32_t first = 0; ///< the first record
 };
-/// One level of chain links (ChainKernel::dispatchLevels): link records [0, count) of `links`.
+/// One level of chain links (ChainKernel::dispatchLevels): link records [first, first + count) of `links`.
 struct LinkLevel
 {
 	const gpu::Buffer* links = nullptr;
 	uint32_t count = 0;
+	uint32_t first = 0; ///< the first link record
 };
 
 /// The GLSL of a kernel over `rules` (rule index = position) at `precision`.

@@ -62,7 +62,8 @@ public:
 	             uint32_t slots) const;
 
 private:
-	void scatter(gpu::CommandList& list, const PartitionBuffers& b, const detail::PartitionPush& push) const;
+	/// The scan (compact: offsets and cursors from the counts; regions: cursors from the bases), then the scatter.
+	void scanAndScatter(gpu::CommandList& list, const PartitionBuffers& b, const detail::PartitionPush& push) const;
 	gpu::PipelineHandle count_, scan_, scatter_;
 };
 
