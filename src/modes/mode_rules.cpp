@@ -141,8 +141,8 @@ Result<void> ModeInputs::apply(const scene::RenderObject& o, adaptive::Token tok
                                scene::PipelineStateValues& state) const
 {
 	size_t next = 0;
-	// Every rule reads the snapshot as the object's state gives it (one rule per axis: the order cannot matter).
-	const scene::PipelineStateValues declared = state;
+	// A rule's `declared` is its axis in `state` as the snapshot gave it: only the axis's own rule (one per axis) writes
+	// it, and blend rules read no `declared`.
 	for (const scene::ModeRule& m : o.mode_rules)
 	{
 		absl::InlinedVector<rules::Value, 4> values;
@@ -150,7 +150,7 @@ Result<void> ModeInputs::apply(const scene::RenderObject& o, adaptive::Token tok
 		{
 			if (in.name == kDeclared)
 			{
-				const uint32_t d = declaredOf(m.axis, declared);
+				const uint32_t d = declaredOf(m.axis, state);
 				values.push_back(isBoolAxis(m.axis) ? rules::Value::boolean(d != 0) : rules::Value::u32(d));
 				continue;
 			}
