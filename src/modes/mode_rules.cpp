@@ -141,8 +141,8 @@ Result<void> ModeInputs::apply(const scene::RenderObject& o, adaptive::Token tok
                                scene::PipelineStateValues& state) const
 {
 	size_t next = 0;
-	// A rule's `declared` is its axis in `state` as the snapshot gave it: only the axis's own rule (one per axis) writes
-	// it, and blend rules read no `declared`.
+	// A rule's `declared` is its axis in `state` as the snapshot gave it: only the axis's own rule (one per axis)
+	// writes it, and blend rules read no `declared`.
 	for (const scene::ModeRule& m : o.mode_rules)
 	{
 		absl::InlinedVector<rules::Value, 4> values;
