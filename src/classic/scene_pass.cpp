@@ -765,6 +765,11 @@ void ScenePass::encode(gpu::CommandList& list)
 			++stats_.skipped;
 			continue;
 		}
+		if (!o->pipeline->ready())
+		{
+			++stats_.waiting; // (created in the background: drawn from the first frame after it is ready)
+			continue;
+		}
 		const gpu::Pipeline& pipeline = *o->pipeline->pipeline;
 		if (o->pipeline != bound)
 		{

@@ -807,30 +807,38 @@ uint64_t Device::completedValue()
 
 void Device::retireAfter(uint64_t value, std::function<void()> fn)
 {
-	if (value <= last_completed_)
 	{
-		fn();
-		return;
+		std::lock_guard lock(retire_mutex_);
+		if (value > last_completed_)
+		{
+			auto pos = std::upper_bound(retirements_.begin(), retirements_.end(), value,
+			                            [](uint64_t v, const Retirement& r) { return v < r.value; });
+			retirements_.insert(pos, Retirement{value, std::move(fn)});
+			stats_.pending_destructions = retirements_.size();
+			return;
+		}
 	}
-	auto pos = std::upper_bound(retirements_.begin(), retirements_.end(), value,
-	                            [](uint64_t v, const Retirement& r) { return v < r.value; });
-	retirements_.insert(pos, Retirement{value, std::move(fn)});
-	stats_.pending_destructions = retirements_.size();
+	fn();
 }
 
 void Device::collect(uint64_t completed)
 {
-	if (completed != UINT64_MAX)
-		last_completed_ = std::max(last_completed_, completed);
-	else
-		last_completed_ = last_submitted_;
-	// Move the due prefix out first: callbacks may release objects, which queues (and, being due, runs) more.
-	auto end = std::upper_bound(retirements_.begin(), retirements_.end(), last_completed_,
-	                            [](uint64_t v, const Retirement& r) { return v < r.value; });
-	std::vector<Retirement> due(std::make_move_iterator(retirements_.begin()), std::make_move_iterator(end));
-	retirements_.erase(retirements_.begin(), end);
+	std::vector<Retirement> due;
+	{
+		std::lock_guard lock(retire_mutex_);
+		if (completed != UINT64_MAX)
+			last_completed_ = std::max(last_completed_.load(), completed);
+		else
+			last_completed_ = last_submitted_.load();
+		// Move the due prefix out first: callbacks may release objects, which queues (and, being due, runs) more.
+		auto end = std::upper_bound(retirements_.begin(), retirements_.end(), last_completed_.load(),
+		                            [](uint64_t v, const Retirement& r) { return v < r.value; });
+		due.assign(std::make_move_iterator(retirements_.begin()), std::make_move_iterator(end));
+		retirements_.erase(retirements_.begin(), end);
+	}
 	for (Retirement& r : due)
 		r.fn();
+	std::lock_guard lock(retire_mutex_);
 	stats_.pending_destructions = retirements_.size();
 }
 

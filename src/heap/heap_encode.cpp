@@ -128,6 +128,11 @@ private:
 		const inputs::PipelineEntry* entry = mega ? s.megacall_pipeline : s.indirect_pipeline;
 		if (!entry || (mega && (!s.args || !s.tiles || !s.mrecords.buffer)) || (!mega && !s.commands.buffer))
 			return;
+		if (!entry->ready())
+		{
+			++stats_.waiting_draws; // (created in the background: drawn from the first frame after it is ready)
+			return;
+		}
 		const gpu::Pipeline& pipeline = *entry->pipeline;
 		if (&pipeline != bound_)
 		{

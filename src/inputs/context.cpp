@@ -264,12 +264,79 @@ Result<const PipelineEntry*> Context::pipeline(const PipelineRequest& r)
 	desc.depth_clamp = r.depth_clamp;
 	desc.blend = r.blend;
 	desc.name = "classic " + r.effect->key.hex().substr(0, 8);
-	QUOKKA_TRY_ASSIGN(pipeline, device_->createGraphicsPipeline(desc));
-	auto entry = std::make_unique<PipelineEntry>(PipelineEntry{std::move(pipeline), stats_.pipelines_created});
+	auto entry = std::make_unique<PipelineEntry>();
+	entry->serial = stats_.pipelines_created;
+	if (!workers_)
+	{
+		QUOKKA_TRY_ASSIGN(pipeline, device_->createGraphicsPipeline(desc));
+		entry->pipeline = std::move(pipeline);
+	}
+	else
+	{
+		// The job owns the description (the request's code outlives it through the shared effect) and writes only
+		// the entry, which outlives it: the queue is destroyed, and its running jobs finished, before the entries.
+		entry->state.store(PipelineEntry::kPending, std::memory_order_relaxed);
+		pending_.fetch_add(1, std::memory_order_acq_rel);
+		workers_->submit(
+		    [this, e = entry.get(), effect = r.effect, desc = std::move(desc)]
+		    {
+			    Result<gpu::PipelineHandle> made = device_->createGraphicsPipeline(desc);
+			    if (made.ok())
+			    {
+				    e->pipeline = std::move(made.value());
+				    e->state.store(PipelineEntry::kReady, std::memory_order_release);
+			    }
+			    else
+			    {
+				    e->error = made.error();
+				    e->state.store(PipelineEntry::kFailed, std::memory_order_release);
+				    failed_.store(true, std::memory_order_release);
+			    }
+			    pending_.fetch_sub(1, std::memory_order_acq_rel);
+		    });
+	}
 	++stats_.pipelines_created;
 	const PipelineEntry* out = entry.get();
 	pipelines_.emplace(std::move(key), std::move(entry));
 	return out;
+}
+
+void Context::setBackgroundPipelines(bool on)
+{
+	if (on && !workers_)
+		workers_ = std::make_unique<base::WorkQueue>(base::WorkQueue::defaultThreads(4));
+	else if (!on && workers_)
+	{
+		workers_->hold(false);
+		workers_->waitIdle();
+		workers_.reset();
+	}
+}
+
+Result<void> Context::pipelineErrors() const
+{
+	if (!failed_.load(std::memory_order_acquire))
+		return {};
+	for (const auto& [key, entry] : pipelines_)
+		if (entry->state.load(std::memory_order_acquire) == PipelineEntry::kFailed)
+			return entry->error;
+	return {};
+}
+
+Result<void> Context::waitPipelines()
+{
+	if (workers_)
+	{
+		workers_->hold(false);
+		workers_->waitIdle();
+	}
+	return pipelineErrors();
+}
+
+void Context::holdPipelines(bool held)
+{
+	if (workers_)
+		workers_->hold(held);
 }
 
 Result<gpu::SamplerHandle> Context::sampler(const scene::SamplerState& state)

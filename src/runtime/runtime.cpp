@@ -328,6 +328,9 @@ Result<void> RenderTask::run(gpu::CommandList& list, Framebuffer& fb)
 	QUOKKA_TRY(encode(list, fb));
 	list.keepAlive(fb.colors.empty() ? std::shared_ptr<const void>() : fb.colors[0]);
 	stats_.encode_ms = msSince(t1);
+	// Background pipelines: a creation that failed fails the frame (as it would have in the foreground).
+	QUOKKA_TRY(runtime_->context().pipelineErrors());
+	stats_.pipelines_pending = runtime_->context().pendingPipelines();
 	return {};
 }
 
@@ -349,6 +352,7 @@ struct RenderTargetState
 
 	Result<void> render(gpu::CommandList& list)
 	{
+		task->stats_ = TaskStats{};
 		QUOKKA_TRY_ASSIGN(changed, task->update());
 		if (!changed && !fresh)
 			return {};
@@ -356,6 +360,9 @@ struct RenderTargetState
 		++renders;
 		QUOKKA_TRY(task->upload(list));
 		QUOKKA_TRY(task->encode(list, *framebuffer));
+		// A draw that waited for its pipeline (background pipelines) makes the next frame render the target again,
+		// although its scene did not change.
+		fresh = task->stats().waitingDraws() > 0;
 		for (const scene::ColorAttachment& c : signature.colors)
 			gpu::transitionImage(list, *framebuffer->output(c.name), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
 			                     VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT, VK_ACCESS_2_SHADER_SAMPLED_READ_BIT, true);

@@ -41,6 +41,7 @@ struct PassStats
 	uint32_t resorts = 0;         ///< draw-order rebuilds (update)
 	uint32_t draws = 0;           ///< draw commands recorded (encode)
 	uint32_t skipped = 0;         ///< inactive or empty objects (encode)
+	uint32_t waiting = 0;         ///< objects not drawn: their pipeline is still being created (encode)
 	uint32_t pipeline_binds = 0;  ///< (encode)
 	uint32_t descriptor_pushes = 0;
 	uint32_t vertex_binds = 0;
@@ -59,6 +60,7 @@ struct PassStats
 		resorts += o.resorts;
 		draws += o.draws;
 		skipped += o.skipped;
+		waiting += o.waiting;
 		pipeline_binds += o.pipeline_binds;
 		descriptor_pushes += o.descriptor_pushes;
 		vertex_binds += o.vertex_binds;

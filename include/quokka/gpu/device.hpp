@@ -6,6 +6,7 @@
 // are destroyed *deferred*: their Vk handles are released once every submission made before the release completed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -286,8 +287,11 @@ private:
 	VkCommandPool command_pool_ = VK_NULL_HANDLE;
 	std::vector<VkCommandBuffer> free_command_buffers_;
 	VkSemaphore timeline_ = VK_NULL_HANDLE;
-	uint64_t last_submitted_ = 0;
-	uint64_t last_completed_ = 0;
+	/// Atomics, and retirements_ under retire_mutex_: a pipeline created on a worker thread (inputs::Context's
+	/// background compiles) may retire objects (a failed creation's layout) from there.
+	std::atomic<uint64_t> last_submitted_{0};
+	std::atomic<uint64_t> last_completed_{0};
+	std::mutex retire_mutex_;
 	std::vector<Retirement> retirements_; // in non-decreasing `value` order
 	VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
 	std::unique_ptr<ShaderCompiler> shader_compiler_;

@@ -94,7 +94,9 @@ struct HeapStats
 	uint32_t scans = 0;           ///< megacall scans recorded (prepare)
 	uint32_t draw_calls = 0;      ///< indirect draw commands recorded (encode)
 	uint32_t pipeline_binds = 0;  ///< (encode)
-	uint32_t compactions = 0;     ///< (update)
+	/// Slots not drawn because their pipeline is still being created in the background (encode)
+	uint32_t waiting_draws = 0;
+	uint32_t compactions = 0; ///< (update)
 	/// Placement attempts skipped because the chunk certainly had no room for an object's unshared buffers (update)
 	uint32_t chunks_skipped = 0;
 	/// Arena writes of the frame that overlapped an earlier one — a block written, freed and handed out again within
@@ -142,6 +144,7 @@ struct HeapStats
 		scans += o.scans;
 		draw_calls += o.draw_calls;
 		pipeline_binds += o.pipeline_binds;
+		waiting_draws += o.waiting_draws;
 		compactions += o.compactions;
 		chunks_skipped += o.chunks_skipped;
 		overlapping_writes += o.overlapping_writes;

@@ -12,6 +12,7 @@
 // ScenePass::encode() inside it. Owner thread only (adaptive values).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@
 #include <quokka/base/dirty_runs.hpp>
 #include <quokka/base/offset_allocator.hpp>
 #include <quokka/base/result.hpp>
+#include <quokka/base/work_queue.hpp>
 #include <quokka/fx/compile.hpp>
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/command_list.hpp>
@@ -121,11 +123,19 @@ struct PipelineRequest
 	bool depth_clamp = false;
 };
 
-/// A cached pipeline and its creation serial (a deterministic sort key).
+/// A cached pipeline and its creation serial (a deterministic sort key). With background pipelines
+/// (Context::setBackgroundPipelines) an entry is handed out before its pipeline exists: a renderer draws with it only
+/// once ready() — until then the draws that need it wait (are skipped, and counted), and the frame does not block.
 struct PipelineEntry
 {
-	gpu::PipelineHandle pipeline;
+	gpu::PipelineHandle pipeline; ///< set once ready() (never changes after)
 	uint64_t serial = 0;
+	/// The pipeline exists (always true for entries made in the foreground).
+	bool ready() const { return state.load(std::memory_order_acquire) == kReady; }
+
+	static constexpr uint8_t kPending = 0, kReady = 1, kFailed = 2;
+	std::atomic<uint8_t> state{kReady};
+	Error error; ///< kFailed: why (written before the state)
 };
 
 class Context
@@ -147,8 +157,24 @@ public:
 	/// InvalidArgument naming the object (a bool uniform supplied per instance).
 	Result<const fx::Effect*> objectEffect(const scene::RenderObject& object);
 
-	/// The pipeline for `request`, created on first use. Errors as Device::createGraphicsPipeline.
+	/// The pipeline for `request`, created on first use — at once, or with background pipelines on a worker thread
+	/// (the entry is returned pending; see PipelineEntry::ready()). Errors as Device::createGraphicsPipeline (in the
+	/// background: reported by pipelineErrors() and waitPipelines()).
 	Result<const PipelineEntry*> pipeline(const PipelineRequest& request);
+
+	/// Background pipelines: pipeline() creates new pipelines on worker threads (through the device's VkPipelineCache)
+	/// instead of inside the frame, so a frame never blocks on a compile; a draw whose pipeline is not ready is drawn
+	/// from the first frame after it is. Off by default (every frame complete, as offline renders and tests expect).
+	void setBackgroundPipelines(bool on);
+	bool backgroundPipelines() const { return workers_ != nullptr; }
+	/// Pipelines requested and not ready yet.
+	uint32_t pendingPipelines() const { return pending_.load(std::memory_order_acquire); }
+	/// The first background creation that failed, as an error (a frame reports it and fails); ok when none did.
+	Result<void> pipelineErrors() const;
+	/// Blocks until no pipeline is pending, then as pipelineErrors(): for screenshots, tests and benchmarks.
+	Result<void> waitPipelines();
+	/// Tests: while held, background creations do not start (frames see their pipelines pending).
+	void holdPipelines(bool held);
 	/// The sampler for `state`, created on first use.
 	Result<gpu::SamplerHandle> sampler(const scene::SamplerState& state);
 	/// Appends the texture and the sampler of every binding in `textures` (a compiled effect's) as `object` supplies
@@ -198,6 +224,9 @@ private:
 	BufferArena data_arena_;
 	BufferArena uniform_arena_;
 	std::unordered_map<std::string, std::unique_ptr<PipelineEntry>> pipelines_;
+	std::atomic<uint32_t> pending_{0};
+	std::atomic<bool> failed_{false};
+	std::unique_ptr<base::WorkQueue> workers_; ///< background pipelines; destroyed first (before the entries)
 	std::unordered_map<std::string, fx::Effect> instanced_effects_;
 	std::map<std::tuple<int, int, bool>, gpu::SamplerHandle> samplers_;
 	std::unordered_map<const adaptive::AdaptiveObject*, BufferResource*> buffers_;

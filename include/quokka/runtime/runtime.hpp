@@ -82,6 +82,10 @@ struct TaskStats
 	double update_ms = 0.0;      ///< CPU: pulling changes and preparing (all passes + uploads)
 	double flush_ms = 0.0;       ///< part of update_ms: the runtime context's staging flush
 	double encode_ms = 0.0;      ///< CPU: recording
+	/// Pipelines still being created in the background after the frame (inputs::Context::setBackgroundPipelines)
+	uint32_t pipelines_pending = 0;
+	/// Draws the frame left out because their pipeline was not ready: classic objects plus heap slots.
+	uint32_t waitingDraws() const { return passes.waiting + heap.waiting_draws; }
 };
 
 class Runtime;
@@ -172,6 +176,13 @@ public:
 
 	gpu::Device& device() { return context_->device(); }
 	inputs::Context& context() { return *context_; }
+	/// Background pipelines (see inputs::Context::setBackgroundPipelines): frames never block on a pipeline compile;
+	/// a draw whose pipeline is not ready yet is left out of the frame (TaskStats::waitingDraws) and drawn from the
+	/// first frame after it is.
+	void setBackgroundPipelines(bool on) { context_->setBackgroundPipelines(on); }
+	/// Blocks until every pipeline requested so far exists (for a screenshot or a test: the next frame is complete).
+	/// Errors: the first background creation that failed.
+	Result<void> waitIdle() { return context_->waitPipelines(); }
 
 	/// A task over `commands` for framebuffers of `signature`.
 	std::unique_ptr<RenderTask> compile(const scene::FramebufferSignature& signature,

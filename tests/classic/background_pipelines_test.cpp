@@ -1,0 +1,178 @@
+// Background pipelines (inputs::Context::setBackgroundPipelines, Runtime::waitIdle) on both render paths: a frame whose
+// pipelines are still being created returns without them — those draws wait, counted — and draws them from the first
+// frame after they are ready, with the pixels of a foreground render; a creation that fails fails the frame; the
+// validation layer stays quiet throughout.
+#include "../gpu/gpu_fixture.hpp"
+
+#include <vector>
+
+#include <quokka/adaptive/aset.hpp>
+#include <quokka/fx/stock.hpp>
+#include <quokka/gpu/image_io.hpp>
+#include <quokka/runtime/runtime.hpp>
+
+namespace quokka::runtime::test
+{
+namespace
+{
+
+using math::V3f;
+using math::V4f;
+
+constexpr uint32_t kSize = 32;
+
+/// A square [x0,x1]×[y0,y1] in clip space at depth z (identity trafos), CCW on screen, of `color`, blended when
+/// `blend`.
+scene::RenderObjectPtr square(float x0, float y0, float x1, float y1, float z, V4f color, bool blend)
+{
+	scene::RenderObject o;
+	o.effect = fx::compose("flat", fx::stock::trafo(), fx::stock::constantColor()).value();
+	std::vector<V3f> p = {{x0, y0, z}, {x1, y1, z}, {x1, y0, z}, {x0, y0, z}, {x0, y1, z}, {x1, y1, z}};
+	o.attributes["Positions"] = {adaptive::constant(scene::ArrayBuffer::of(p)), VK_FORMAT_R32G32B32_SFLOAT};
+	o.uniforms["ConstantColor"] = scene::uniform(color);
+	o.draw_call = adaptive::constant(scene::DrawCall{false, 6});
+	if (blend)
+		o.state.default_blend = adaptive::constant(scene::BlendState::alpha());
+	return scene::makeRenderObject(std::move(o));
+}
+
+class BackgroundPipelines : public gpu::test::GpuTest, public ::testing::WithParamInterface<RenderPath>
+{
+protected:
+	struct Frame
+	{
+		gpu::Rgba8Image pixels;
+		TaskStats stats;
+	};
+	/// Renders one frame of `objects` with `task` and reads it back.
+	Frame frame(RenderTask& task, Framebuffer& fb)
+	{
+		auto cmd = device().beginCommands().value();
+		const Result<void> ran = task.run(cmd, fb);
+		EXPECT_TRUE(ran.ok()) << ran.error().message;
+		EXPECT_TRUE(device().submitAndWait(std::move(cmd)).ok());
+		return {gpu::readImageRgba8(device(), *fb.output()).value(), task.stats()};
+	}
+	std::unique_ptr<RenderTask> compile(Runtime& rt, adaptive::cset<scene::RenderObjectPtr>& objects)
+	{
+		adaptive::clist<scene::Command> commands;
+		commands.append(scene::clearCommand(V4f(0, 0, 0, 1)));
+		commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(objects)});
+		RenderOptions options;
+		options.path = GetParam();
+		return rt.compile(signature_, commands, options);
+	}
+	/// The same objects rendered in the foreground by a fresh runtime: the reference pixels.
+	gpu::Rgba8Image reference(const std::vector<scene::RenderObjectPtr>& list)
+	{
+		auto rt = Runtime::create(device()).value();
+		adaptive::cset<scene::RenderObjectPtr> objects;
+		for (const auto& o : list)
+			objects.add(o);
+		auto task = compile(*rt, objects);
+		auto fb = createFramebuffer(device(), signature_, kSize, kSize).value();
+		return frame(*task, fb).pixels;
+	}
+	static bool allClear(const gpu::Rgba8Image& img)
+	{
+		for (uint32_t y = 0; y < img.height; ++y)
+			for (uint32_t x = 0; x < img.width; ++x)
+				if (img.at(x, y) != std::array<uint8_t, 4>{0, 0, 0, 255})
+					return false;
+		return true;
+	}
+	scene::FramebufferSignature signature_;
+};
+
+TEST_P(BackgroundPipelines, AFrameDoesNotWaitForItsPipelinesAndDrawsThemOnceReady)
+{
+	auto rt = Runtime::create(device()).value();
+	rt->setBackgroundPipelines(true);
+	rt->context().holdPipelines(true); // (every creation waits: the frames below see them pending)
+	const auto red = square(-0.8f, -0.8f, 0.2f, 0.2f, 0.5f, V4f(1, 0, 0, 1), false);
+	const auto green = square(-0.2f, -0.2f, 0.8f, 0.8f, 0.4f, V4f(0, 1, 0, 0.5f), true);
+	adaptive::cset<scene::RenderObjectPtr> objects;
+	objects.add(red);
+	objects.add(green);
+	auto task = compile(*rt, objects);
+	auto fb = createFramebuffer(device(), signature_, kSize, kSize).value();
+
+	const Frame first = frame(*task, fb);
+	EXPECT_GE(first.stats.pipelines_pending, 2u);
+	EXPECT_GE(first.stats.waitingDraws(), 2u);
+	EXPECT_TRUE(allClear(first.pixels)) << "nothing is drawn before its pipeline exists";
+
+	ASSERT_TRUE(rt->waitIdle().ok()); // (releases the hold and waits)
+	EXPECT_EQ(rt->context().pendingPipelines(), 0u);
+	const Frame second = frame(*task, fb);
+	EXPECT_EQ(second.stats.pipelines_pending, 0u);
+	EXPECT_EQ(second.stats.waitingDraws(), 0u);
+	EXPECT_EQ(second.pixels.pixels, reference({red, green}).pixels);
+
+	// A new state while creations are held again: the objects drawn so far stay, the new one waits.
+	rt->context().holdPipelines(true);
+	const auto blue = square(-0.9f, 0.3f, -0.3f, 0.9f, 0.3f, V4f(0, 0, 1, 1), false);
+	scene::RenderObject coverage = *blue;
+	coverage.state.depth_compare = adaptive::constant(VK_COMPARE_OP_ALWAYS); // (dynamic: same pipeline as red)
+	coverage.state.alpha_to_coverage = adaptive::constant(true);             // (a new pipeline)
+	const auto blue2 = scene::makeRenderObject(std::move(coverage));
+	objects.add(blue2);
+	const Frame third = frame(*task, fb);
+	EXPECT_GE(third.stats.waitingDraws(), 1u);
+	EXPECT_EQ(third.pixels.pixels, second.pixels.pixels) << "the new object waits; the others are drawn";
+	ASSERT_TRUE(rt->waitIdle().ok());
+	const Frame fourth = frame(*task, fb);
+	EXPECT_EQ(fourth.stats.waitingDraws(), 0u);
+	EXPECT_EQ(fourth.pixels.pixels, reference({red, green, blue2}).pixels);
+	EXPECT_NE(fourth.pixels.pixels, second.pixels.pixels);
+	EXPECT_EQ(device().validationErrorCount(), 0u);
+}
+
+TEST_P(BackgroundPipelines, ForegroundFramesAreCompleteAndTurningItOffWaits)
+{
+	auto rt = Runtime::create(device()).value();
+	rt->setBackgroundPipelines(true);
+	const auto red = square(-0.8f, -0.8f, 0.2f, 0.2f, 0.5f, V4f(1, 0, 0, 1), false);
+	adaptive::cset<scene::RenderObjectPtr> objects;
+	objects.add(red);
+	auto task = compile(*rt, objects);
+	auto fb = createFramebuffer(device(), signature_, kSize, kSize).value();
+	(void)frame(*task, fb);
+	rt->setBackgroundPipelines(false); // (waits for the outstanding creations)
+	EXPECT_FALSE(rt->context().backgroundPipelines());
+	EXPECT_EQ(rt->context().pendingPipelines(), 0u);
+	const Frame next = frame(*task, fb);
+	EXPECT_EQ(next.stats.waitingDraws(), 0u);
+	EXPECT_EQ(next.pixels.pixels, reference({red}).pixels);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, BackgroundPipelines, ::testing::Values(RenderPath::Classic, RenderPath::Heap),
+                         [](const auto& p) { return std::string(pathName(p.param)); });
+
+class BackgroundPipelineErrors : public gpu::test::GpuTest
+{
+};
+
+TEST_F(BackgroundPipelineErrors, AFailedCreationIsReportedNotDropped)
+{
+	auto rt = Runtime::create(device()).value();
+	inputs::Context& context = rt->context();
+	context.setBackgroundPipelines(true);
+	inputs::PipelineRequest request;
+	request.effect =
+	    context.effects()
+	        .compile(fx::compose("flat", fx::stock::trafo(), fx::stock::constantColor()).value(), fx::FragmentOutputs{})
+	        .value();
+	request.color_formats = {VK_FORMAT_R8G8B8A8_UNORM};
+	request.blend.resize(2); // two blend states for one attachment: the creation fails
+	const auto entry = context.pipeline(request);
+	ASSERT_TRUE(entry.ok()) << "the failure comes from the worker, not the request";
+	const Result<void> waited = context.waitPipelines();
+	ASSERT_FALSE(waited.ok());
+	EXPECT_NE(waited.error().message.find("blend states"), std::string::npos) << waited.error().message;
+	EXPECT_FALSE(entry.value()->ready());
+	EXPECT_FALSE(context.pipelineErrors().ok());
+}
+
+} // namespace
+} // namespace quokka::runtime::test
