@@ -65,14 +65,15 @@ struct RenderOptions
 	bool gltf_any_path = false;        ///< `--gltf-any-path`: the file's URIs may leave its folder
 	uint32_t objects = 0;              ///< generated scenes; 0 = the scene's default
 	uint64_t seed = 1;
-	std::string path = "classic"; ///< classic | heap
-	std::string draw = "auto";    ///< heap draw strategy: auto | indirect | megacall
-	uint64_t max_chunk_bytes = 0; ///< heap arena chunk cap; 0 = the device's default
-	std::string view;             ///< `--view AZ,EL`: the camera's direction in degrees (empty: 34°, 35°)
-	bool ortho = false;           ///< `--ortho`: orthographic projection
-	int camera = -1;              ///< `--camera N`: the glTF file's camera N; -1 = a camera framing the scene
-	bool quiet = false;           ///< `--quiet`: no progress on stderr
-	std::string origin;           ///< `--origin X,Y,Z`: the scene (and its camera) moved by this offset in metres
+	std::string path = "classic";      ///< classic | heap
+	std::string draw = "auto";         ///< heap draw strategy: auto | indirect | megacall
+	uint64_t max_chunk_bytes = 0;      ///< heap arena chunk cap; 0 = the device's default
+	std::string view;                  ///< `--view AZ,EL`: the camera's direction in degrees (empty: 34°, 35°)
+	bool ortho = false;                ///< `--ortho`: orthographic projection
+	int camera = -1;                   ///< `--camera N`: the glTF file's camera N; -1 = a camera framing the scene
+	bool quiet = false;                ///< `--quiet`: no progress on stderr
+	bool background_pipelines = false; ///< `--background-pipelines`: frames do not wait for pipeline creation
+	std::string origin;                ///< `--origin X,Y,Z`: the scene (and its camera) moved by this offset in metres
 
 	/// What is rendered, for reports and the default output name: the scene, or the glTF file's name without folder
 	/// and extension.

@@ -74,6 +74,9 @@ int main(int argc, char** argv)
 	render_cmd->add_option("--camera", render.camera, "use the glTF file's camera N (0 = the first)")
 	    ->check(CLI::Range(0, 1 << 20));
 	render_cmd->add_flag("--quiet", render.quiet, "no progress on stderr");
+	render_cmd->add_flag("--background-pipelines", render.background_pipelines,
+	                     "create pipelines on worker threads: frames do not wait for them (draws wait instead); the "
+	                     "written frame waits for all");
 
 	BenchOptions bench;
 	CLI::App* bench_cmd = app.add_subcommand("bench", "run a benchmark and print medians and same-run ratios");

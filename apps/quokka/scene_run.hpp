@@ -20,6 +20,7 @@ struct FrameRecord
 {
 	double update_ms, encode_ms, gpu_ms, frame_ms;
 	uint32_t draws, pipeline_binds, prepared, uniform_uploads;
+	uint32_t pipelines_pending = 0, waiting_draws = 0; ///< after the frame (background pipelines)
 };
 
 struct SceneRun
@@ -31,6 +32,10 @@ struct SceneRun
 	std::vector<double> gpu_ms;
 	runtime::TaskStats last;
 	uint32_t prepared_first = 0;
+	/// Background pipelines: wall time from the first frame's start until no pipeline was pending (the last frame
+	/// waits for them; measured there at the latest).
+	double pipelines_ready_ms = 0.0;
+	uint32_t completion_frames = 0; ///< frames rendered after the last one because it left draws out
 };
 
 /// Where the camera looks from (render's --view, --ortho, --camera). The framed camera orbits the bounds' centre over
@@ -81,11 +86,13 @@ Result<void> checkSceneFits(const RenderOptions& o);
 /// The built-in scene or glTF file `o` names.
 Result<GeneratedScene> loadScene(const RenderOptions& o, const SceneGlobals& g);
 /// Renders `frames` frames of `scene` (the camera orbiting unless `orbit` is false) into `fb` with `options`, seen as
-/// `view` says; the task stays in SceneRun::task for diagnostics. Errors: InvalidArgument for a camera index the scene
-/// does not have; as the renderer.
+/// `view` says; the task stays in SceneRun::task for diagnostics. With `background`, pipelines are created on worker
+/// threads (frames do not wait; draws do) and, when the last frame left draws out, it is rendered again after
+/// waiting for them (SceneRun::completion_frames), so the image written is complete. Errors: InvalidArgument for a
+/// camera index the scene does not have; as the renderer.
 Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::Framebuffer& fb,
                            const GeneratedScene& scene, SceneGlobals& g, uint32_t frames, bool orbit,
-                           const runtime::RenderOptions& options, const ViewSpec& view = {});
+                           const runtime::RenderOptions& options, const ViewSpec& view = {}, bool background = false);
 /// A single-colour-attachment sRGB signature with `samples`.
 scene::FramebufferSignature signatureFor(uint32_t samples);
 /// What a GPU benchmark draws with (`bench draw`, `bench update`): a runtime over `device` and a single-sample

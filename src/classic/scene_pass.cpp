@@ -43,6 +43,10 @@ struct ScenePass::Impl
 
 	std::unique_ptr<struct Walker> root;
 	std::vector<Ref<PreparedObject>> dirty_objects;
+	/// Objects waiting for their effect (compiled in the background), and the context's compilesDone() when they were
+	/// last looked at: once it changed, update() prepares them again.
+	std::vector<Ref<PreparedObject>> waiting;
+	uint64_t waiting_since = 0;
 	std::vector<Ref<WalkerNode>> dirty_walkers;
 	std::vector<PreparedObject*> emitted;
 	bool order_dirty = true;
@@ -98,6 +102,17 @@ public:
 	bool queued = false;
 	bool dead = false;
 	bool prepared = false;
+	bool waiting = false; ///< its effect compiles in the background (Impl::waiting): not drawn yet
+
+	/// Queues a refresh (a waiting object's effect may be ready).
+	void requeue()
+	{
+		if (!queued && !dead)
+		{
+			queued = true;
+			pass_->dirty_objects.emplace_back(this);
+		}
+	}
 
 	void inputChanged(AdaptiveObject* input) override
 	{
@@ -255,7 +270,16 @@ Result<void> PreparedObject::prepare()
 {
 	const scene::RenderObject& o = *object_;
 	QUOKKA_TRY_ASSIGN(source, pass_->context->objectEffect(o));
-	QUOKKA_TRY_ASSIGN(effect, pass_->context->effects().compile(*source, pass_->outputs));
+	QUOKKA_TRY_ASSIGN(effect, pass_->context->compiledEffect(*source, pass_->outputs));
+	waiting = !effect;
+	if (waiting)
+	{
+		// Compiling in the background: not drawn (nor read) until it is ready.
+		prepared = false;
+		pipeline = nullptr;
+		pass_->waiting.emplace_back(this);
+		return {};
+	}
 	effect_ = std::move(effect);
 	const fx::EffectInterface& iface = effect_->iface;
 	// A retry after a failed preparation starts over.
@@ -703,6 +727,18 @@ Result<void> ScenePass::update()
 			QUOKKA_TRY(n->owner->update());
 	}
 	p.dirty_walkers.clear();
+	if (!p.waiting.empty())
+	{
+		std::erase_if(p.waiting, [](const Ref<PreparedObject>& o) { return o->dead; });
+		const uint64_t done = p.context->compilesDone();
+		if (done != std::exchange(p.waiting_since, done))
+		{
+			std::vector<Ref<PreparedObject>> retry;
+			retry.swap(p.waiting);
+			for (const Ref<PreparedObject>& o : retry)
+				o->requeue();
+		}
+	}
 	for (size_t i = 0; i < p.dirty_objects.size(); ++i)
 	{
 		Ref<PreparedObject> o = p.dirty_objects[i];
@@ -748,6 +784,11 @@ void ScenePass::encode(gpu::CommandList& list)
 	for (PreparedObject* o : impl_->emitted)
 	{
 		const scene::DrawCall& d = o->draw;
+		if (o->waiting)
+		{
+			++stats_.waiting; // (its effect compiles in the background)
+			continue;
+		}
 		if (!o->active || d.count == 0 || d.instance_count == 0 || !o->pipeline)
 		{
 			++stats_.skipped;

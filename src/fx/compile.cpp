@@ -627,6 +627,13 @@ uint64_t EffectCompiler::compiles() const
 	return compiles_;
 }
 
+CompiledEffectPtr EffectCompiler::cached(const Hash128& key) const
+{
+	std::lock_guard lock(mutex_);
+	auto it = cache_.find(key);
+	return it == cache_.end() ? nullptr : it->second;
+}
+
 Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const FragmentOutputs& outputs,
                                                   PathVariant path)
 {

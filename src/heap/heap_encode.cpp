@@ -28,6 +28,13 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 	if (p.gpu_derive)
 		QUOKKA_TRY(p.gpu_derive->dispatch(list, stats_));
 	std::vector<ScanJob> jobs;
+	std::vector<Slot*> later; // (their megacall effect compiles in the background: looked at again next frame)
+	auto requeue = absl::MakeCleanup(
+	    [&]
+	    {
+		    for (Slot* s : later)
+			    p.markSlot(s);
+	    });
 	for (Slot* s : p.dirty_slots)
 	{
 		s->queued = false;
@@ -38,7 +45,12 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 			if (!s->bucket->megacall_effect)
 			{
 				QUOKKA_TRY_ASSIGN(
-				    effect, p.context->effects().compile(s->bucket->effect, p.outputs, fx::PathVariant::HeapMegacall));
+				    effect, p.context->compiledEffect(s->bucket->effect, p.outputs, fx::PathVariant::HeapMegacall));
+				if (!effect)
+				{
+					later.push_back(s);
+					continue;
+				}
 				s->bucket->megacall_effect = effect;
 			}
 			inputs::PipelineRequest req = s->request;
@@ -126,6 +138,11 @@ private:
 			return;
 		const bool mega = s.strategy == DrawStrategy::Megacall;
 		const inputs::PipelineEntry* entry = mega ? s.megacall_pipeline : s.indirect_pipeline;
+		if (mega && !entry)
+		{
+			++stats_.waiting_draws; // (its megacall effect compiles in the background)
+			return;
+		}
 		if (!entry || (mega && (!s.args || !s.tiles || !s.mrecords.buffer)) || (!mega && !s.commands.buffer))
 			return;
 		if (!entry->ready())

@@ -245,7 +245,10 @@ struct detail::HeapCore : Arena
 		fx::CompiledEffectPtr compiled;
 		inputs::UniformPlan uniforms;
 	};
+	/// The HeapEffect of `effect`, or null while it compiles in the background (inputs::Context::compiledEffect).
 	Result<const HeapEffect*> heapEffect(const fx::Effect& effect);
+	/// Effects seen compiling in the background, with the context's compilesDone() then.
+	std::map<fx::Hash128, uint64_t> pending_effects;
 	std::map<fx::Hash128, HeapEffect> heap_effects;
 	/// Buckets whose draw headers changed this frame: upload() stages only theirs, so a frame's fixed cost does not
 	/// visit every bucket's header array.
@@ -267,6 +270,11 @@ struct detail::HeapCore : Arena
 	/// Drops empty slots and buckets (after the update, so nothing refers to them).
 	void sweep();
 	bool sweep_pending = false; ///< a slot or bucket became empty since the last sweep
+	/// Objects waiting for their effect (Plan::waiting), and the context's compilesDone() when they were last looked
+	/// at: once it changed, update() queues them for placement again.
+	std::vector<Ref<HeapObject>> waiting;
+	uint64_t waiting_since = 0;
+	void wait(const Ref<HeapObject>& h);
 	/// The slots (their number or strategies) changed since the shape figures were summed (the arena's blocks say so
 	/// in blocks_changed): update() re-sums them only then, so a frame's fixed cost does not walk every chunk and slot.
 	bool shape_changed = true;
@@ -314,6 +322,9 @@ public:
 		const detail::HeapCore::HeapEffect* planned = nullptr;
 		absl::InlinedVector<aval<UniformValue>, 8> uniforms;
 		absl::InlinedVector<inputs::DerivedRecipe, 8> recipes;
+		/// The effect is being compiled in the background (inputs::Context::compiledEffect): nothing was read, the
+		/// object waits (detail::HeapCore::waiting) and is placed once the compile finished.
+		bool waiting = false;
 	};
 	/// Phase 1: compiles the effect and reads the inputs (subscribing to the changeable ones).
 	Result<void> read(Plan& plan);

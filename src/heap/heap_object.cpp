@@ -166,6 +166,11 @@ Result<void> HeapObject::place()
 {
 	Plan plan;
 	Result<void> r = read(plan);
+	if (r.ok() && plan.waiting)
+	{
+		scene_->wait(Ref<HeapObject>(this));
+		return {};
+	}
 	if (r.ok())
 		r = acquire(plan);
 	if (r.ok())
@@ -183,6 +188,11 @@ Result<void> HeapObject::read(Plan& plan)
 		            "on the classic path (runtime::ObjectRouter routes by heapEligible())");
 	QUOKKA_TRY_ASSIGN(source, scene_->context->objectEffect(o));
 	QUOKKA_TRY_ASSIGN(planned, scene_->heapEffect(*source));
+	if (!planned)
+	{
+		plan.waiting = true; // (its effect compiles in the background: placed once it is ready)
+		return {};
+	}
 	plan.source = source;
 	plan.planned = planned;
 	const fx::EffectInterface& iface = planned->compiled->iface;

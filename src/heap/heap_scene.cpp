@@ -76,12 +76,27 @@ Result<const detail::HeapCore::HeapEffect*> detail::HeapCore::heapEffect(const f
 {
 	if (auto it = heap_effects.find(effect.id()); it != heap_effects.end())
 		return &it->second;
-	QUOKKA_TRY_ASSIGN(compiled, context->effects().compile(effect, outputs, fx::PathVariant::HeapIndirect));
+	// Compiling in the background: known pending until a compile finished (no request hashed per waiting object).
+	const uint64_t done = context->compilesDone();
+	if (auto it = pending_effects.find(effect.id()); it != pending_effects.end() && it->second == done)
+		return nullptr;
+	QUOKKA_TRY_ASSIGN(compiled, context->compiledEffect(effect, outputs, fx::PathVariant::HeapIndirect));
+	if (!compiled)
+	{
+		pending_effects[effect.id()] = done;
+		return nullptr;
+	}
+	pending_effects.erase(effect.id());
 	std::vector<std::string> names;
 	for (const fx::UniformMember& m : compiled->iface.uniforms)
 		names.push_back(m.name);
 	inputs::UniformPlan plan(names);
 	return &heap_effects.emplace(effect.id(), HeapEffect{std::move(compiled), std::move(plan)}).first->second;
+}
+
+void detail::HeapCore::wait(const Ref<HeapObject>& h)
+{
+	waiting.push_back(h);
 }
 
 void detail::HeapCore::compact()

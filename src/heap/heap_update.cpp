@@ -56,6 +56,7 @@ public:
 		p_.objects.flush();
 		p_.pool.flush();
 		repackChangedValues();
+		retryWaiting();
 		if (p_.gpu_derive)
 			if (Result<void> r = p_.gpu_derive->refresh(); !r.ok() && result_.ok())
 				result_ = r;
@@ -239,10 +240,18 @@ private:
 			}
 			const RenderObjectPtr& object = *added_[i].second;
 			if (pushed_adds_ && p_.objects.holds(object.get()))
-				continue; // (added again without a removal: it is placed already)
+			{
+				batch_.emplace_back(); // (added again without a removal: it is placed already)
+				continue;
+			}
 			Ref<HeapObject> h = adaptive::makeRef<HeapObject>(p_, object);
 			p_.objects.insert(object.get(), h);
 			settle(h, h->read(plans_[i - first]));
+			if (h && plans_[i - first].waiting)
+			{
+				p_.wait(h);
+				h = Ref<HeapObject>();
+			}
 			batch_.push_back(std::move(h));
 		}
 	}
@@ -348,6 +357,23 @@ private:
 		}
 	}
 
+	/// Objects waiting for their effect (compiled in the background): queued for placement again once a background
+	/// compile finished since they were last looked at; removed ones are dropped.
+	void retryWaiting()
+	{
+		if (p_.waiting.empty())
+			return;
+		std::erase_if(p_.waiting, [](const Ref<HeapObject>& h) { return h->dead; });
+		const uint64_t done = p_.context->compilesDone();
+		if (done != std::exchange(p_.waiting_since, done))
+		{
+			std::vector<Ref<HeapObject>> retry;
+			retry.swap(p_.waiting);
+			for (const Ref<HeapObject>& h : retry)
+				h->requestReplace();
+		}
+	}
+
 	/// The statistics of the scene's shape (re-summed only after a block or slot changed).
 	void publishShape()
 	{
@@ -358,6 +384,7 @@ private:
 		stats_.chain_links = p_.gpu_derive ? uint32_t(p_.gpu_derive->links()) : 0;
 		stats_.chain_levels = p_.gpu_derive ? uint32_t(p_.gpu_derive->levels()) : 0;
 		stats_.buckets = uint32_t(p_.bucket_order.size());
+		stats_.waiting_objects = uint32_t(p_.waiting.size());
 		const bool slots_changed = std::exchange(p_.shape_changed, false);
 		if (std::exchange(p_.blocks_changed, false) || slots_changed)
 			p_.shape = p_.sumShape();

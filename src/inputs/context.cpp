@@ -292,6 +292,7 @@ Result<const PipelineEntry*> Context::pipeline(const PipelineRequest& r)
 				    e->state.store(PipelineEntry::kFailed, std::memory_order_release);
 				    failed_.store(true, std::memory_order_release);
 			    }
+			    done_.fetch_add(1, std::memory_order_acq_rel);
 			    pending_.fetch_sub(1, std::memory_order_acq_rel);
 		    });
 	}
@@ -313,10 +314,60 @@ void Context::setBackgroundPipelines(bool on)
 	}
 }
 
+Result<fx::CompiledEffectPtr> Context::compiledEffect(const fx::Effect& effect, const fx::FragmentOutputs& outputs,
+                                                      fx::PathVariant path)
+{
+	if (!workers_)
+		return effects_.compile(effect, outputs, path);
+	const fx::Hash128 key = fx::EffectCompiler::cacheKey(effect, outputs, path);
+	if (auto it = effect_jobs_.find(key); it != effect_jobs_.end())
+	{
+		const EffectJob& job = *it->second;
+		switch (job.state.load(std::memory_order_acquire))
+		{
+		case PipelineEntry::kReady:
+			return job.compiled;
+		case PipelineEntry::kFailed:
+			return job.error;
+		default:
+			return fx::CompiledEffectPtr();
+		}
+	}
+	if (fx::CompiledEffectPtr cached = effects_.cached(key))
+		return cached;
+	// The job compiles a copy of the effect (effects are immutable values sharing their stages) and writes only its
+	// own record, which outlives it (the queue goes first).
+	auto job = std::make_unique<EffectJob>();
+	pending_.fetch_add(1, std::memory_order_acq_rel);
+	workers_->submit(
+	    [this, j = job.get(), effect, outputs, path]
+	    {
+		    Result<fx::CompiledEffectPtr> made = effects_.compile(effect, outputs, path);
+		    if (made.ok())
+		    {
+			    j->compiled = std::move(made.value());
+			    j->state.store(PipelineEntry::kReady, std::memory_order_release);
+		    }
+		    else
+		    {
+			    j->error = made.error();
+			    j->state.store(PipelineEntry::kFailed, std::memory_order_release);
+			    failed_.store(true, std::memory_order_release);
+		    }
+		    done_.fetch_add(1, std::memory_order_acq_rel);
+		    pending_.fetch_sub(1, std::memory_order_acq_rel);
+	    });
+	effect_jobs_.emplace(key, std::move(job));
+	return fx::CompiledEffectPtr();
+}
+
 Result<void> Context::pipelineErrors() const
 {
 	if (!failed_.load(std::memory_order_acquire))
 		return {};
+	for (const auto& [key, job] : effect_jobs_)
+		if (job->state.load(std::memory_order_acquire) == PipelineEntry::kFailed)
+			return job->error;
 	for (const auto& [key, entry] : pipelines_)
 		if (entry->state.load(std::memory_order_acquire) == PipelineEntry::kFailed)
 			return entry->error;

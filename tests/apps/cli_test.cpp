@@ -104,6 +104,38 @@ TEST(CliRender, TheCityIsTheSameImageOnTheHeapAndTheClassicPath)
 	}
 }
 
+TEST(CliRender, BackgroundPipelinesWriteTheCompleteImage)
+{
+	// A cold start (no caches) with background compiles: the first frames leave objects out, the image written is
+	// complete — the same pixels as a foreground render — on both paths.
+	for (const char* path : {"classic", "heap"})
+	{
+		std::array<quokka::gpu::Rgba8Image, 2> images;
+		for (int b = 0; b < 2; ++b)
+		{
+			const std::string png = tempPath(std::string("bg-") + path + std::to_string(b) + ".png");
+			const CliRun run =
+			    runCli(std::string("render --scene city --objects 300 --frames 2 --width 160 --height 120 --path ") +
+			           path + " --no-cache --json --out " + png + (b ? " --background-pipelines" : ""));
+			ASSERT_EQ(run.exit_code, 0) << run.err;
+			const auto j = nlohmann::json::parse(run.out);
+			if (b)
+			{
+				EXPECT_TRUE(j["background_pipelines"].get<bool>());
+				EXPECT_GT(j["per_frame"][0]["waiting_draws"].get<uint32_t>(), 0u) << "a cold first frame waits";
+				EXPECT_EQ(j["per_frame"].back()["waiting_draws"].get<uint32_t>(), 0u);
+				EXPECT_EQ(j["per_frame"].size(), 2u + j["completion_frames"].get<size_t>());
+				EXPECT_GT(j["pipelines_ready_ms"].get<double>(), 0.0);
+			}
+			auto image = quokka::gpu::readPng(png);
+			ASSERT_TRUE(image.ok()) << image.error().message;
+			images[size_t(b)] = std::move(image).value();
+			std::filesystem::remove(png);
+		}
+		EXPECT_EQ(images[0].pixels, images[1].pixels) << path;
+	}
+}
+
 TEST(CliErrors, UnknownSceneIsOneLineAndNonZero)
 {
 	expectOneLineError(runCli("render --scene nope --out /dev/null"), "unknown scene 'nope'");

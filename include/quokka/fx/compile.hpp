@@ -112,6 +112,8 @@ public:
 
 	/// Cache key of a compile request.
 	static Hash128 cacheKey(const Effect& effect, const FragmentOutputs& outputs, PathVariant path);
+	/// The compiled effect of `key` (cacheKey) when it is in the cache, else null; counts no hit.
+	CompiledEffectPtr cached(const Hash128& key) const;
 
 	uint64_t cacheHits() const;
 	uint64_t compiles() const;

@@ -97,6 +97,8 @@ struct HeapStats
 	/// Slots not drawn because their pipeline is still being created in the background (encode)
 	uint32_t waiting_draws = 0;
 	uint32_t compactions = 0; ///< (update)
+	/// Objects not placed yet because their effect is still being compiled in the background (update)
+	uint32_t waiting_objects = 0;
 	/// Placement attempts skipped because the chunk certainly had no room for an object's unshared buffers (update)
 	uint32_t chunks_skipped = 0;
 	/// Arena writes of the frame that overlapped an earlier one — a block written, freed and handed out again within
@@ -145,6 +147,7 @@ struct HeapStats
 		draw_calls += o.draw_calls;
 		pipeline_binds += o.pipeline_binds;
 		waiting_draws += o.waiting_draws;
+		waiting_objects += o.waiting_objects;
 		compactions += o.compactions;
 		chunks_skipped += o.chunks_skipped;
 		overlapping_writes += o.overlapping_writes;

@@ -162,18 +162,30 @@ public:
 	/// background: reported by pipelineErrors() and waitPipelines()).
 	Result<const PipelineEntry*> pipeline(const PipelineRequest& request);
 
-	/// Background pipelines: pipeline() creates new pipelines on worker threads (through the device's VkPipelineCache)
-	/// instead of inside the frame, so a frame never blocks on a compile; a draw whose pipeline is not ready is drawn
-	/// from the first frame after it is. Off by default (every frame complete, as offline renders and tests expect).
+	/// `effect` compiled for `outputs` as `path` (through effects(), cached) — at once, or with background pipelines
+	/// on a worker thread: null until ready (the renderer leaves the object out and looks again once compilesDone()
+	/// changed). Errors: as EffectCompiler::compile (in the background: once the compile failed, and from
+	/// pipelineErrors()).
+	Result<fx::CompiledEffectPtr> compiledEffect(const fx::Effect& effect, const fx::FragmentOutputs& outputs,
+	                                             fx::PathVariant path = fx::PathVariant::Classic);
+
+	/// Background pipelines: effects are compiled (compiledEffect) and pipelines created (pipeline) on worker threads,
+	/// the pipelines through the device's VkPipelineCache, instead of inside the frame — so a frame never blocks on a
+	/// compile. An object whose effect or pipeline is not ready is left out of the frame (counted) and drawn from the
+	/// first frame after it is. Off by default (every frame complete, as offline renders and tests expect); turning it
+	/// off waits for the outstanding work.
 	void setBackgroundPipelines(bool on);
 	bool backgroundPipelines() const { return workers_ != nullptr; }
-	/// Pipelines requested and not ready yet.
+	/// Effect compiles and pipeline creations requested in the background and not finished yet.
 	uint32_t pendingPipelines() const { return pending_.load(std::memory_order_acquire); }
-	/// The first background creation that failed, as an error (a frame reports it and fails); ok when none did.
+	/// Background compiles finished so far (a renderer with objects waiting for an effect looks again when it grew).
+	uint64_t compilesDone() const { return done_.load(std::memory_order_acquire); }
+	/// The first background compile or creation that failed, as an error (a frame reports it and fails); ok when none
+	/// did.
 	Result<void> pipelineErrors() const;
-	/// Blocks until no pipeline is pending, then as pipelineErrors(): for screenshots, tests and benchmarks.
+	/// Blocks until nothing is pending, then as pipelineErrors(): for screenshots, tests and benchmarks.
 	Result<void> waitPipelines();
-	/// Tests: while held, background creations do not start (frames see their pipelines pending).
+	/// Tests: while held, background work does not start (frames see their effects and pipelines pending).
 	void holdPipelines(bool held);
 	/// The sampler for `state`, created on first use.
 	Result<gpu::SamplerHandle> sampler(const scene::SamplerState& state);
@@ -224,7 +236,16 @@ private:
 	BufferArena data_arena_;
 	BufferArena uniform_arena_;
 	std::unordered_map<std::string, std::unique_ptr<PipelineEntry>> pipelines_;
+	/// A background effect compile: its result, published by `state` (PipelineEntry's states).
+	struct EffectJob
+	{
+		std::atomic<uint8_t> state{PipelineEntry::kPending};
+		fx::CompiledEffectPtr compiled;
+		Error error;
+	};
+	std::map<fx::Hash128, std::unique_ptr<EffectJob>> effect_jobs_;
 	std::atomic<uint32_t> pending_{0};
+	std::atomic<uint64_t> done_{0};
 	std::atomic<bool> failed_{false};
 	std::unique_ptr<base::WorkQueue> workers_; ///< background pipelines; destroyed first (before the entries)
 	std::unordered_map<std::string, fx::Effect> instanced_effects_;

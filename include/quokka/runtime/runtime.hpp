@@ -84,8 +84,9 @@ struct TaskStats
 	double encode_ms = 0.0;      ///< CPU: recording
 	/// Pipelines still being created in the background after the frame (inputs::Context::setBackgroundPipelines)
 	uint32_t pipelines_pending = 0;
-	/// Draws the frame left out because their pipeline was not ready: classic objects plus heap slots.
-	uint32_t waitingDraws() const { return passes.waiting + heap.waiting_draws; }
+	/// Draws the frame left out because their effect or pipeline was not ready: classic objects, heap slots and heap
+	/// objects waiting for their effect.
+	uint32_t waitingDraws() const { return passes.waiting + heap.waiting_draws + heap.waiting_objects; }
 };
 
 class Runtime;
