@@ -8,6 +8,7 @@
 #include <absl/container/inlined_vector.h>
 
 #include <quokka/inputs/object_inputs.hpp>
+#include <quokka/modes/route_spec.hpp>
 
 namespace quokka::modes
 {
@@ -165,10 +166,7 @@ Result<void> ModeInputs::apply(const scene::RenderObject& o, adaptive::Token tok
 		const double r = rules::evaluate(m.rule, values).c[0];
 		if (isBoolAxis(m.axis))
 		{
-			const bool b = r != 0.0;
-			(m.axis == ModeAxis::DepthTest    ? state.depth_test
-			 : m.axis == ModeAxis::DepthWrite ? state.depth_write
-			                                  : state.alpha_to_coverage) = b;
+			setAxis(state, m.axis, r != 0.0 ? 1u : 0u, m.blends);
 			continue;
 		}
 		const uint32_t limit = m.axis == ModeAxis::Blend ? uint32_t(m.blends.size()) - 1 : axisMax(m.axis);
@@ -178,28 +176,7 @@ Result<void> ModeInputs::apply(const scene::RenderObject& o, adaptive::Token tok
 			std::snprintf(text, sizeof text, "%g", r);
 			return ruleError(o, m.axis, std::string("gives ") + text + " (not a value of the axis)");
 		}
-		const uint32_t v = uint32_t(r);
-		switch (m.axis)
-		{
-		case ModeAxis::CullMode:
-			state.cull_mode = VkCullModeFlags(v);
-			break;
-		case ModeAxis::FrontFace:
-			state.front_face = VkFrontFace(v);
-			break;
-		case ModeAxis::Topology:
-			state.topology = VkPrimitiveTopology(v);
-			break;
-		case ModeAxis::DepthCompare:
-			state.depth_compare = VkCompareOp(v);
-			break;
-		case ModeAxis::Blend:
-			state.default_blend = m.blends[v];
-			state.blend.clear();
-			break;
-		default:
-			break;
-		}
+		setAxis(state, m.axis, uint32_t(r), m.blends);
 	}
 	return {};
 }
