@@ -44,7 +44,7 @@ Result<Slot*> SlotRouting::route(Bucket& b, const scene::PipelineStateValues& st
 	return *slot;
 }
 
-Result<Slot*> SlotRouting::slotOf(Bucket& b, const scene::PipelineStateValues& state, bool indexed, bool& created)
+Result<SlotRouting::Pipeline> SlotRouting::pipelineOf(const Bucket& b, const scene::PipelineStateValues& state)
 {
 	inputs::PipelineRequest req;
 	req.effect = b.indirect_effect;
@@ -59,14 +59,21 @@ Result<Slot*> SlotRouting::slotOf(Bucket& b, const scene::PipelineStateValues& s
 	req.alpha_to_coverage = state.alpha_to_coverage;
 	req.depth_clamp = state.depth_clamp;
 	QUOKKA_TRY_ASSIGN(entry, context_->pipeline(req));
-	const gpu::DynamicState dyn = inputs::dynamicState(state, signature_->hasDepth());
+	return Pipeline{entry, inputs::dynamicState(state, signature_->hasDepth()), std::move(req)};
+}
+
+Result<Slot*> SlotRouting::slotOf(Bucket& b, const scene::PipelineStateValues& state, bool indexed, bool& created)
+{
+	QUOKKA_TRY_ASSIGN(made, pipelineOf(b, state));
+	const inputs::PipelineEntry* entry = made.entry;
+	const gpu::DynamicState dyn = made.dyn;
 	for (const auto& s : b.slots)
-		if (s->indirect_pipeline == entry && s->dyn == dyn && s->indexed == indexed)
+		if (!s->route && s->indirect_pipeline == entry && s->dyn == dyn && s->indexed == indexed)
 			return s.get();
 	auto s = std::make_unique<Slot>();
 	s->bucket = &b;
 	s->indirect_pipeline = entry;
-	s->request = std::move(req);
+	s->request = std::move(made.request);
 	s->dyn = dyn;
 	s->indexed = indexed;
 	s->prim = primitiveVertices(state.topology);
@@ -75,6 +82,61 @@ Result<Slot*> SlotRouting::slotOf(Bucket& b, const scene::PipelineStateValues& s
 	b.slots.push_back(std::move(s));
 	created = true;
 	return b.slots.back().get();
+}
+
+std::string SlotRouting::rulesKey(std::span<const scene::ModeRule> rules)
+{
+	std::string key;
+	for (const scene::ModeRule& m : rules)
+	{
+		key.push_back(char(m.axis));
+		key.append(reinterpret_cast<const char*>(&m.rule.id()), sizeof(fx::Hash128));
+		key.push_back(char(m.blends.size()));
+		for (const scene::BlendState& b : m.blends)
+			key.append(reinterpret_cast<const char*>(&b), sizeof b);
+	}
+	return key;
+}
+
+Result<Slot*> SlotRouting::routeGroup(Bucket& b, const scene::PipelineStateValues& declared, bool indexed,
+                                      std::span<const scene::ModeRule> rules, const std::string& rules_key,
+                                      bool& created)
+{
+	QUOKKA_TRY_ASSIGN(key, modes::ModeKey::encode(declared, attachments_));
+	auto [it, fresh] = b.routed.try_emplace({std::move(key), indexed, rules_key}, nullptr);
+	if (!fresh)
+		return it->second;
+	auto group = std::make_unique<RouteGroup>();
+	Result<void> made = [&]() -> Result<void>
+	{
+		QUOKKA_TRY_ASSIGN(spec, modes::RouteSpec::make(rules, declared));
+		group->spec = std::move(spec);
+		group->declared = declared;
+		for (uint32_t k = 0; k < group->spec.slots(); ++k)
+		{
+			QUOKKA_TRY_ASSIGN(p, pipelineOf(b, group->spec.state(k, declared)));
+			group->draws.push_back({p.entry, p.dyn});
+		}
+		return {};
+	}();
+	if (!made.ok())
+	{
+		b.routed.erase(it);
+		return made.error();
+	}
+	auto s = std::make_unique<Slot>();
+	s->bucket = &b;
+	s->indirect_pipeline = group->draws.front().pipeline; // (the carrier draws through the group's draws)
+	s->dyn = group->draws.front().dyn;
+	s->indexed = indexed;
+	s->prim = primitiveVertices(declared.topology);
+	s->draw_count.words = {0};
+	s->strategy = DrawStrategy::Indirect;
+	s->route = std::move(group);
+	b.slots.push_back(std::move(s));
+	created = true;
+	it->second = b.slots.back().get();
+	return it->second;
 }
 
 Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const fx::Effect& source,
@@ -114,9 +176,38 @@ Result<Slot*> detail::HeapCore::slotFor(Bucket& b, const scene::PipelineStateVal
 	return slot;
 }
 
+Result<Slot*> detail::HeapCore::routedSlotFor(Bucket& b, const scene::PipelineStateValues& declared, bool indexed,
+                                              const scene::RenderObject& o)
+{
+	bool created = false;
+	const std::string key = SlotRouting::rulesKey(o.mode_rules);
+	Result<Slot*> slot = routing->routeGroup(b, declared, indexed, o.mode_rules, key, created);
+	if (!slot)
+		return makeError(slot.error().code, inputs::objectName(o) + ": " + slot.error().message);
+	if (created)
+	{
+		sweep_pending = true; // dropped again if placement fails before it is used
+		shape_changed = true;
+		RouteGroup& g = *(*slot)->route;
+		auto [it, fresh] = route_kernels.try_emplace(g.spec.kernelSource());
+		if (fresh)
+		{
+			Result<modes::RouteKernel> k = modes::RouteKernel::create(context->device(), g.spec);
+			if (!k)
+			{
+				route_kernels.erase(it);
+				return k.error();
+			}
+			it->second = std::make_unique<modes::RouteKernel>(std::move(*k));
+		}
+		g.kernel = it->second.get();
+	}
+	return slot;
+}
+
 void detail::HeapCore::chooseStrategy(Slot& s)
 {
-	if (options.draw != DrawStrategy::Auto || s.records.empty())
+	if (options.draw != DrawStrategy::Auto || s.records.empty() || s.route)
 		return;
 	// Mean vertices emitted per record, with a ±25 % band so a slot hovering at the crossover does not flip every
 	// frame (a flip re-uploads the slot's whole array).
@@ -143,9 +234,11 @@ void detail::HeapCore::sweep()
 		return;
 	shape_changed = true;
 	std::erase_if(dirty_slots, [](const Slot* s) { return s->records.empty(); });
+	std::erase_if(route_checks, [](const Slot* s) { return s->records.empty(); });
 	for (Bucket* b : bucket_order)
 	{
 		absl::erase_if(b->known, [](const auto& k) { return k.second->records.empty(); });
+		absl::erase_if(b->routed, [](const auto& k) { return k.second->records.empty(); });
 		if (b->last.slot && b->last.slot->records.empty())
 			b->last.slot = nullptr;
 		std::erase_if(b->slots, [](const std::unique_ptr<Slot>& s) { return s->records.empty(); });

@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -19,6 +21,7 @@
 #include <quokka/inputs/context.hpp>
 #include <quokka/inputs/object_inputs.hpp>
 #include <quokka/modes/mode_key.hpp>
+#include <quokka/modes/route_spec.hpp>
 
 #include "gpu_array.hpp"
 
@@ -29,6 +32,31 @@ using adaptive::Ref;
 using detail::GpuArray;
 class HeapObject;
 struct Bucket;
+
+/// GPU routing of one group of objects (mode_routing.cpp): objects of one bucket and index kind with the same mode
+/// rules and the same declared state. Their records live in one carrier Slot (indirect commands, as any slot's) with
+/// their rules' inputs packed beside them; each frame that changed them, the route kernel writes every record's slot
+/// and the partition appends its command into that slot's region of `out` (regions of `capacity` records each), and
+/// each of the spec's slots is one indirect-count draw of its region with its own pipeline and dynamic state.
+struct RouteGroup
+{
+	modes::RouteSpec spec;
+	scene::PipelineStateValues declared; ///< the state the group's objects declare (the rules' `declared`)
+	const modes::RouteKernel* kernel = nullptr;
+	struct Draw
+	{
+		const inputs::PipelineEntry* pipeline = nullptr;
+		gpu::DynamicState dyn;
+	};
+	std::vector<Draw> draws; ///< one per spec slot
+	GpuArray inputs{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap route inputs"};
+	uint32_t capacity = 0; ///< records each region (and slot_of) holds; 0 = no buffers yet
+	gpu::BufferHandle slot_of, regions, counts, cursors, out;
+	/// One host-readable word the route kernel lowers to the first record it could not route (kNoSlot: none); read
+	/// by the update after the routing's submission `bad_after` completed (detail::checkRouting).
+	gpu::BufferHandle bad;
+	uint64_t bad_after = 0;
+};
 
 /// One pipeline state inside a bucket: its records and, per strategy, its GPU arrays.
 struct Slot
@@ -55,6 +83,8 @@ struct Slot
 	gpu::BufferHandle tiles;
 	bool scan_dirty = true;
 	bool queued = false;
+	/// GPU routing: this slot carries a route group's records (drawn through the group's draws, never itself).
+	std::unique_ptr<RouteGroup> route;
 
 	uint32_t commandWords() const { return indexed ? 5u : 4u; }
 };
@@ -116,6 +146,8 @@ struct Bucket
 	/// Mode keys (and index kinds) already resolved to a slot: one hash lookup per object, however many states the
 	/// bucket holds, and no PipelineRequest built for a state seen before.
 	absl::flat_hash_map<std::pair<modes::ModeKey, bool>, Slot*> known;
+	/// GPU routing: the carrier slot of each route group, by (declared state, index kind, the rules' key).
+	absl::flat_hash_map<std::tuple<modes::ModeKey, bool, std::string>, Slot*> routed;
 	/// The last state routed (most buckets see one state): compared by value before a key is encoded.
 	struct LastRoute
 	{
@@ -144,8 +176,23 @@ public:
 	/// The slot for `state` and the index kind in `bucket`; `created` tells whether a new slot was made (the caller's
 	/// shape changed). Errors: as Context::pipeline().
 	Result<Slot*> route(Bucket& bucket, const scene::PipelineStateValues& state, bool indexed, bool& created);
+	/// GPU routing: the carrier slot of the route group of objects declaring `declared` with `rules` (their key:
+	/// rulesKey()) in `bucket`, made with its draws (a pipeline per spec slot) when new. Errors: as RouteSpec::make
+	/// and Context::pipeline().
+	Result<Slot*> routeGroup(Bucket& bucket, const scene::PipelineStateValues& declared, bool indexed,
+	                         std::span<const scene::ModeRule> rules, const std::string& rules_key, bool& created);
+	/// The identity of a set of mode rules: axes, rule ids and blend states.
+	static std::string rulesKey(std::span<const scene::ModeRule> rules);
 
 private:
+	/// The pipeline and dynamic state of `state` for `bucket`'s effect (and the request that made it).
+	struct Pipeline
+	{
+		const inputs::PipelineEntry* entry;
+		gpu::DynamicState dyn;
+		inputs::PipelineRequest request;
+	};
+	Result<Pipeline> pipelineOf(const Bucket& bucket, const scene::PipelineStateValues& state);
 	Result<Slot*> slotOf(Bucket& bucket, const scene::PipelineStateValues& state, bool indexed, bool& created);
 	inputs::Context* context_;
 	const scene::FramebufferSignature* signature_;

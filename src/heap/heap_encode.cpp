@@ -28,6 +28,7 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 	if (p.gpu_derive)
 		QUOKKA_TRY(p.gpu_derive->dispatch(list, stats_));
 	std::vector<ScanJob> jobs;
+	std::vector<Slot*> routed;
 	std::vector<Slot*> later; // (their megacall effect compiles in the background: looked at again next frame)
 	auto requeue = absl::MakeCleanup(
 	    [&]
@@ -38,6 +39,8 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 	for (Slot* s : p.dirty_slots)
 	{
 		s->queued = false;
+		if (s->route && !s->records.empty())
+			routed.push_back(s);
 		if (s->strategy != DrawStrategy::Megacall)
 			continue;
 		if (!s->megacall_pipeline)
@@ -103,6 +106,8 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 		QUOKKA_TRY(p.scanner->record(list, jobs));
 		stats_.scans = uint32_t(jobs.size());
 	}
+	if (!routed.empty())
+		QUOKKA_TRY(detail::recordRouting(p, list, routed, stats_));
 	return {};
 }
 
@@ -136,6 +141,11 @@ private:
 	{
 		if (s.records.empty() || s.emit_sum == 0)
 			return;
+		if (s.route)
+		{
+			encodeRouted(chunk, b, s);
+			return;
+		}
 		const bool mega = s.strategy == DrawStrategy::Megacall;
 		const inputs::PipelineEntry* entry = mega ? s.megacall_pipeline : s.indirect_pipeline;
 		if (mega && !entry)
@@ -165,6 +175,54 @@ private:
 		}
 		draw(chunk, s, mega);
 		++stats_.draw_calls;
+	}
+
+	/// A route group: one indirect-count draw per spec slot over its region of the partition's output.
+	void encodeRouted(const Chunk& chunk, const Bucket& b, const Slot& s)
+	{
+		const RouteGroup& g = *s.route;
+		if (!g.out || g.capacity == 0)
+			return;
+		list_.keepAlive(g.out);
+		list_.keepAlive(g.counts);
+		const uint32_t cw = s.commandWords();
+		for (uint32_t k = 0; k < g.draws.size(); ++k)
+		{
+			const RouteGroup::Draw& d = g.draws[k];
+			if (!d.pipeline->ready())
+			{
+				++stats_.waiting_draws;
+				continue;
+			}
+			const gpu::Pipeline& pipeline = *d.pipeline->pipeline;
+			if (&pipeline != bound_)
+			{
+				pipeline.bind(list_);
+				bound_ = &pipeline;
+				++stats_.pipeline_binds;
+			}
+			pushDescriptors(pipeline, chunk, b, s, false);
+			if (!dyn_ || !(*dyn_ == d.dyn))
+			{
+				d.dyn.apply(list_.vk());
+				dyn_ = &d.dyn;
+			}
+			const VkDeviceSize at = VkDeviceSize(k) * g.capacity * cw * 4;
+			if (s.indexed)
+			{
+				if (index_buffer_ != chunk.buffer()->vk())
+				{
+					vkCmdBindIndexBuffer(list_.vk(), chunk.buffer()->vk(), 0, VK_INDEX_TYPE_UINT32);
+					index_buffer_ = chunk.buffer()->vk();
+				}
+				vkCmdDrawIndexedIndirectCount(list_.vk(), g.out->vk(), at, g.counts->vk(), VkDeviceSize(k) * 4,
+				                              g.capacity, 20);
+			}
+			else
+				vkCmdDrawIndirectCount(list_.vk(), g.out->vk(), at, g.counts->vk(), VkDeviceSize(k) * 4, g.capacity,
+				                       16);
+			++stats_.draw_calls;
+		}
 	}
 
 	void pushDescriptors(const gpu::Pipeline& pipeline, const Chunk& chunk, const Bucket& b, const Slot& s, bool mega)

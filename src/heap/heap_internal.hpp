@@ -28,6 +28,7 @@
 #include <quokka/inputs/derived_uniforms.hpp>
 #include <quokka/inputs/object_inputs.hpp>
 #include <quokka/modes/mode_rules.hpp>
+#include <quokka/modes/partition.hpp>
 
 #include "arena.hpp"
 #include "arena_staging.hpp"
@@ -83,6 +84,18 @@ public:
 private:
 	detail::PointerTable<HeapObject> table_;
 };
+
+namespace detail
+{
+struct HeapCore;
+/// GPU routing (mode_routing.cpp): records, for each route group carried by `carriers` (non-empty), the route kernel
+/// over its records and the partition of their commands into its draws' regions, between the barriers they need;
+/// (re)sizes the groups' buffers first. Errors: OutOfMemory, as kernel creation.
+Result<void> recordRouting(HeapCore& p, gpu::CommandList& list, std::span<Slot* const> carriers, HeapStats& stats);
+/// The error of a record the route kernel could not route (a rule gave no value of its axis) in the groups routed
+/// by frames that completed since: the object's rules applied on the CPU name it and the value. Ok when none.
+Result<void> checkRouting(HeapCore& p);
+} // namespace detail
 
 struct detail::HeapCore : Arena
 {
@@ -238,6 +251,14 @@ struct detail::HeapCore : Arena
 	/// The slot of `state` in `b`, through the routing seam (SlotRouting); a new slot changes the shape.
 	Result<Slot*> slotFor(Bucket& b, const scene::PipelineStateValues& state, bool indexed);
 	std::optional<SlotRouting> routing; ///< (made with the scene: it needs the context and the signature)
+	/// GPU routing (HeapOptions::gpu_routing): the carrier slot of `o`'s route group in `b` for its declared state.
+	Result<Slot*> routedSlotFor(Bucket& b, const scene::PipelineStateValues& declared, bool indexed,
+	                            const scene::RenderObject& o);
+	/// Route kernels by source (groups with equal specs share one), and the partition kernels (made on first use).
+	std::map<std::string, std::unique_ptr<modes::RouteKernel>> route_kernels;
+	std::optional<modes::PartitionKernel> partition;
+	/// Carriers routed by frames whose report (RouteGroup::bad) was not read yet.
+	std::vector<Slot*> route_checks;
 	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
 	/// An effect compiled for the heap, with its uniforms planned (DerivedUniforms resolves objects against the plan).
 	struct HeapEffect
@@ -334,6 +355,12 @@ public:
 	Result<void> attach();
 	/// Applies the changed inputs.
 	Result<void> refresh();
+	/// The slot of the object's state: by value, or with GPU routing and mode rules its route group's carrier.
+	Result<Slot*> routeState();
+	/// GPU routing: packs its rules' inputs beside its record in the route group.
+	void writeRouteInputs();
+	/// GPU routing: its rules applied on the CPU to its declared state (the error the device could only flag).
+	Result<void> applyRulesOnCpu();
 	/// Leaves the heap (entries released, header freed, record removed).
 	void unplace();
 	void detach()

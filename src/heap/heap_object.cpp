@@ -77,8 +77,28 @@ Result<void> HeapObject::readState()
 {
 	state_ = object_->state.snapshot(Token{this});
 	if (modes_)
-		QUOKKA_TRY(modes_->apply(*object_, Token{this}, state_));
+	{
+		if (scene_->options.gpu_routing)
+			QUOKKA_TRY(modes_->check(*object_, Token{this})); // (the device evaluates them: the declared state stays)
+		else
+			QUOKKA_TRY(modes_->apply(*object_, Token{this}, state_));
+	}
 	return {};
+}
+
+Result<void> HeapObject::applyRulesOnCpu()
+{
+	if (!modes_)
+		return {};
+	scene::PipelineStateValues state = state_;
+	return modes_->apply(*object_, Token{}, state);
+}
+
+Result<Slot*> HeapObject::routeState()
+{
+	if (modes_ && scene_->options.gpu_routing)
+		return scene_->routedSlotFor(*bucket, state_, draw.indexed, *object_);
+	return scene_->slotFor(*bucket, state_, draw.indexed);
 }
 
 void HeapObject::writeHeader()
@@ -123,6 +143,19 @@ void HeapObject::writeRecord()
 		const uint32_t mrecord[4] = {header, fx::kNonIndexed, n, inst};
 		s.mrecords.set(m + 1, mrecord, 4);
 	}
+	if (s.route)
+		writeRouteInputs();
+}
+
+void HeapObject::writeRouteInputs()
+{
+	RouteGroup& g = *slot->route;
+	const uint32_t w = g.spec.inputWords();
+	if (w == 0)
+		return;
+	absl::InlinedVector<uint32_t, 32> words(w);
+	modes_->pack(*object_, Token{this}, g.spec, words.data());
+	g.inputs.set(size_t(record) * w, words.data(), w);
 }
 
 void HeapObject::attachToSlot(Slot* s)
@@ -132,6 +165,8 @@ void HeapObject::attachToSlot(Slot* s)
 	s->records.push_back(this);
 	s->commands.resize(s->records.size() * s->commandWords());
 	s->mrecords.resize(s->records.size() * fx::kRecordWords);
+	if (s->route)
+		s->route->inputs.resize(s->records.size() * s->route->spec.inputWords());
 	s->draw_count.set(0, uint32_t(s->records.size()));
 	s->emit_sum += emits();
 	writeRecord();
@@ -155,6 +190,8 @@ void HeapObject::detachFromSlot()
 	}
 	s->commands.resize(s->records.size() * s->commandWords());
 	s->mrecords.resize(s->records.size() * fx::kRecordWords);
+	if (s->route)
+		s->route->inputs.resize(s->records.size() * s->route->spec.inputWords());
 	s->draw_count.set(0, uint32_t(s->records.size()));
 	slot = nullptr;
 	scene_->markSlot(s);
@@ -253,7 +290,7 @@ Result<void> HeapObject::attach()
 		    }
 		    placed = true;
 		    writeHeader();
-		    QUOKKA_TRY_ASSIGN(s, scene_->slotFor(*bucket, state_, draw.indexed));
+		    QUOKKA_TRY_ASSIGN(s, routeState());
 		    attachToSlot(s);
 		    dirty_inputs_.clear();
 		    ++scene_->stats->added;
@@ -448,11 +485,16 @@ Result<void> HeapObject::refresh()
 		                {
 			                QUOKKA_TRY(readState());
 			                writeHeader();
-			                QUOKKA_TRY_ASSIGN(s, scene_->slotFor(*bucket, state_, draw.indexed));
+			                QUOKKA_TRY_ASSIGN(s, routeState());
 			                if (s != slot)
 			                {
 				                detachFromSlot();
 				                attachToSlot(s);
+			                }
+			                else if (slot->route)
+			                {
+				                writeRouteInputs(); // (a rule's input changed: the device routes it again)
+				                scene_->markSlot(slot);
 			                }
 		                }
 		                return {};

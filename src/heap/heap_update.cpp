@@ -46,6 +46,7 @@ public:
 
 	Result<void> run()
 	{
+		result_ = detail::checkRouting(p_);
 		p_.compact();
 		pullChanges();
 		removeObjects();

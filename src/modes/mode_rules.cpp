@@ -181,4 +181,48 @@ Result<void> ModeInputs::apply(const scene::RenderObject& o, adaptive::Token tok
 	return {};
 }
 
+Result<void> ModeInputs::check(const scene::RenderObject& o, adaptive::Token token) const
+{
+	size_t next = 0;
+	for (const scene::ModeRule& m : o.mode_rules)
+		for (const rules::Input& in : m.rule.inputs())
+			if (in.name != kDeclared)
+			{
+				QUOKKA_ASSERT(next < nodes_.size(), "ModeInputs::check before resolve");
+				if (!inputs::ruleInput(nodes_[next++].getValue(token), in))
+					return ruleError(o, m.axis,
+					                 "reads '" + in.name + "' as " + fx::typeName(in.type) + " but its value is not");
+			}
+	return {};
+}
+
+void ModeInputs::pack(const scene::RenderObject& o, adaptive::Token token, const RouteSpec& spec, uint32_t* out) const
+{
+	size_t first = 0; // the node of the current rule's first input (nodes_ skips `declared`)
+	const std::span<const RouteAxis> axes = spec.axes();
+	QUOKKA_ASSERT(axes.size() == o.mode_rules.size(), "ModeInputs::pack with another object's spec");
+	for (size_t r = 0; r < axes.size(); ++r)
+	{
+		const std::span<const rules::Input> declared_inputs = o.mode_rules[r].rule.inputs();
+		uint32_t at = axes[r].offset;
+		for (size_t k = 0; k < axes[r].sources.size(); ++k)
+		{
+			const uint32_t source = axes[r].sources[k];
+			size_t node = first;
+			for (uint32_t j = 0; j < source; ++j)
+				node += declared_inputs[j].name != kDeclared;
+			const rules::Input& in = axes[r].rule.inputs()[k];
+			const std::optional<rules::Value> v = inputs::ruleInput(nodes_[node].getValue(token), in);
+			const uint32_t words = uint32_t(in.type.rows) * in.type.cols;
+			if (v)
+				RouteSpec::pack(*v, out + at);
+			else
+				std::fill(out + at, out + at + words, 0u);
+			at += words;
+		}
+		for (const rules::Input& in : declared_inputs)
+			first += in.name != kDeclared;
+	}
+}
+
 } // namespace quokka::modes

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include <quokka/base/assert.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
 #include <quokka/gpu/shader.hpp>
@@ -138,15 +139,17 @@ std::string load(fx::Type t, const std::string& at)
 
 std::string generate(std::span<const RouteAxis> axes, uint32_t words)
 {
-	// (Rules of constants only read no inputs: binding 0 is not declared then, and RouteKernel pushes binding 1 only.)
 	std::string s = "#version 460\nlayout(local_size_x = " + std::to_string(kGroup) + ") in;\n";
-	if (words > 0)
-		s += "layout(set = 0, binding = 0, std430) readonly buffer Inputs { uint w[]; };\n";
-	s += "layout(set = 0, binding = 1, std430) writeonly buffer Slots { uint slot_of[]; };\n"
+	s += "layout(set = 0, binding = 0, std430) readonly buffer Inputs { uint w[]; };\n"
+	     "layout(set = 0, binding = 1, std430) writeonly buffer Slots { uint slot_of[]; };\n"
+	     "layout(set = 0, binding = 2, std430) buffer Bad { uint first_bad; };\n"
 	     "layout(push_constant) uniform Push { uint count; } pc;\n";
 	for (size_t a = 0; a < axes.size(); ++a)
 		s += rules::glslFunction(axes[a].rule, "rule" + std::to_string(a), rules::Precision::F32) + "\n";
-	s += "void main()\n{\n\tconst uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
+	// (The first statement keeps every binding in the SPIR-V — rules of constants read no input and never fail — so
+	// every kernel has one layout: never true, RouteKernel::dispatch takes fewer records.)
+	s += "void main()\n{\n\tif (pc.count == 0xffffffffu)\n\t\tatomicMin(first_bad, w[0]);\n"
+	     "\tconst uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;\n"
 	     "\tfor (uint i = gl_GlobalInvocationID.x; i < pc.count; i += step)\n\t{\n\t\tconst uint b = i * " +
 	     std::to_string(words) + "u;\n\t\tuint slot = 0u;\n\t\tbool ok = true;\n";
 	for (size_t a = 0; a < axes.size(); ++a)
@@ -171,7 +174,7 @@ std::string generate(std::span<const RouteAxis> axes, uint32_t words)
 			s += "\t\t\tif (x == " + std::to_string(ax.values[k]) + "u) d = " + std::to_string(k) + "u;\n";
 		s += "\t\t\tok = ok && d != 0xffffffffu;\n\t\t\tslot += d * " + std::to_string(ax.radix) + "u;\n\t\t}\n";
 	}
-	s += "\t\tslot_of[i] = ok ? slot : 0xffffffffu;\n\t}\n}\n";
+	s += "\t\tslot_of[i] = ok ? slot : 0xffffffffu;\n\t\tif (!ok)\n\t\t\tatomicMin(first_bad, i);\n\t}\n}\n";
 	return s;
 }
 
@@ -321,21 +324,18 @@ Result<RouteKernel> RouteKernel::create(gpu::Device& device, const RouteSpec& sp
 	QUOKKA_TRY_ASSIGN(pipeline, device.createComputePipeline({.spirv = *spirv, .name = "modes.route"}));
 	RouteKernel k;
 	k.pipeline_ = std::move(pipeline);
-	k.reads_inputs_ = spec.inputWords() > 0;
 	return k;
 }
 
 void RouteKernel::dispatch(gpu::CommandList& list, const gpu::Buffer& inputs, const gpu::Buffer& slot_of,
-                           uint32_t count) const
+                           const gpu::Buffer& bad, uint32_t count) const
 {
 	if (count == 0)
 		return;
 	list.keepAlive(pipeline_);
 	pipeline_->bind(list);
-	if (reads_inputs_)
-		gpu::pushStorageBuffers(list, *pipeline_, {{&inputs}, {&slot_of}});
-	else
-		gpu::pushStorageBuffers(list, *pipeline_, 1, {{&slot_of}});
+	QUOKKA_ASSERT(count < 0xffffffffu, "RouteKernel: at most 2^32 - 2 records");
+	gpu::pushStorageBuffers(list, *pipeline_, {{&inputs}, {&slot_of}, {&bad}});
 	pipeline_->pushConstants(list, &count, sizeof(count));
 	gpu::dispatch1d(list, *pipeline_, count, 4096);
 }

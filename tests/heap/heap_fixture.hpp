@@ -223,6 +223,22 @@ inline std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 	        {"heap-auto", heap(DrawStrategy::Auto, by_count)}};
 }
 
+/// modes() and, for mode rules, heap-indirect and heap-megacall with the rules evaluated on the CPU (objects moved
+/// between slots by value) next to the default GPU routing.
+inline std::vector<Mode> routingModes()
+{
+	std::vector<Mode> all = modes();
+	Mode cpu = all[1];
+	cpu.name = "heap-indirect-cpu-routing";
+	cpu.options.heap.gpu_routing = false;
+	Mode cpu_mega = all[2];
+	cpu_mega.name = "heap-megacall-cpu-routing";
+	cpu_mega.options.heap.gpu_routing = false;
+	all.push_back(cpu);
+	all.push_back(cpu_mega);
+	return all;
+}
+
 /// derivedModes()' paged mode's chunk size.
 inline constexpr uint64_t kPagedChunkBytes = 4096;
 

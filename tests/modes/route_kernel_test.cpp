@@ -29,9 +29,9 @@ Rule make(const Expr& e)
 	return r.ok() ? *r : Rule{};
 }
 
-/// Runs `spec`'s kernel over `words` (count records) and returns the slots.
+/// Runs `spec`'s kernel over `words` (count records) and returns the slots; `first_bad` gets the kernel's report.
 std::vector<uint32_t> run(gpu::Device& device, const RouteSpec& spec, const std::vector<uint32_t>& words,
-                          uint32_t count)
+                          uint32_t count, uint32_t* first_bad = nullptr)
 {
 	auto kernel = RouteKernel::create(device, spec);
 	EXPECT_TRUE(kernel.ok()) << kernel.error().message << "\n" << spec.kernelSource();
@@ -40,13 +40,21 @@ std::vector<uint32_t> run(gpu::Device& device, const RouteSpec& spec, const std:
 	    device.createBuffer({std::max<size_t>(16, words.size() * 4), usage, gpu::MemoryDomain::DeviceLocal, "in"});
 	auto out =
 	    device.createBuffer({std::max<size_t>(16, size_t(count) * 4), usage, gpu::MemoryDomain::DeviceLocal, "slots"});
+	auto bad = device.createBuffer({16, usage, gpu::MemoryDomain::DeviceLocal, "bad"});
 	if (!words.empty())
 	{
 		EXPECT_TRUE(device.uploadBuffer(**in, 0, words.data(), words.size() * 4).ok());
 	}
+	const uint32_t none[4] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
+	EXPECT_TRUE(device.uploadBuffer(**bad, 0, none, 16).ok());
 	auto list = device.beginCommands().value();
-	kernel->dispatch(list, **in, **out, count);
+	kernel->dispatch(list, **in, **out, **bad, count);
 	EXPECT_TRUE(device.submitAndWait(std::move(list)).ok());
+	if (first_bad)
+	{
+		auto b = device.readBuffer(**bad, 0, 4).value();
+		std::memcpy(first_bad, b.data(), 4);
+	}
 	if (count == 0)
 		return {};
 	auto bytes = device.readBuffer(**out, 0, size_t(count) * 4).value();
@@ -87,21 +95,23 @@ TEST_F(RouteKernelTest, SlotsEqualTheOracleForRandomRecords)
 		w[19] = rng() % 2;
 		w[20] = uint32_t(f);
 	}
-	const std::vector<uint32_t> gpu_slots = run(device(), spec, words, count);
-	uint32_t dropped = 0, mismatches = 0;
+	uint32_t first_bad = 0;
+	const std::vector<uint32_t> gpu_slots = run(device(), spec, words, count, &first_bad);
+	uint32_t dropped = 0, mismatches = 0, first_dropped = kNoSlot;
 	std::vector<uint32_t> seen(spec.slots(), 0);
 	for (uint32_t i = 0; i < count; ++i)
 	{
 		const uint32_t cpu = spec.slotOf(std::span(words).subspan(size_t(i) * spec.inputWords(), spec.inputWords()));
 		if (gpu_slots[i] != cpu && mismatches++ < 5)
 			ADD_FAILURE() << "record " << i << ": GPU " << gpu_slots[i] << ", CPU " << cpu;
-		if (cpu == kNoSlot)
-			++dropped;
-		else
+		if (cpu != kNoSlot)
 			++seen[cpu];
+		else if (dropped++ == 0)
+			first_dropped = i;
 	}
 	EXPECT_EQ(mismatches, 0u);
 	EXPECT_GT(dropped, 0u) << "cull mode 7, negative opacity and blend ≥ 3 drop records";
+	EXPECT_EQ(first_bad, first_dropped) << "the kernel reports the first record it dropped";
 	EXPECT_GT(std::count_if(seen.begin(), seen.end(), [](uint32_t c) { return c > 0; }), 20)
 	    << "many combinations reached";
 	EXPECT_TRUE(run(device(), spec, {}, 0).empty());
@@ -113,8 +123,10 @@ TEST_F(RouteKernelTest, ARuleOfConstantsOnlyNeedsNoInputs)
 	const RouteSpec spec = RouteSpec::make(rules, {}).value();
 	EXPECT_EQ(spec.inputWords(), 0u);
 	EXPECT_EQ(spec.slots(), 1u);
-	const std::vector<uint32_t> slots = run(device(), spec, {}, 100);
+	uint32_t first_bad = 0;
+	const std::vector<uint32_t> slots = run(device(), spec, {}, 100, &first_bad);
 	EXPECT_EQ(slots, std::vector<uint32_t>(100, 0u));
+	EXPECT_EQ(first_bad, kNoSlot);
 	EXPECT_EQ(spec.state(0, {}).front_face, VK_FRONT_FACE_CLOCKWISE) << "declared counter-clockwise, flipped";
 }
 

@@ -79,6 +79,12 @@ struct HeapOptions
 	bool gpu_derived = true;
 	/// Force df32 constituents on a device with shaderFloat64 (tests compare both).
 	bool force_df32 = false;
+	/// Objects with mode rules (RenderObject::mode_rules) are routed on the device: objects sharing their rules and
+	/// declared state form a group whose records a generated kernel assigns to the rules' combinations of state and a
+	/// partition kernel sorts into one draw per combination, so the CPU neither evaluates rules nor moves records when
+	/// the rules' inputs change (it re-packs the changed inputs). Routed groups draw with the indirect strategy.
+	/// false: the rules are evaluated on the CPU and each object moves between slots by value, as the classic path.
+	bool gpu_routing = true;
 	HeapTuning tuning; ///< EXPERIMENTAL
 };
 
@@ -111,6 +117,7 @@ struct HeapStats
 	uint32_t derive_dispatches = 0; ///< derive kernel dispatches (prepare): one per chunk holding records, when changed
 	uint32_t constituent_uploads = 0; ///< constituents re-packed: values GPU-derived uniforms read (update)
 	uint32_t chain_dispatches = 0;    ///< chain kernel dispatches (prepare): one per level of links, when changed
+	uint32_t routed_groups = 0;       ///< GPU-routed groups routed and partitioned again (prepare): those that changed
 	// Shape after the update.
 	uint32_t objects = 0;
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
@@ -148,6 +155,7 @@ struct HeapStats
 		pipeline_binds += o.pipeline_binds;
 		waiting_draws += o.waiting_draws;
 		waiting_objects += o.waiting_objects;
+		routed_groups += o.routed_groups;
 		compactions += o.compactions;
 		chunks_skipped += o.chunks_skipped;
 		overlapping_writes += o.overlapping_writes;

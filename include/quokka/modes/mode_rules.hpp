@@ -24,6 +24,8 @@
 namespace quokka::modes
 {
 
+class RouteSpec;
+
 /// The type a rule's result (and its `declared` input) has on `axis`: U32 for enum axes and Blend, Bool for bool axes.
 fx::Type axisType(scene::ModeAxis axis);
 
@@ -46,6 +48,12 @@ public:
 	/// axis (a cull mode of 7, a blend index past the rule's states).
 	Result<void> apply(const scene::RenderObject& object, adaptive::Token token,
 	                   scene::PipelineStateValues& state) const;
+	/// Checks that every node holds a value of the type its rule reads (apply()'s input errors), reading them with
+	/// `token`, without evaluating the rules (GPU routing evaluates them on the device).
+	Result<void> check(const scene::RenderObject& object, adaptive::Token token) const;
+	/// Packs the inputs `spec` (made from the object's rules) reads into `out` (spec.inputWords() words), reading the
+	/// nodes with `token`. A value check() would reject packs as zeros.
+	void pack(const scene::RenderObject& object, adaptive::Token token, const RouteSpec& spec, uint32_t* out) const;
 
 private:
 	std::vector<adaptive::aval<scene::UniformValue>> nodes_;

@@ -61,9 +61,9 @@ public:
 	/// The slot the packed `words` (inputWords()) choose, evaluated in double; kNoSlot when a rule gives a value
 	/// outside its axis's set.
 	uint32_t slotOf(std::span<const uint32_t> words) const;
-	/// The compute kernel: binding 0 the records' packed inputs (absent when inputWords() is 0), binding 1 one slot per
-	/// record; push constant: count.
-	/// Equal sources compute the same slots: a cache key for kernels.
+	/// The compute kernel: binding 0 the records' packed inputs (any buffer when inputWords() is 0), binding 1 one slot
+	/// per record, binding 2 one word lowered (atomicMin) to the index of a record whose rules gave no value of their
+	/// axis; push constant: count. Equal sources compute the same slots: a cache key for kernels.
 	const std::string& kernelSource() const { return source_; }
 
 	/// The words of `value` as a record packs it (value.components() words).
@@ -83,12 +83,14 @@ public:
 	/// Errors: ShaderCompile (a bug: the generated source is checked by the tests), as pipeline creation.
 	static Result<RouteKernel> create(gpu::Device& device, const RouteSpec& spec);
 	/// Records the kernel over `count` records: reads `inputs` (count × inputWords() words), writes `slot_of` (count
-	/// words). The caller orders the inputs' writes before and the slots' reads after (compute).
-	void dispatch(gpu::CommandList& list, const gpu::Buffer& inputs, const gpu::Buffer& slot_of, uint32_t count) const;
+	/// words) and lowers `bad`'s first word to the smallest index of a record it gave kNoSlot (the caller sets it to
+	/// kNoSlot and reads it once the work completed). The caller orders the inputs' writes before and the slots' reads
+	/// after (compute).
+	void dispatch(gpu::CommandList& list, const gpu::Buffer& inputs, const gpu::Buffer& slot_of, const gpu::Buffer& bad,
+	              uint32_t count) const;
 
 private:
 	gpu::PipelineHandle pipeline_;
-	bool reads_inputs_ = true;
 };
 
 /// Sets `axis` of `state` to `value` (a Blend value indexes `blends`: every attachment's blend).

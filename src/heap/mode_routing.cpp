@@ -1,0 +1,148 @@
+// mode_routing.cpp — GPU routing of pipeline state (buckets.hpp, RouteGroup): each changed group's route kernel and
+// partition, recorded in prepare() after the frame's uploads, before the draws that read their output.
+#include "heap_internal.hpp"
+
+#include <bit>
+#include <cstring>
+
+namespace quokka::heap::detail
+{
+
+namespace
+{
+
+/// The group's buffers for at least the carrier's records: regions of a power of two records (at least 64), one per
+/// spec slot; re-made (larger) when the records outgrow them.
+Result<void> ensureBuffers(gpu::Device& device, Slot& carrier)
+{
+	RouteGroup& g = *carrier.route;
+	const uint32_t n = uint32_t(carrier.records.size());
+	if (g.capacity >= n && g.out)
+		return {};
+	const uint32_t cap = std::max<uint32_t>(64, std::bit_ceil(n));
+	const uint64_t slots = g.spec.slots();
+	const auto storage = gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc;
+	const auto indirect = storage | gpu::BufferUsage::Indirect;
+	QUOKKA_TRY_ASSIGN(
+	    slot_of, device.createBuffer({uint64_t(cap) * 4, storage, gpu::MemoryDomain::DeviceLocal, "heap route slots"}));
+	QUOKKA_TRY_ASSIGN(counts, device.createBuffer({std::max<uint64_t>(16, slots * 4), indirect,
+	                                               gpu::MemoryDomain::DeviceLocal, "heap route counts"}));
+	QUOKKA_TRY_ASSIGN(cursors, device.createBuffer({std::max<uint64_t>(16, slots * 4), storage,
+	                                                gpu::MemoryDomain::DeviceLocal, "heap route cursors"}));
+	QUOKKA_TRY_ASSIGN(out, device.createBuffer({slots * cap * carrier.commandWords() * 4, indirect,
+	                                            gpu::MemoryDomain::DeviceLocal, "heap routed commands"}));
+	QUOKKA_TRY_ASSIGN(regions, device.createBuffer({std::max<uint64_t>(16, slots * 8), gpu::BufferUsage::Storage,
+	                                                gpu::MemoryDomain::Upload, "heap route regions"}));
+	std::vector<uint32_t> words(size_t(slots) * 2);
+	for (uint64_t k = 0; k < slots; ++k)
+	{
+		words[2 * k] = uint32_t(k * cap);
+		words[2 * k + 1] = cap;
+	}
+	std::memcpy(regions->mapped(), words.data(), words.size() * 4);
+	regions->flush();
+	g.slot_of = std::move(slot_of);
+	g.counts = std::move(counts);
+	g.cursors = std::move(cursors);
+	g.out = std::move(out);
+	g.regions = std::move(regions);
+	g.capacity = cap;
+	if (!g.bad)
+	{
+		QUOKKA_TRY_ASSIGN(bad, device.createBuffer(
+		                           {16, gpu::BufferUsage::Storage, gpu::MemoryDomain::Readback, "heap route report"}));
+		const uint32_t none[4] = {modes::kNoSlot, modes::kNoSlot, modes::kNoSlot, modes::kNoSlot};
+		std::memcpy(bad->mapped(), none, sizeof none);
+		bad->flush();
+		g.bad = std::move(bad);
+	}
+	return {};
+}
+
+} // namespace
+
+Result<void> recordRouting(HeapCore& p, gpu::CommandList& list, std::span<Slot* const> carriers, HeapStats& stats)
+{
+	gpu::Device& device = p.context->device();
+	if (!p.partition)
+	{
+		QUOKKA_TRY_ASSIGN(k, modes::PartitionKernel::create(device));
+		p.partition.emplace(std::move(k));
+	}
+	for (Slot* s : carriers)
+		QUOKKA_TRY(ensureBuffers(device, *s));
+	// The carriers' commands and packed inputs were staged by this frame's uploads (transfers), and earlier frames'
+	// draws may still read the outputs rewritten here (write-after-read: an execution dependency suffices).
+	list.memoryBarrier(VK_PIPELINE_STAGE_2_COPY_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT |
+	                       VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT,
+	                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+	                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+	for (Slot* s : carriers)
+	{
+		RouteGroup& g = *s->route;
+		const gpu::Buffer& inputs = g.inputs.buffer ? *g.inputs.buffer : *g.slot_of; // (none read: no inputs)
+		if (g.inputs.buffer)
+			list.keepAlive(g.inputs.buffer);
+		list.keepAlive(g.slot_of);
+		list.keepAlive(g.bad);
+		g.kernel->dispatch(list, inputs, *g.slot_of, *g.bad, uint32_t(s->records.size()));
+		// (The list is submitted next: its timeline value follows the last one submitted.)
+		g.bad_after = device.lastSubmittedValue() + 1;
+		if (std::find(p.route_checks.begin(), p.route_checks.end(), s) == p.route_checks.end())
+			p.route_checks.push_back(s);
+	}
+	list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+	                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT);
+	for (Slot* s : carriers)
+	{
+		RouteGroup& g = *s->route;
+		for (const gpu::BufferHandle* b : {&g.counts, &g.cursors, &g.out, &g.regions, &s->commands.buffer})
+			list.keepAlive(*b);
+		const modes::PartitionBuffers buffers{g.slot_of.get(), s->commands.buffer.get(), g.counts.get(),
+		                                      g.regions.get(), g.cursors.get(),          g.out.get()};
+		p.partition->regions(list, buffers, uint32_t(s->records.size()), s->commandWords(), g.spec.slots());
+		++stats.routed_groups;
+	}
+	list.memoryBarrier(
+	    VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+	    VK_PIPELINE_STAGE_2_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_HOST_BIT,
+	    VK_ACCESS_2_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_HOST_READ_BIT);
+	return {};
+}
+
+Result<void> checkRouting(HeapCore& p)
+{
+	if (p.route_checks.empty())
+		return {};
+	const uint64_t completed = p.context->device().completedValue();
+	Result<void> result;
+	std::erase_if(p.route_checks,
+	              [&](Slot* s)
+	              {
+		              RouteGroup& g = *s->route;
+		              if (completed < g.bad_after)
+			              return false; // (its frame is still running: read later)
+		              g.bad->invalidate();
+		              uint32_t first = 0;
+		              std::memcpy(&first, g.bad->mapped(), 4);
+		              if (first == modes::kNoSlot)
+			              return true;
+		              const uint32_t none = modes::kNoSlot;
+		              std::memcpy(g.bad->mapped(), &none, 4);
+		              g.bad->flush();
+		              if (!result.ok())
+			              return true;
+		              // The flagged record's object when it is still there, else whichever object of the group the
+		              // CPU finds wrong (records move); none when the value was changed since.
+		              if (first < s->records.size())
+			              result = s->records[first]->applyRulesOnCpu();
+		              for (size_t i = 0; result.ok() && i < s->records.size(); ++i)
+			              result = s->records[i]->applyRulesOnCpu();
+		              return true;
+	              });
+	return result;
+}
+
+} // namespace quokka::heap::detail
