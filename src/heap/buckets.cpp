@@ -84,52 +84,97 @@ Result<Slot*> SlotRouting::slotOf(Bucket& b, const scene::PipelineStateValues& s
 	return b.slots.back().get();
 }
 
-std::string SlotRouting::rulesKey(std::span<const scene::ModeRule> rules)
+void DeclaredReader::read(std::span<const scene::ModeRule> rules, scene::PipelineStateValues& values)
+{
+	queued = false;
+	beginEvaluation();
+	for (const scene::ModeRule& m : rules)
+		if (m.rule.input("declared") >= 0)
+		{
+			modes::readDeclared(leaves, m.axis, adaptive::Token{this}, values);
+			const adaptive::AdaptiveObject* leaf = modes::declaredLeaf(leaves, m.axis);
+			if (leaf && !leaf->isConstant() && std::find(tracked.begin(), tracked.end(), leaf) == tracked.end())
+				tracked.push_back(const_cast<adaptive::AdaptiveObject*>(leaf));
+		}
+	endEvaluation(true);
+}
+
+void DeclaredReader::detach()
+{
+	for (adaptive::AdaptiveObject* node : tracked)
+		removeInput(node);
+	tracked.clear();
+}
+
+std::string SlotRouting::groupKey(const scene::RenderObject& o)
 {
 	std::string key;
-	for (const scene::ModeRule& m : rules)
+	for (const scene::ModeRule& m : o.mode_rules)
 	{
 		key.push_back(char(m.axis));
 		key.append(reinterpret_cast<const char*>(&m.rule.id()), sizeof(fx::Hash128));
 		key.push_back(char(m.blends.size()));
 		for (const scene::BlendState& b : m.blends)
 			key.append(reinterpret_cast<const char*>(&b), sizeof b);
+		if (m.rule.input("declared") < 0)
+			continue;
+		const adaptive::AdaptiveObject* leaf = modes::declaredLeaf(o.state, m.axis);
+		if (leaf && !leaf->isConstant())
+		{
+			key.push_back('n');
+			key.append(reinterpret_cast<const char*>(&leaf), sizeof leaf);
+		}
+		else
+		{
+			scene::PipelineStateValues v;
+			modes::readDeclared(o.state, m.axis, adaptive::Token{}, v);
+			const uint32_t value = modes::axisValue(v, m.axis);
+			key.push_back('v');
+			key.append(reinterpret_cast<const char*>(&value), sizeof value);
+		}
 	}
 	return key;
 }
 
+Result<void> SlotRouting::specialise(const Bucket& b, RouteGroup& group, std::span<const scene::ModeRule> rules,
+                                     const scene::PipelineStateValues& declared)
+{
+	QUOKKA_TRY_ASSIGN(spec, modes::RouteSpec::make(rules, declared));
+	std::vector<RouteGroup::Draw> draws;
+	for (uint32_t k = 0; k < spec.slots(); ++k)
+	{
+		QUOKKA_TRY_ASSIGN(p, pipelineOf(b, spec.state(k, declared)));
+		draws.push_back({p.entry, p.dyn});
+	}
+	group.spec = std::move(spec);
+	group.draws = std::move(draws);
+	group.declared = declared;
+	return {};
+}
+
 Result<Slot*> SlotRouting::routeGroup(Bucket& b, const scene::PipelineStateValues& declared, bool indexed,
-                                      std::span<const scene::ModeRule> rules, const std::string& rules_key,
-                                      bool& created)
+                                      const scene::RenderObject& o, const std::string& group_key,
+                                      std::vector<Slot*>& queue, bool& created)
 {
 	QUOKKA_TRY_ASSIGN(key, modes::ModeKey::encode(declared, attachments_));
-	auto [it, fresh] = b.routed.try_emplace({std::move(key), indexed, rules_key}, nullptr);
+	auto [it, fresh] = b.routed.try_emplace({std::move(key), indexed, group_key}, nullptr);
 	if (!fresh)
 		return it->second;
+	auto s = std::make_unique<Slot>();
 	auto group = std::make_unique<RouteGroup>();
-	Result<void> made = [&]() -> Result<void>
-	{
-		QUOKKA_TRY_ASSIGN(spec, modes::RouteSpec::make(rules, declared));
-		group->spec = std::move(spec);
-		group->declared = declared;
-		for (uint32_t k = 0; k < group->spec.slots(); ++k)
-		{
-			QUOKKA_TRY_ASSIGN(p, pipelineOf(b, group->spec.state(k, declared)));
-			group->draws.push_back({p.entry, p.dyn});
-		}
-		return {};
-	}();
-	if (!made.ok())
+	group->reader = adaptive::makeRef<DeclaredReader>(s.get(), &queue, o.state);
+	scene::PipelineStateValues values = declared;
+	group->reader->read(o.mode_rules, values);
+	if (Result<void> made = specialise(b, *group, o.mode_rules, values); !made.ok())
 	{
 		b.routed.erase(it);
 		return made.error();
 	}
-	auto s = std::make_unique<Slot>();
 	s->bucket = &b;
 	s->indirect_pipeline = group->draws.front().pipeline; // (the carrier draws through the group's draws)
 	s->dyn = group->draws.front().dyn;
 	s->indexed = indexed;
-	s->prim = primitiveVertices(declared.topology);
+	s->prim = primitiveVertices(values.topology);
 	s->draw_count.words = {0};
 	s->strategy = DrawStrategy::Indirect;
 	s->route = std::move(group);
@@ -137,6 +182,33 @@ Result<Slot*> SlotRouting::routeGroup(Bucket& b, const scene::PipelineStateValue
 	created = true;
 	it->second = b.slots.back().get();
 	return it->second;
+}
+
+Result<bool> SlotRouting::respecialise(Slot& carrier)
+{
+	RouteGroup& g = *carrier.route;
+	const scene::RenderObject& first = carrier.records.front()->object();
+	scene::PipelineStateValues values = g.declared;
+	g.reader->read(first.mode_rules, values);
+	if (values == g.declared)
+		return false;
+	// The layout of a record's packed inputs: per axis, the inputs its folded rule kept.
+	auto layout = [](const modes::RouteSpec& spec)
+	{
+		std::vector<std::pair<uint32_t, std::string>> l;
+		for (const modes::RouteAxis& ax : spec.axes())
+			for (size_t k = 0; k < ax.sources.size(); ++k)
+				l.emplace_back(ax.sources[k], fx::typeName(ax.rule.inputs()[k].type));
+		return l;
+	};
+	const auto before = layout(g.spec);
+	const uint32_t slots = g.spec.slots();
+	QUOKKA_TRY(specialise(*carrier.bucket, g, first.mode_rules, values));
+	carrier.indirect_pipeline = g.draws.front().pipeline;
+	carrier.dyn = g.draws.front().dyn;
+	if (g.spec.slots() != slots)
+		g.capacity = 0; // (its regions are re-made for the new number of combinations)
+	return layout(g.spec) != before;
 }
 
 Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const fx::Effect& source,
@@ -176,12 +248,28 @@ Result<Slot*> detail::HeapCore::slotFor(Bucket& b, const scene::PipelineStateVal
 	return slot;
 }
 
+Result<const modes::RouteKernel*> detail::HeapCore::routeKernel(const modes::RouteSpec& spec)
+{
+	auto [it, fresh] = route_kernels.try_emplace(spec.kernelSource());
+	if (fresh)
+	{
+		Result<modes::RouteKernel> k = modes::RouteKernel::create(context->device(), spec);
+		if (!k)
+		{
+			route_kernels.erase(it);
+			return k.error();
+		}
+		it->second = std::make_unique<modes::RouteKernel>(std::move(*k));
+	}
+	return it->second.get();
+}
+
 Result<Slot*> detail::HeapCore::routedSlotFor(Bucket& b, const scene::PipelineStateValues& declared, bool indexed,
                                               const scene::RenderObject& o)
 {
 	bool created = false;
-	const std::string key = SlotRouting::rulesKey(o.mode_rules);
-	Result<Slot*> slot = routing->routeGroup(b, declared, indexed, o.mode_rules, key, created);
+	Result<Slot*> slot =
+	    routing->routeGroup(b, declared, indexed, o, SlotRouting::groupKey(o), respecialise_queue, created);
 	if (!slot)
 		return makeError(slot.error().code, inputs::objectName(o) + ": " + slot.error().message);
 	if (created)
@@ -189,20 +277,34 @@ Result<Slot*> detail::HeapCore::routedSlotFor(Bucket& b, const scene::PipelineSt
 		sweep_pending = true; // dropped again if placement fails before it is used
 		shape_changed = true;
 		RouteGroup& g = *(*slot)->route;
-		auto [it, fresh] = route_kernels.try_emplace(g.spec.kernelSource());
-		if (fresh)
-		{
-			Result<modes::RouteKernel> k = modes::RouteKernel::create(context->device(), g.spec);
-			if (!k)
-			{
-				route_kernels.erase(it);
-				return k.error();
-			}
-			it->second = std::make_unique<modes::RouteKernel>(std::move(*k));
-		}
-		g.kernel = it->second.get();
+		QUOKKA_TRY_ASSIGN(kernel, routeKernel(g.spec));
+		g.kernel = kernel;
 	}
 	return slot;
+}
+
+Result<void> detail::HeapCore::respecialiseGroups()
+{
+	std::vector<Slot*> queue;
+	queue.swap(respecialise_queue);
+	for (Slot* s : queue)
+	{
+		if (s->records.empty())
+			continue; // (swept with its group)
+		QUOKKA_TRY_ASSIGN(relayout, routing->respecialise(*s));
+		RouteGroup& g = *s->route;
+		QUOKKA_TRY_ASSIGN(kernel, routeKernel(g.spec));
+		g.kernel = kernel;
+		if (relayout)
+		{
+			g.inputs.resize(s->records.size() * g.spec.inputWords());
+			for (HeapObject* h : s->records)
+				h->writeRouteInputs();
+		}
+		markSlot(s);
+		++stats->respecialised;
+	}
+	return {};
 }
 
 void detail::HeapCore::chooseStrategy(Slot& s)
@@ -235,6 +337,7 @@ void detail::HeapCore::sweep()
 	shape_changed = true;
 	std::erase_if(dirty_slots, [](const Slot* s) { return s->records.empty(); });
 	std::erase_if(route_checks, [](const Slot* s) { return s->records.empty(); });
+	std::erase_if(respecialise_queue, [](const Slot* s) { return s->records.empty(); });
 	for (Bucket* b : bucket_order)
 	{
 		absl::erase_if(b->known, [](const auto& k) { return k.second->records.empty(); });

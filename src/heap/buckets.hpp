@@ -32,6 +32,31 @@ using adaptive::Ref;
 using detail::GpuArray;
 class HeapObject;
 struct Bucket;
+struct Slot;
+
+/// The leaves a route group's rules read as `declared` (scene::ModeRule), read by the group instead of its objects: a
+/// change queues the group for re-specialisation (SlotRouting::respecialise) — O(groups), no object touched.
+struct DeclaredReader final : adaptive::AdaptiveObject
+{
+	DeclaredReader(Slot* carrier_, std::vector<Slot*>* queue_, scene::PipelineState leaves_)
+	    : AdaptiveObject(kWantsInputChanged), carrier(carrier_), queue(queue_), leaves(std::move(leaves_))
+	{
+	}
+	Slot* carrier;
+	std::vector<Slot*>* queue;
+	scene::PipelineState leaves; ///< the first member's state: its non-constant declared leaves are every member's
+	std::vector<adaptive::AdaptiveObject*> tracked;
+	bool queued = false;
+	void inputChanged(adaptive::AdaptiveObject*) override
+	{
+		if (!std::exchange(queued, true))
+			queue->push_back(carrier);
+	}
+	/// Sets every axis of `rules` that reads `declared` in `values` from its leaf, depending on the non-constant ones.
+	void read(std::span<const scene::ModeRule> rules, scene::PipelineStateValues& values);
+	/// Drops its dependencies (the group goes).
+	void detach();
+};
 
 /// GPU routing of one group of objects (mode_routing.cpp): objects of one bucket and index kind with the same mode
 /// rules and the same declared state. Their records live in one carrier Slot (indirect commands, as any slot's) with
@@ -56,6 +81,12 @@ struct RouteGroup
 	/// by the update after the routing's submission `bad_after` completed (detail::checkRouting).
 	gpu::BufferHandle bad;
 	uint64_t bad_after = 0;
+	adaptive::Ref<DeclaredReader> reader;
+	~RouteGroup()
+	{
+		if (reader)
+			reader->detach();
+	}
 };
 
 /// One pipeline state inside a bucket: its records and, per strategy, its GPU arrays.
@@ -180,9 +211,17 @@ public:
 	/// rulesKey()) in `bucket`, made with its draws (a pipeline per spec slot) when new. Errors: as RouteSpec::make
 	/// and Context::pipeline().
 	Result<Slot*> routeGroup(Bucket& bucket, const scene::PipelineStateValues& declared, bool indexed,
-	                         std::span<const scene::ModeRule> rules, const std::string& rules_key, bool& created);
-	/// The identity of a set of mode rules: axes, rule ids and blend states.
-	static std::string rulesKey(std::span<const scene::ModeRule> rules);
+	                         const scene::RenderObject& object, const std::string& key, std::vector<Slot*>& queue,
+	                         bool& created);
+	/// The key of `object`'s route group besides its bucket, index kind and declared state: its rules (axes, rule
+	/// ids, blend states) and the declared leaves they read — by identity where a leaf may change (a shared toggle: one
+	/// group re-specialised when it flips), by value where it is a constant.
+	static std::string groupKey(const scene::RenderObject& object);
+	/// Re-reads the declared leaves of `carrier`'s group and, when their values changed, re-specialises it: a new spec
+	/// and draws (pipelines of the new combinations). Returns whether the records' packed inputs changed their layout
+	/// (the caller re-packs every record; folding with the new values kept or dropped other inputs). Errors: as
+	/// RouteSpec::make and Context::pipeline().
+	Result<bool> respecialise(Slot& carrier);
 
 private:
 	/// The pipeline and dynamic state of `state` for `bucket`'s effect (and the request that made it).
@@ -193,6 +232,9 @@ private:
 		inputs::PipelineRequest request;
 	};
 	Result<Pipeline> pipelineOf(const Bucket& bucket, const scene::PipelineStateValues& state);
+	/// The spec of `rules` for `declared` and its draws, into `group`.
+	Result<void> specialise(const Bucket& bucket, RouteGroup& group, std::span<const scene::ModeRule> rules,
+	                        const scene::PipelineStateValues& declared);
 	Result<Slot*> slotOf(Bucket& bucket, const scene::PipelineStateValues& state, bool indexed, bool& created);
 	inputs::Context* context_;
 	const scene::FramebufferSignature* signature_;

@@ -259,6 +259,11 @@ struct detail::HeapCore : Arena
 	std::optional<modes::PartitionKernel> partition;
 	/// Carriers routed by frames whose report (RouteGroup::bad) was not read yet.
 	std::vector<Slot*> route_checks;
+	/// Carriers whose declared leaves changed (DeclaredReader), re-specialised by update().
+	std::vector<Slot*> respecialise_queue;
+	Result<void> respecialiseGroups();
+	/// The route kernel of `spec` (cached by source).
+	Result<const modes::RouteKernel*> routeKernel(const modes::RouteSpec& spec);
 	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
 	/// An effect compiled for the heap, with its uniforms planned (DerivedUniforms resolves objects against the plan).
 	struct HeapEffect
@@ -509,7 +514,9 @@ private:
 	DirtyInputs dirty_inputs_;
 	scene::PipelineStateValues state_;
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
-	std::unique_ptr<modes::ModeInputs> modes_;               ///< the inputs of its mode rules (only with rules)
+	/// GPU routing: the axes its mode rules derive (their leaves are read by its route group, not by it).
+	uint32_t routed_axes_ = 0;
+	std::unique_ptr<modes::ModeInputs> modes_; ///< the inputs of its mode rules (only with rules)
 };
 
 // The arena's small steps, inline: placement calls them for every allocation.

@@ -75,7 +75,7 @@ Result<void> HeapObject::validateDraw()
 
 Result<void> HeapObject::readState()
 {
-	state_ = object_->state.snapshot(Token{this});
+	state_ = routed_axes_ ? object_->state.snapshot(Token{this}, routed_axes_) : object_->state.snapshot(Token{this});
 	if (modes_)
 	{
 		if (scene_->options.gpu_routing)
@@ -90,7 +90,7 @@ Result<void> HeapObject::applyRulesOnCpu()
 {
 	if (!modes_)
 		return {};
-	scene::PipelineStateValues state = state_;
+	scene::PipelineStateValues state = slot && slot->route ? slot->route->declared : state_;
 	return modes_->apply(*object_, Token{}, state);
 }
 
@@ -255,7 +255,16 @@ Result<void> HeapObject::read(Plan& plan)
 		                QUOKKA_TRY(inputs::checkIndexView(o));
 		                if (o.indices)
 			                track(o.indices->buffer.node().get(), kBuffer);
-		                inputs::forEachStateLeaf(o.state, [&](AdaptiveObject* leaf) { track(leaf, kState); });
+		                // GPU routing: the leaves of the axes its rules derive are its route group's to read (a flip of
+		                // a shared declared value then re-specialises the group, not every object).
+		                routed_axes_ = scene_->options.gpu_routing ? modes::ruledAxes(o.mode_rules) : 0;
+		                inputs::forEachStateLeaf(o.state,
+		                                         [&](AdaptiveObject* leaf)
+		                                         {
+			                                         if (!routed_axes_ ||
+			                                             !modes::isAxisLeaf(o.state, routed_axes_, leaf))
+				                                         track(leaf, kState);
+		                                         });
 		                if (!o.mode_rules.empty())
 		                {
 			                modes_ = std::make_unique<modes::ModeInputs>();

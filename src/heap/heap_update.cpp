@@ -62,6 +62,9 @@ public:
 			if (Result<void> r = p_.gpu_derive->refresh(); !r.ok() && result_.ok())
 				result_ = r;
 		refreshChangedObjects();
+		if (!p_.respecialise_queue.empty())
+			if (Result<void> r = p_.respecialiseGroups(); !r.ok() && result_.ok())
+				result_ = r;
 		p_.sweep();
 		for (Slot* s : p_.dirty_slots)
 			p_.chooseStrategy(*s);

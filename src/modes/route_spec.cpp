@@ -213,6 +213,91 @@ void setAxis(scene::PipelineStateValues& state, ModeAxis axis, uint32_t value,
 	}
 }
 
+uint32_t axisValue(const scene::PipelineStateValues& state, ModeAxis axis)
+{
+	return declaredOf(axis, state);
+}
+
+uint32_t ruledAxes(std::span<const scene::ModeRule> rules)
+{
+	uint32_t mask = 0;
+	for (const scene::ModeRule& m : rules)
+		mask |= 1u << uint32_t(m.axis);
+	return mask;
+}
+
+bool isAxisLeaf(const scene::PipelineState& state, uint32_t axes, const adaptive::AdaptiveObject* node)
+{
+	auto in = [&](ModeAxis a) { return (axes >> uint32_t(a) & 1u) != 0; };
+	for (ModeAxis a : {ModeAxis::CullMode, ModeAxis::FrontFace, ModeAxis::Topology, ModeAxis::DepthTest,
+	                   ModeAxis::DepthWrite, ModeAxis::DepthCompare, ModeAxis::AlphaToCoverage})
+		if (in(a) && declaredLeaf(state, a) == node)
+			return true;
+	if (in(ModeAxis::Blend))
+	{
+		if (state.default_blend.node().get() == node)
+			return true;
+		for (const auto& [name, b] : state.blend)
+			if (b.node().get() == node)
+				return true;
+	}
+	return false;
+}
+
+const adaptive::AdaptiveObject* declaredLeaf(const scene::PipelineState& s, ModeAxis axis)
+{
+	switch (axis)
+	{
+	case ModeAxis::CullMode:
+		return s.cull_mode.node().get();
+	case ModeAxis::FrontFace:
+		return s.front_face.node().get();
+	case ModeAxis::Topology:
+		return s.topology.node().get();
+	case ModeAxis::DepthTest:
+		return s.depth_test.node().get();
+	case ModeAxis::DepthWrite:
+		return s.depth_write.node().get();
+	case ModeAxis::DepthCompare:
+		return s.depth_compare.node().get();
+	case ModeAxis::AlphaToCoverage:
+		return s.alpha_to_coverage.node().get();
+	case ModeAxis::Blend:
+		return nullptr;
+	}
+	return nullptr;
+}
+
+void readDeclared(const scene::PipelineState& s, ModeAxis axis, adaptive::Token token, scene::PipelineStateValues& v)
+{
+	switch (axis)
+	{
+	case ModeAxis::CullMode:
+		v.cull_mode = s.cull_mode.getValue(token);
+		break;
+	case ModeAxis::FrontFace:
+		v.front_face = s.front_face.getValue(token);
+		break;
+	case ModeAxis::Topology:
+		v.topology = s.topology.getValue(token);
+		break;
+	case ModeAxis::DepthTest:
+		v.depth_test = s.depth_test.getValue(token);
+		break;
+	case ModeAxis::DepthWrite:
+		v.depth_write = s.depth_write.getValue(token);
+		break;
+	case ModeAxis::DepthCompare:
+		v.depth_compare = s.depth_compare.getValue(token);
+		break;
+	case ModeAxis::AlphaToCoverage:
+		v.alpha_to_coverage = s.alpha_to_coverage.getValue(token);
+		break;
+	case ModeAxis::Blend:
+		break;
+	}
+}
+
 void RouteSpec::pack(const rules::Value& value, uint32_t* out)
 {
 	for (uint32_t k = 0; k < value.components(); ++k)

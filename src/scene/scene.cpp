@@ -84,6 +84,36 @@ PipelineState::PipelineState()
 {
 }
 
+PipelineStateValues PipelineState::snapshot(adaptive::Token token, uint32_t skip) const
+{
+	auto skipped = [&](ModeAxis a) { return (skip >> uint32_t(a) & 1u) != 0; };
+	PipelineStateValues v;
+	if (!skipped(ModeAxis::Topology))
+		v.topology = topology.getValue(token);
+	if (!skipped(ModeAxis::CullMode))
+		v.cull_mode = cull_mode.getValue(token);
+	if (!skipped(ModeAxis::FrontFace))
+		v.front_face = front_face.getValue(token);
+	if (!skipped(ModeAxis::DepthTest))
+		v.depth_test = depth_test.getValue(token);
+	if (!skipped(ModeAxis::DepthWrite))
+		v.depth_write = depth_write.getValue(token);
+	if (!skipped(ModeAxis::DepthCompare))
+		v.depth_compare = depth_compare.getValue(token);
+	v.depth_clamp = depth_clamp.getValue(token);
+	v.depth_bias = depth_bias.getValue(token);
+	v.stencil = stencil.getValue(token);
+	if (!skipped(ModeAxis::Blend))
+	{
+		v.default_blend = default_blend.getValue(token);
+		for (const auto& [name, b] : blend)
+			v.blend[name] = b.getValue(token);
+	}
+	if (!skipped(ModeAxis::AlphaToCoverage))
+		v.alpha_to_coverage = alpha_to_coverage.getValue(token);
+	return v;
+}
+
 PipelineStateValues PipelineState::snapshot(adaptive::Token token) const
 {
 	PipelineStateValues v;

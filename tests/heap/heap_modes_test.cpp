@@ -193,12 +193,73 @@ TEST_F(HeapRenderTest, RoutedObjectsFollowTheirDeclaredStateJoinAndLeaveGroupsAn
 			}
 			if (m.options.heap.gpu_routing)
 			{
-				EXPECT_EQ(t->stats().heap.slots, 1u) << "one group per declared state";
+				const HeapStats& h = t->stats().heap;
+				EXPECT_EQ(h.slots, 1u) << "one route group: the declared front face is one shared node";
+				if (step == 1)
+				{
+					EXPECT_EQ(h.refreshed, 0u) << "a declared flip touches no object";
+					EXPECT_EQ(h.respecialised, 1u) << "it re-specialises the group";
+				}
 			}
 			auto findings = t->heapScenes()[0]->validateHeap();
 			ASSERT_TRUE(findings.ok()) << findings.error().message;
 			EXPECT_TRUE(findings->empty()) << (findings->empty() ? "" : findings->front());
 		}
+	}
+}
+
+TEST_F(HeapRenderTest, ADeclaredFlipThatChangesWhatARuleReadsRepacksTheGroupAndMatchesClassic)
+{
+	// The cull rule (front and back where its input is set, nothing otherwise) reads A while the shared declared cull
+	// mode is BACK and B otherwise: folding the declared value keeps a different input, so the flip re-packs the
+	// group's records (still no object refreshed).
+	const Expr declared = leaf("declared", fx::U32);
+	const Rule cull = ruleOf(select(equal(declared, lit(uint32_t(VK_CULL_MODE_BACK_BIT))),
+	                                select(leaf("A", fx::F32) > lit(0.5), lit(3u), lit(0u)),
+	                                select(leaf("B", fx::F32) > lit(0.5), lit(3u), lit(0u))));
+	cval<VkCullModeFlags> mode{VkCullModeFlags(VK_CULL_MODE_BACK_BIT)};
+	std::vector<RenderObjectPtr> objects;
+	for (int i = 0; i < 8; ++i)
+	{
+		const float x = -0.9f + 0.22f * float(i);
+		RenderObject o = litTriangle(Effects{}.constant, V3f(x, -0.3f, 0.5f), V3f(x + 0.1f, 0.3f, 0.5f),
+		                             V3f(x + 0.2f, -0.3f, 0.5f), rgba(60 + 20 * i, 200, 80));
+		o.uniforms["A"] = scene::uniform(adaptive::constant(i % 2 ? 1.0f : 0.0f));
+		o.uniforms["B"] = scene::uniform(adaptive::constant(i % 3 ? 1.0f : 0.0f));
+		o.state.cull_mode = mode;
+		o.mode_rules.push_back({ModeAxis::CullMode, cull, {}});
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	adaptive::cset<RenderObjectPtr> set;
+	set.unionWith(objects);
+	const auto tree = RenderTree::ofObjects(set);
+	auto classic = task(tree, {});
+	for (const Mode& m : routingModes())
+	{
+		if (m.options.path != runtime::RenderPath::Heap)
+			continue;
+		SCOPED_TRACE(m.name);
+		adaptive::transact([&] { mode.setValue(VkCullModeFlags(VK_CULL_MODE_BACK_BIT)); });
+		auto t = task(tree, m.options);
+		std::vector<size_t> covered_by_step;
+		for (int step = 0; step < 3; ++step)
+		{
+			if (step > 0)
+				adaptive::transact(
+				    [&] { mode.setValue(VkCullModeFlags(step == 1 ? VK_CULL_MODE_NONE : VK_CULL_MODE_BACK_BIT)); });
+			ASSERT_EQ(frame(*t), "");
+			const Rgba8Image heap = pixels();
+			ASSERT_EQ(frame(*classic), "");
+			EXPECT_EQ(differing(heap, pixels()), 0u) << "step " << step;
+			covered_by_step.push_back(covered(heap));
+			if (step > 0 && m.options.heap.gpu_routing)
+			{
+				EXPECT_EQ(t->stats().heap.refreshed, 0u);
+				EXPECT_EQ(t->stats().heap.respecialised, 1u);
+			}
+		}
+		EXPECT_NE(covered_by_step[0], covered_by_step[1]) << "A and B cull different triangles";
+		EXPECT_EQ(covered_by_step[0], covered_by_step[2]);
 	}
 }
 

@@ -118,6 +118,8 @@ struct HeapStats
 	uint32_t constituent_uploads = 0; ///< constituents re-packed: values GPU-derived uniforms read (update)
 	uint32_t chain_dispatches = 0;    ///< chain kernel dispatches (prepare): one per level of links, when changed
 	uint32_t routed_groups = 0;       ///< GPU-routed groups routed and partitioned again (prepare): those that changed
+	/// GPU-routed groups re-specialised because a declared value they read changed (update): no object touched
+	uint32_t respecialised = 0;
 	// Shape after the update.
 	uint32_t objects = 0;
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
@@ -156,6 +158,7 @@ struct HeapStats
 		waiting_draws += o.waiting_draws;
 		waiting_objects += o.waiting_objects;
 		routed_groups += o.routed_groups;
+		respecialised += o.respecialised;
 		compactions += o.compactions;
 		chunks_skipped += o.chunks_skipped;
 		overlapping_writes += o.overlapping_writes;

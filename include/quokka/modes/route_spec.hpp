@@ -93,6 +93,19 @@ private:
 	gpu::PipelineHandle pipeline_;
 };
 
+/// The axes `rules` derive, as a mask (bit 1 << ModeAxis): the leaves PipelineState::snapshot(token, skip) skips.
+uint32_t ruledAxes(std::span<const scene::ModeRule> rules);
+/// Whether `node` is a leaf of an axis in `axes` (a mask as ruledAxes gives) of `state`.
+bool isAxisLeaf(const scene::PipelineState& state, uint32_t axes, const adaptive::AdaptiveObject* node);
+/// The leaf of `axis` in `state` (not Blend: several leaves) — what a rule's `declared` reads.
+const adaptive::AdaptiveObject* declaredLeaf(const scene::PipelineState& state, scene::ModeAxis axis);
+/// Sets `axis` of `values` to its leaf's value in `state`, read with `token` (not Blend).
+void readDeclared(const scene::PipelineState& state, scene::ModeAxis axis, adaptive::Token token,
+                  scene::PipelineStateValues& values);
+
+/// The value of `axis` in `state` as `declared` reads it (0 for Blend).
+uint32_t axisValue(const scene::PipelineStateValues& state, scene::ModeAxis axis);
+
 /// Sets `axis` of `state` to `value` (a Blend value indexes `blends`: every attachment's blend).
 void setAxis(scene::PipelineStateValues& state, scene::ModeAxis axis, uint32_t value,
              std::span<const scene::BlendState> blends);

@@ -117,6 +117,9 @@ struct PipelineState
 
 	/// Reads every leaf with `token` (so the caller depends on all of them) and returns the values.
 	PipelineStateValues snapshot(adaptive::Token token) const;
+	/// The same, except the leaves of the axes in `skip` (bit 1 << ModeAxis; Blend: the default and per-attachment
+	/// blends), which are neither read nor depended on and keep their PipelineStateValues defaults.
+	PipelineStateValues snapshot(adaptive::Token token, uint32_t skip) const;
 
 private:
 	struct FreshConstants
