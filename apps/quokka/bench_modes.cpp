@@ -1,5 +1,5 @@
 // `quokka bench modes`: the partition of records by slot on the device (modes/partition.hpp), GPU time against the
-// device's copy bandwidth, for both layouts.
+// device's copy bandwidth, for both layouts; and a declared flip over N routed objects (bench_flip.cpp).
 #include "commands.hpp"
 
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include <quokka/modes/partition.hpp>
 
 #include "bench_copy.hpp"
+#include "bench_flip.hpp"
 
 namespace quokka::app
 {
@@ -118,6 +119,21 @@ int runBenchModes(const BenchOptions& b)
 				return fail(r.error());
 			rows.insert(rows.end(), r->begin(), r->end());
 		}
+	// The declared flip: GPU routing at every count, CPU routing (every object re-evaluated) up to 10^5 objects.
+	auto session = BenchSession::create(dev);
+	if (!session.ok())
+		return fail(session.error());
+	std::vector<FlipRow> flips;
+	for (uint32_t n : counts)
+		for (const bool gpu_routing : {true, false})
+		{
+			if (!gpu_routing && n > 100000)
+				continue;
+			auto r = measureDeclaredFlip(dev, *session, n, gpu_routing, b.reps);
+			if (!r.ok())
+				return fail(r.error());
+			flips.push_back(*r);
+		}
 	const bool gpu_time = dev.info().gpu_timestamps_reliable;
 	if (b.json)
 	{
@@ -136,6 +152,19 @@ int runBenchModes(const BenchOptions& b)
 			                     {"bytes", r.bytes},
 			                     {"gb_per_s", r.gb_per_s},
 			                     {"fraction_of_copy_bandwidth", *copy > 0.0 ? r.gb_per_s / *copy : 0.0}});
+		for (const FlipRow& f : flips)
+			j["declared_flip"].push_back({{"objects", f.objects},
+			                              {"routing", f.routing},
+			                              {"place_ms", f.place_ms},
+			                              {"static_update_us", f.static_us},
+			                              {"flip_update_us", f.flip_us},
+			                              {"flip_heap_update_us", f.flip_heap_update_us},
+			                              {"flip_heap_upload_us", f.flip_heap_upload_us},
+			                              {"flip_heap_prepare_us", f.flip_heap_prepare_us},
+			                              {"static_gpu_ms", f.static_gpu_ms},
+			                              {"flip_gpu_ms", f.flip_gpu_ms},
+			                              {"objects_refreshed", f.refreshed},
+			                              {"groups_respecialised", f.respecialised}});
 		std::printf("%s\n", j.dump(2).c_str());
 		return 0;
 	}
@@ -145,6 +174,15 @@ int runBenchModes(const BenchOptions& b)
 	for (const Row& r : rows)
 		std::printf("  %10u %6u %8s %10.4f %9.1f %8.2f\n", r.records, r.slots, r.layout, r.ms, r.gb_per_s,
 		            *copy > 0.0 ? r.gb_per_s / *copy : 0.0);
+	std::printf("\ndeclared flip: objects under a front-face rule over one shared declared front face, flipped every "
+	            "frame (CPU: the frame's update; %s time)\n",
+	            gpu_time ? "GPU" : "wall");
+	std::printf("  %10s %8s %10s %10s %10s %22s %10s %10s %10s %7s\n", "objects", "routing", "place ms", "static us",
+	            "flip us", "(update·upload·prepare)", "static ms", "flip ms", "refreshed", "groups");
+	for (const FlipRow& f : flips)
+		std::printf("  %10u %8s %10.1f %10.1f %10.1f %8.1f·%6.1f·%6.1f %10.3f %10.3f %10u %7u\n", f.objects, f.routing,
+		            f.place_ms, f.static_us, f.flip_us, f.flip_heap_update_us, f.flip_heap_upload_us,
+		            f.flip_heap_prepare_us, f.static_gpu_ms, f.flip_gpu_ms, f.refreshed, f.respecialised);
 	return 0;
 }
 

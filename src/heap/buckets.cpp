@@ -203,7 +203,25 @@ Result<bool> SlotRouting::respecialise(Slot& carrier)
 	};
 	const auto before = layout(g.spec);
 	const uint32_t slots = g.spec.slots();
-	QUOKKA_TRY(specialise(*carrier.bucket, g, first.mode_rules, values));
+	RouteGroup::Specialised now{g.declared, g.spec, g.draws, g.kernel};
+	auto hit = std::find_if(g.kept.begin(), g.kept.end(),
+	                        [&](const RouteGroup::Specialised& k) { return k.declared == values; });
+	if (hit != g.kept.end())
+	{
+		g.declared = hit->declared;
+		g.spec = std::move(hit->spec);
+		g.draws = std::move(hit->draws);
+		g.kernel = hit->kernel;
+		g.kept.erase(hit);
+	}
+	else
+	{
+		QUOKKA_TRY(specialise(*carrier.bucket, g, first.mode_rules, values));
+		g.kernel = nullptr; // (the caller finds it)
+	}
+	g.kept.push_back(std::move(now));
+	if (g.kept.size() > RouteGroup::kKept)
+		g.kept.erase(g.kept.begin());
 	carrier.indirect_pipeline = g.draws.front().pipeline;
 	carrier.dyn = g.draws.front().dyn;
 	if (g.spec.slots() != slots)
@@ -293,8 +311,11 @@ Result<void> detail::HeapCore::respecialiseGroups()
 			continue; // (swept with its group)
 		QUOKKA_TRY_ASSIGN(relayout, routing->respecialise(*s));
 		RouteGroup& g = *s->route;
-		QUOKKA_TRY_ASSIGN(kernel, routeKernel(g.spec));
-		g.kernel = kernel;
+		if (!g.kernel)
+		{
+			QUOKKA_TRY_ASSIGN(kernel, routeKernel(g.spec));
+			g.kernel = kernel;
+		}
 		if (relayout)
 		{
 			g.inputs.resize(s->records.size() * g.spec.inputWords());

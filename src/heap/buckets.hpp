@@ -82,6 +82,17 @@ struct RouteGroup
 	gpu::BufferHandle bad;
 	uint64_t bad_after = 0;
 	adaptive::Ref<DeclaredReader> reader;
+	/// Specialisations for declared states the group had before (a toggle flipping back finds its spec, draws and
+	/// kernel here: no spec made, no pipeline looked up), most recent last, at most kKept.
+	struct Specialised
+	{
+		scene::PipelineStateValues declared;
+		modes::RouteSpec spec;
+		std::vector<Draw> draws;
+		const modes::RouteKernel* kernel = nullptr;
+	};
+	static constexpr size_t kKept = 4;
+	std::vector<Specialised> kept;
 	~RouteGroup()
 	{
 		if (reader)

@@ -725,7 +725,7 @@ TEST(CliBench, ChainRowsShowTheDeviceComposingWhatARootMoveChanges)
 
 // bench modes: the partition of records by slot, both layouts for 1, 4, 16 and 64 slots, with the bytes it moves and
 // their rate against the device's copy bandwidth.
-TEST(CliBench, ModesRowsCoverBothLayoutsAndEverySlotCount)
+TEST(CliBench, ModesRowsCoverBothLayoutsEverySlotCountAndTheDeclaredFlip)
 {
 	const CliRun run = runCli("bench modes --objects 300 --reps 1 --json");
 	ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -742,6 +742,22 @@ TEST(CliBench, ModesRowsCoverBothLayoutsAndEverySlotCount)
 		seen.emplace(row["slots"].get<int>(), row["layout"].get<std::string>());
 	}
 	EXPECT_EQ(seen.size(), 8u);
+	// The declared flip: GPU routing re-specialises one group and refreshes no object; CPU routing refreshes all.
+	ASSERT_EQ(j["declared_flip"].size(), 2u) << j.dump();
+	for (const auto& row : j["declared_flip"])
+	{
+		EXPECT_EQ(row["objects"].get<int>(), 300);
+		EXPECT_GT(row["flip_update_us"].get<double>(), 0.0);
+		if (row["routing"] == "gpu")
+		{
+			EXPECT_EQ(row["objects_refreshed"].get<int>(), 0) << row.dump();
+			EXPECT_EQ(row["groups_respecialised"].get<int>(), 1) << row.dump();
+		}
+		else
+		{
+			EXPECT_EQ(row["objects_refreshed"].get<int>(), 300) << row.dump();
+		}
+	}
 	expectOneLineError(runCli("bench modes --objects 0"), "--objects");
 }
 
