@@ -161,20 +161,29 @@ private:
 			return;
 		}
 		const gpu::Pipeline& pipeline = *entry->pipeline;
-		if (&pipeline != bound_)
-		{
-			pipeline.bind(list_);
-			bound_ = &pipeline;
-			++stats_.pipeline_binds;
-		}
+		bind(pipeline);
 		pushDescriptors(pipeline, chunk, b, s, mega);
-		if (!dyn_ || !(*dyn_ == s.dyn))
-		{
-			s.dyn.apply(list_.vk());
-			dyn_ = &s.dyn;
-		}
+		setDynamic(s.dyn);
 		draw(chunk, s, mega);
 		++stats_.draw_calls;
+	}
+
+	/// Binds `pipeline` unless it is bound.
+	void bind(const gpu::Pipeline& pipeline)
+	{
+		if (&pipeline == bound_)
+			return;
+		pipeline.bind(list_);
+		bound_ = &pipeline;
+		++stats_.pipeline_binds;
+	}
+	/// Sets `dyn` unless it is set (the slots' dynamic states live as long as the encoder).
+	void setDynamic(const gpu::DynamicState& dyn)
+	{
+		if (dyn_ && *dyn_ == dyn)
+			return;
+		dyn.apply(list_.vk());
+		dyn_ = &dyn;
 	}
 
 	/// A route group: one indirect-count draw per spec slot over its region of the partition's output.
@@ -195,18 +204,9 @@ private:
 				continue;
 			}
 			const gpu::Pipeline& pipeline = *d.pipeline->pipeline;
-			if (&pipeline != bound_)
-			{
-				pipeline.bind(list_);
-				bound_ = &pipeline;
-				++stats_.pipeline_binds;
-			}
+			bind(pipeline);
 			pushDescriptors(pipeline, chunk, b, s, false);
-			if (!dyn_ || !(*dyn_ == d.dyn))
-			{
-				d.dyn.apply(list_.vk());
-				dyn_ = &d.dyn;
-			}
+			setDynamic(d.dyn);
 			const VkDeviceSize at = VkDeviceSize(k) * g.capacity * cw * 4;
 			if (s.indexed)
 			{

@@ -277,24 +277,8 @@ Result<const PipelineEntry*> Context::pipeline(const PipelineRequest& r)
 		// the entry, which outlives it: the queue is destroyed, and its running jobs finished, before the entries.
 		entry->state.store(PipelineEntry::kPending, std::memory_order_relaxed);
 		pending_.fetch_add(1, std::memory_order_acq_rel);
-		workers_->submit(
-		    [this, e = entry.get(), effect = r.effect, desc = std::move(desc)]
-		    {
-			    Result<gpu::PipelineHandle> made = device_->createGraphicsPipeline(desc);
-			    if (made.ok())
-			    {
-				    e->pipeline = std::move(made.value());
-				    e->state.store(PipelineEntry::kReady, std::memory_order_release);
-			    }
-			    else
-			    {
-				    e->error = made.error();
-				    e->state.store(PipelineEntry::kFailed, std::memory_order_release);
-				    failed_.store(true, std::memory_order_release);
-			    }
-			    done_.fetch_add(1, std::memory_order_acq_rel);
-			    pending_.fetch_sub(1, std::memory_order_acq_rel);
-		    });
+		workers_->submit([this, e = entry.get(), effect = r.effect, desc = std::move(desc)]
+		                 { finish(*e, e->pipeline, device_->createGraphicsPipeline(desc)); });
 	}
 	++stats_.pipelines_created;
 	const PipelineEntry* out = entry.get();
@@ -339,24 +323,8 @@ Result<fx::CompiledEffectPtr> Context::compiledEffect(const fx::Effect& effect, 
 	// own record, which outlives it (the queue goes first).
 	auto job = std::make_unique<EffectJob>();
 	pending_.fetch_add(1, std::memory_order_acq_rel);
-	workers_->submit(
-	    [this, j = job.get(), effect, outputs, path]
-	    {
-		    Result<fx::CompiledEffectPtr> made = effects_.compile(effect, outputs, path);
-		    if (made.ok())
-		    {
-			    j->compiled = std::move(made.value());
-			    j->state.store(PipelineEntry::kReady, std::memory_order_release);
-		    }
-		    else
-		    {
-			    j->error = made.error();
-			    j->state.store(PipelineEntry::kFailed, std::memory_order_release);
-			    failed_.store(true, std::memory_order_release);
-		    }
-		    done_.fetch_add(1, std::memory_order_acq_rel);
-		    pending_.fetch_sub(1, std::memory_order_acq_rel);
-	    });
+	workers_->submit([this, j = job.get(), effect, outputs, path]
+	                 { finish(*j, j->compiled, effects_.compile(effect, outputs, path)); });
 	effect_jobs_.emplace(key, std::move(job));
 	return fx::CompiledEffectPtr();
 }

@@ -43,31 +43,6 @@ uint32_t axisMax(ModeAxis a)
 	}
 }
 
-/// The axis's value in `state`, as `declared` reads it.
-uint32_t declaredOf(ModeAxis a, const scene::PipelineStateValues& s)
-{
-	switch (a)
-	{
-	case ModeAxis::CullMode:
-		return s.cull_mode;
-	case ModeAxis::FrontFace:
-		return s.front_face;
-	case ModeAxis::Topology:
-		return s.topology;
-	case ModeAxis::DepthTest:
-		return s.depth_test;
-	case ModeAxis::DepthWrite:
-		return s.depth_write;
-	case ModeAxis::DepthCompare:
-		return s.depth_compare;
-	case ModeAxis::AlphaToCoverage:
-		return s.alpha_to_coverage;
-	case ModeAxis::Blend:
-		return 0;
-	}
-	return 0;
-}
-
 Error ruleError(const scene::RenderObject& o, ModeAxis a, const std::string& what)
 {
 	return makeError(ErrorCode::InvalidArgument,
@@ -151,7 +126,7 @@ Result<void> ModeInputs::apply(const scene::RenderObject& o, adaptive::Token tok
 		{
 			if (in.name == kDeclared)
 			{
-				const uint32_t d = declaredOf(m.axis, state);
+				const uint32_t d = axisValue(state, m.axis);
 				values.push_back(isBoolAxis(m.axis) ? rules::Value::boolean(d != 0) : rules::Value::u32(d));
 				continue;
 			}

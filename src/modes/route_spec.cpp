@@ -27,7 +27,7 @@ constexpr uint32_t kGroup = 64;
 
 bool isBoolAxis(ModeAxis a)
 {
-	return a == ModeAxis::DepthTest || a == ModeAxis::DepthWrite || a == ModeAxis::AlphaToCoverage;
+	return axisType(a) == fx::Bool;
 }
 
 /// Every value of `axis` (Blend: the indices of `blends`); topologies: the list topologies the heap draws.

@@ -244,6 +244,25 @@ private:
 		Error error;
 	};
 	std::map<fx::Hash128, std::unique_ptr<EffectJob>> effect_jobs_;
+	/// A worker's end of a background job: the result into `slot` (or the error), then the job's state published,
+	/// then the counters.
+	template <typename Job, typename T>
+	void finish(Job& job, T& slot, Result<T> made)
+	{
+		if (made.ok())
+		{
+			slot = std::move(made.value());
+			job.state.store(PipelineEntry::kReady, std::memory_order_release);
+		}
+		else
+		{
+			job.error = made.error();
+			job.state.store(PipelineEntry::kFailed, std::memory_order_release);
+			failed_.store(true, std::memory_order_release);
+		}
+		done_.fetch_add(1, std::memory_order_acq_rel);
+		pending_.fetch_sub(1, std::memory_order_acq_rel);
+	}
 	std::atomic<uint32_t> pending_{0};
 	std::atomic<uint64_t> done_{0};
 	std::atomic<bool> failed_{false};
