@@ -169,9 +169,11 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 	SceneRun run;
 	const auto start = std::chrono::steady_clock::now();
 	bool ready = false;
+	// Ready: the first frame that left nothing out with nothing pending (an effect that became ready asks for its
+	// pipelines in the frame after, so nothing pending alone is not enough).
 	const auto noteReady = [&]
 	{
-		if (!ready && rt.context().pendingPipelines() == 0)
+		if (!ready && rt.context().pendingPipelines() == 0 && run.last.waitingDraws() == 0)
 		{
 			ready = true;
 			run.pipelines_ready_ms =
@@ -225,7 +227,6 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 			return makeError(ErrorCode::Vulkan, "draws still wait for pipelines after waiting for every pipeline");
 		progress("waiting for the pipelines still being created…");
 		QUOKKA_TRY(rt.waitIdle());
-		noteReady();
 		QUOKKA_TRY(frame(frames - 1));
 		++run.completion_frames;
 	}

@@ -32,8 +32,8 @@ struct SceneRun
 	std::vector<double> gpu_ms;
 	runtime::TaskStats last;
 	uint32_t prepared_first = 0;
-	/// Background pipelines: wall time from the first frame's start until no pipeline was pending (the last frame
-	/// waits for them; measured there at the latest).
+	/// Background pipelines: wall time from the first frame's start to the end of the first frame that left no draw
+	/// out with nothing pending.
 	double pipelines_ready_ms = 0.0;
 	uint32_t completion_frames = 0; ///< frames rendered after the last one because it left draws out
 };

@@ -168,8 +168,19 @@ std::string glslExpression(const Node& n, std::span<const std::string_view> kids
 		e = cat({"!(", k(0), ")"});
 		break;
 	case Op::Resize:
-	case Op::Convert:
 		e = cat({type, "(", k(0), ")"});
+		break;
+	case Op::Convert:
+		// To u32 through i32, as rules::evaluate wraps (trunc, then modulo 2^32): GLSL leaves uint() of a negative real
+		// undefined (lavapipe wraps, NVIDIA gives 0), while int() truncates and int → uint keeps the bits. Exact for
+		// reals below 2^31 in magnitude and for every integer and bool.
+		if (n.type.scalar == Scalar::U32)
+		{
+			const std::string via = glslType(Type{Scalar::I32, n.type.rows, n.type.cols}, precision);
+			e = cat({type, "(", via, "(", k(0), "))"});
+		}
+		else
+			e = cat({type, "(", k(0), ")"});
 		break;
 	case Op::Column:
 		e = cat({k(0), "[", std::to_string(n.aux), "]"});
