@@ -116,21 +116,7 @@ PipelineStateValues PipelineState::snapshot(adaptive::Token token, uint32_t skip
 
 PipelineStateValues PipelineState::snapshot(adaptive::Token token) const
 {
-	PipelineStateValues v;
-	v.topology = topology.getValue(token);
-	v.cull_mode = cull_mode.getValue(token);
-	v.front_face = front_face.getValue(token);
-	v.depth_test = depth_test.getValue(token);
-	v.depth_write = depth_write.getValue(token);
-	v.depth_compare = depth_compare.getValue(token);
-	v.depth_clamp = depth_clamp.getValue(token);
-	v.depth_bias = depth_bias.getValue(token);
-	v.stencil = stencil.getValue(token);
-	v.default_blend = default_blend.getValue(token);
-	for (const auto& [name, b] : blend)
-		v.blend[name] = b.getValue(token);
-	v.alpha_to_coverage = alpha_to_coverage.getValue(token);
-	return v;
+	return snapshot(token, 0);
 }
 
 // ---- framebuffer signature --------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@
 
 #include <quokka/rules/expr.hpp>
 
+#include "rule_helpers.hpp"
+
 namespace quokka::modes
 {
 namespace
@@ -16,19 +18,8 @@ using namespace quokka::rules;
 using scene::ModeAxis;
 using scene::ModeRule;
 
-Rule make(const Expr& e)
-{
-	Result<Rule> r = Rule::make(e);
-	EXPECT_TRUE(r.ok()) << r.error().message;
-	return r.ok() ? *r : Rule{};
-}
-
-/// Flips `declared` (0 ↔ 1) where the model trafo mirrors.
-Rule flipWhenMirrored()
-{
-	const Expr declared = leaf("declared", fx::U32);
-	return make(select(determinant(upper3x3(leaf("ModelTrafo", fx::M44f))) < lit(0.0), lit(1u) - declared, declared));
-}
+using test::flipWhenMirrored;
+using test::make;
 
 struct Applied
 {

@@ -13,6 +13,8 @@
 #include <quokka/modes/route_spec.hpp>
 #include <quokka/rules/expr.hpp>
 
+#include "rule_helpers.hpp"
+
 namespace quokka::modes
 {
 namespace
@@ -22,12 +24,7 @@ using namespace quokka::rules;
 using scene::ModeAxis;
 using RouteKernelTest = gpu::test::GpuTest;
 
-Rule make(const Expr& e)
-{
-	Result<Rule> r = Rule::make(e);
-	EXPECT_TRUE(r.ok()) << r.error().message;
-	return r.ok() ? *r : Rule{};
-}
+using test::make;
 
 /// Runs `spec`'s kernel over `words` (count records) and returns the slots; `first_bad` gets the kernel's report.
 std::vector<uint32_t> run(gpu::Device& device, const RouteSpec& spec, const std::vector<uint32_t>& words,

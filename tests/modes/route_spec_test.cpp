@@ -12,6 +12,8 @@
 #include <quokka/modes/partition.hpp>
 #include <quokka/rules/expr.hpp>
 
+#include "rule_helpers.hpp"
+
 namespace quokka::modes
 {
 namespace
@@ -21,18 +23,8 @@ using namespace quokka::rules;
 using scene::ModeAxis;
 using scene::ModeRule;
 
-Rule make(const Expr& e)
-{
-	Result<Rule> r = Rule::make(e);
-	EXPECT_TRUE(r.ok()) << r.error().message;
-	return r.ok() ? *r : Rule{};
-}
-
-Rule flipWhenMirrored()
-{
-	const Expr declared = leaf("declared", fx::U32);
-	return make(select(determinant(upper3x3(leaf("ModelTrafo", fx::M44f))) < lit(0.0), lit(1u) - declared, declared));
-}
+using test::flipWhenMirrored;
+using test::make;
 
 std::vector<ModeRule> frontFaceAndBlend()
 {
