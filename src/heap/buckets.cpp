@@ -144,7 +144,7 @@ Result<void> SlotRouting::specialise(const Bucket& b, RouteGroup& group, std::sp
 	for (uint32_t k = 0; k < spec.slots(); ++k)
 	{
 		QUOKKA_TRY_ASSIGN(p, pipelineOf(b, spec.state(k, declared)));
-		draws.push_back({p.entry, p.dyn});
+		draws.push_back({p.entry, p.dyn, std::move(p.request), nullptr});
 	}
 	group.spec = std::move(spec);
 	group.draws = std::move(draws);
@@ -176,7 +176,7 @@ Result<Slot*> SlotRouting::routeGroup(Bucket& b, const scene::PipelineStateValue
 	s->indexed = indexed;
 	s->prim = primitiveVertices(values.topology);
 	s->draw_count.words = {0};
-	s->strategy = DrawStrategy::Indirect;
+	s->strategy = draw_ == DrawStrategy::Megacall ? DrawStrategy::Megacall : DrawStrategy::Indirect;
 	s->route = std::move(group);
 	b.slots.push_back(std::move(s));
 	created = true;
@@ -330,7 +330,7 @@ Result<void> detail::HeapCore::respecialiseGroups()
 
 void detail::HeapCore::chooseStrategy(Slot& s)
 {
-	if (options.draw != DrawStrategy::Auto || s.records.empty() || s.route)
+	if (options.draw != DrawStrategy::Auto || s.records.empty())
 		return;
 	// Mean vertices emitted per record, with a ±25 % band so a slot hovering at the crossover does not flip every
 	// frame (a flip re-uploads the slot's whole array).

@@ -70,13 +70,20 @@ struct RouteGroup
 	const modes::RouteKernel* kernel = nullptr;
 	struct Draw
 	{
-		const inputs::PipelineEntry* pipeline = nullptr;
+		const inputs::PipelineEntry* pipeline = nullptr; ///< indirect
 		gpu::DynamicState dyn;
+		inputs::PipelineRequest request;                 ///< (the indirect one: the megacall pipeline is made from it)
+		const inputs::PipelineEntry* megacall = nullptr; ///< made when the carrier first draws with the megacall
 	};
 	std::vector<Draw> draws; ///< one per spec slot
 	GpuArray inputs{gpu::BufferUsage::Storage | gpu::BufferUsage::TransferSrc, "heap route inputs"};
 	uint32_t capacity = 0; ///< records each region (and slot_of) holds; 0 = no buffers yet
+	uint32_t stride = 0;   ///< words of one record in `out`: the carrier's command words, or megacall records' 5
 	gpu::BufferHandle slot_of, regions, counts, cursors, out;
+	/// The megacall strategy: per draw, the scan's scratch and tile index, and the draws' arguments (16 bytes each).
+	std::vector<std::optional<ScanBuffers>> scans;
+	std::vector<gpu::BufferHandle> tiles;
+	gpu::BufferHandle args;
 	/// One host-readable word the route kernel lowers to the first record it could not route (kNoSlot: none); read
 	/// by the update after the routing's submission `bad_after` completed (detail::checkRouting).
 	gpu::BufferHandle bad;

@@ -4,6 +4,8 @@
 
 #include "heap_internal.hpp"
 
+#include <quokka/fx/megacall_glsl.hpp>
+
 #include <chrono>
 
 #include <absl/cleanup/cleanup.h>
@@ -39,8 +41,12 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 	for (Slot* s : p.dirty_slots)
 	{
 		s->queued = false;
-		if (s->route && !s->records.empty())
-			routed.push_back(s);
+		if (s->route)
+		{
+			if (!s->records.empty())
+				routed.push_back(s);
+			continue; // (a route group's scans are recorded with its routing)
+		}
 		if (s->strategy != DrawStrategy::Megacall)
 			continue;
 		if (!s->megacall_pipeline)
@@ -107,7 +113,7 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 		stats_.scans = uint32_t(jobs.size());
 	}
 	if (!routed.empty())
-		QUOKKA_TRY(detail::recordRouting(p, list, routed, stats_));
+		QUOKKA_TRY(detail::recordRouting(p, list, routed, stats_, later));
 	return {};
 }
 
@@ -162,7 +168,17 @@ private:
 		}
 		const gpu::Pipeline& pipeline = *entry->pipeline;
 		bind(pipeline);
-		pushDescriptors(pipeline, chunk, b, s, mega);
+		if (mega)
+		{
+			list_.keepAlive(s.mrecords.buffer);
+			list_.keepAlive(s.tiles);
+			list_.keepAlive(s.args);
+			const VkDescriptorBufferInfo records[2] = {{s.mrecords.buffer->vk(), 0, VK_WHOLE_SIZE},
+			                                           {s.tiles->vk(), 0, VK_WHOLE_SIZE}};
+			pushDescriptors(pipeline, chunk, b, records);
+		}
+		else
+			pushDescriptors(pipeline, chunk, b, nullptr);
 		setDynamic(s.dyn);
 		draw(chunk, s, mega);
 		++stats_.draw_calls;
@@ -186,11 +202,13 @@ private:
 		dyn_ = &dyn;
 	}
 
-	/// A route group: one indirect-count draw per spec slot over its region of the partition's output.
+	/// A route group: one draw per spec slot over its region of the partition's output — an indirect-count draw of
+	/// its commands, or the megacall over its records (the scan's arguments).
 	void encodeRouted(const Chunk& chunk, const Bucket& b, const Slot& s)
 	{
 		const RouteGroup& g = *s.route;
-		if (!g.out || g.capacity == 0)
+		const bool mega = s.strategy == DrawStrategy::Megacall;
+		if (!g.out || g.capacity == 0 || g.stride != (mega ? fx::kRecordWords : s.commandWords()))
 			return;
 		list_.keepAlive(g.out);
 		list_.keepAlive(g.counts);
@@ -198,15 +216,28 @@ private:
 		for (uint32_t k = 0; k < g.draws.size(); ++k)
 		{
 			const RouteGroup::Draw& d = g.draws[k];
-			if (!d.pipeline->ready())
+			const inputs::PipelineEntry* entry = mega ? d.megacall : d.pipeline;
+			if (!entry || !entry->ready() || (mega && (!g.args || k >= g.tiles.size() || !g.tiles[k])))
 			{
 				++stats_.waiting_draws;
 				continue;
 			}
-			const gpu::Pipeline& pipeline = *d.pipeline->pipeline;
+			const gpu::Pipeline& pipeline = *entry->pipeline;
 			bind(pipeline);
-			pushDescriptors(pipeline, chunk, b, s, false);
 			setDynamic(d.dyn);
+			if (mega)
+			{
+				list_.keepAlive(g.tiles[k]);
+				list_.keepAlive(g.args);
+				const uint64_t bytes = uint64_t(g.capacity) * fx::kRecordWords * 4;
+				const VkDescriptorBufferInfo records[2] = {{g.out->vk(), k * bytes, bytes},
+				                                           {g.tiles[k]->vk(), 0, VK_WHOLE_SIZE}};
+				pushDescriptors(pipeline, chunk, b, records);
+				vkCmdDrawIndirect(list_.vk(), g.args->vk(), VkDeviceSize(k) * 16, 1, 16);
+				++stats_.draw_calls;
+				continue;
+			}
+			pushDescriptors(pipeline, chunk, b, nullptr);
 			const VkDeviceSize at = VkDeviceSize(k) * g.capacity * cw * 4;
 			if (s.indexed)
 			{
@@ -225,7 +256,10 @@ private:
 		}
 	}
 
-	void pushDescriptors(const gpu::Pipeline& pipeline, const Chunk& chunk, const Bucket& b, const Slot& s, bool mega)
+	/// The arena, the bucket's headers, with `mega` the megacall records and tile index (bindings 2 and 3; the caller
+	/// keeps them alive), and the bucket's textures.
+	void pushDescriptors(const gpu::Pipeline& pipeline, const Chunk& chunk, const Bucket& b,
+	                     const VkDescriptorBufferInfo* mega)
 	{
 		writes_.clear();
 		images_.clear();
@@ -234,12 +268,9 @@ private:
 		uint32_t n_buffers = 2;
 		if (mega)
 		{
-			infos_[2] = {s.mrecords.buffer->vk(), 0, VK_WHOLE_SIZE};
-			infos_[3] = {s.tiles->vk(), 0, VK_WHOLE_SIZE};
+			infos_[2] = mega[0];
+			infos_[3] = mega[1];
 			n_buffers = 4;
-			list_.keepAlive(s.mrecords.buffer);
-			list_.keepAlive(s.tiles);
-			list_.keepAlive(s.args);
 		}
 		for (uint32_t i = 0; i < n_buffers; ++i)
 		{

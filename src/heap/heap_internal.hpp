@@ -89,9 +89,12 @@ namespace detail
 {
 struct HeapCore;
 /// GPU routing (mode_routing.cpp): records, for each route group carried by `carriers` (non-empty), the route kernel
-/// over its records and the partition of their commands into its draws' regions, between the barriers they need;
-/// (re)sizes the groups' buffers first. Errors: OutOfMemory, as kernel creation.
-Result<void> recordRouting(HeapCore& p, gpu::CommandList& list, std::span<Slot* const> carriers, HeapStats& stats);
+/// over its records and the partition of their commands (or megacall records) into its draws' regions, then for
+/// megacall carriers one scan per draw, between the barriers they need; (re)sizes the groups' buffers first. A
+/// megacall carrier whose effect is still compiling in the background is left for the next frame (`later`).
+/// Errors: OutOfMemory, as kernel and pipeline creation.
+Result<void> recordRouting(HeapCore& p, gpu::CommandList& list, std::span<Slot* const> carriers, HeapStats& stats,
+                           std::vector<Slot*>& later);
 /// The error of a record the route kernel could not route (a rule gave no value of its axis) in the groups routed
 /// by frames that completed since: the object's rules applied on the CPU name it and the value. Ok when none.
 Result<void> checkRouting(HeapCore& p);

@@ -254,11 +254,11 @@ private:
 				QUOKKA_TRY_ASSIGN(c, s->commands.upload(device_, staging));
 				QUOKKA_TRY_ASSIGN(n, s->draw_count.upload(device_, staging));
 				stats_.upload_bytes += c + n;
-				if (s->route)
-				{
-					QUOKKA_TRY_ASSIGN(i, s->route->inputs.upload(device_, staging));
-					stats_.upload_bytes += i;
-				}
+			}
+			if (s->route)
+			{
+				QUOKKA_TRY_ASSIGN(i, s->route->inputs.upload(device_, staging));
+				stats_.upload_bytes += i;
 			}
 		}
 		return {};

@@ -89,17 +89,23 @@ void levelBarrier(gpu::CommandList& list)
 
 // The records a job binds: exactly its records, so that a larger buffer never exceeds maxStorageBufferRange. An empty
 // slot's tile kernel reads no record, but the binding must still be a valid range.
-Binding recordsBinding(const gpu::Buffer& records, uint32_t record_count)
+Binding recordsBinding(const gpu::Buffer& records, uint32_t record_count, uint64_t offset = 0)
 {
-	return {&records, 0, std::min(records.size(), std::max<uint64_t>(record_count, 1) * kRecordBytes)};
+	return {&records, offset, std::min(records.size() - offset, std::max<uint64_t>(record_count, 1) * kRecordBytes)};
+}
+Binding recordsBinding(const ScanJob& job)
+{
+	return recordsBinding(*job.records, job.record_count, job.records_offset);
 }
 
 void checkJob([[maybe_unused]] const ScanJob& job)
 {
 	QUOKKA_ASSERT(job.buffers && job.buffers->buffer() && job.records && job.args && job.tiles,
 	              "ScanJob: scratch, records, args and tiles are required");
-	QUOKKA_ASSERT(job.records->size() >= uint64_t(job.record_count) * kRecordBytes,
-	              "ScanJob: records buffer smaller than record_count × 20 bytes");
+	QUOKKA_ASSERT(job.records_offset % 256 == 0 && job.records_offset < job.records->size(),
+	              "ScanJob: records_offset must be a multiple of 256 inside the records buffer");
+	QUOKKA_ASSERT(job.records->size() >= job.records_offset + uint64_t(job.record_count) * kRecordBytes,
+	              "ScanJob: records buffer smaller than records_offset + record_count × 20 bytes");
 	QUOKKA_ASSERT(job.tile_capacity >= 1, "ScanJob: tile_capacity must be ≥ 1 (the sentinel)");
 	QUOKKA_ASSERT(job.tiles->size() >= uint64_t(job.tile_capacity) * 4,
 	              "ScanJob: tiles buffer smaller than tile_capacity words");
@@ -119,7 +125,11 @@ void checkJob([[maybe_unused]] const ScanJob& job)
 		{
 			const ScanJob& a = jobs[i];
 			const ScanJob& b = jobs[j];
-			if (a.buffers == b.buffers || a.records->id() == b.records->id() || a.tiles->id() == b.tiles->id())
+			const uint64_t a_end = a.records_offset + uint64_t(std::max(a.record_count, 1u)) * kRecordBytes;
+			const uint64_t b_end = b.records_offset + uint64_t(std::max(b.record_count, 1u)) * kRecordBytes;
+			const bool records_overlap =
+			    a.records->id() == b.records->id() && a.records_offset < b_end && b.records_offset < a_end;
+			if (a.buffers == b.buffers || records_overlap || a.tiles->id() == b.tiles->id())
 				return false;
 			const uint64_t gap =
 			    a.args_offset > b.args_offset ? a.args_offset - b.args_offset : b.args_offset - a.args_offset;
@@ -368,9 +378,7 @@ Result<void> MegacallScan::record(gpu::CommandList& list, std::span<const ScanJo
 			    pass == 0 ? 0 : l.offset[pass - 1],
 			    l.offset[pass],
 			};
-			pushStorageBuffers(
-			    list, *scan_,
-			    {recordsBinding(*jobs[j].records, jobs[j].record_count), {jobs[j].buffers->buffer().get()}});
+			pushStorageBuffers(list, *scan_, {recordsBinding(jobs[j]), {jobs[j].buffers->buffer().get()}});
 			scan_->pushConstants(list, &push, sizeof(push));
 			gpu::dispatch1d(list, *scan_, uint64_t((push.count + kBlock - 1) / kBlock) * QUOKKA_HEAP_SCAN_GROUP_SIZE,
 			                max_groups_);
@@ -396,9 +404,7 @@ Result<void> MegacallScan::record(gpu::CommandList& list, std::span<const ScanJo
 			    level == 0 ? 0 : l.offset[level - 1],
 			    l.offset[level],
 			};
-			pushStorageBuffers(
-			    list, *add_,
-			    {recordsBinding(*jobs[j].records, jobs[j].record_count), {jobs[j].buffers->buffer().get()}});
+			pushStorageBuffers(list, *add_, {recordsBinding(jobs[j]), {jobs[j].buffers->buffer().get()}});
 			add_->pushConstants(list, &push, sizeof(push));
 			gpu::dispatch1d(list, *add_, push.count, max_groups_);
 		}
@@ -419,7 +425,7 @@ Result<void> MegacallScan::record(gpu::CommandList& list, std::span<const ScanJo
 		    uint32_t((job.args_offset - args_base) / 4),
 		};
 		pushStorageBuffers(list, *tiles_,
-		                   {recordsBinding(*job.records, job.record_count),
+		                   {recordsBinding(job),
 		                    {job.buffers->buffer().get()},
 		                    {job.args, args_base, job.args_offset - args_base + kArgsBytes},
 		                    {job.tiles, 0, uint64_t(job.tile_capacity) * 4}});

@@ -1,8 +1,8 @@
 // Mode rules (scene::ModeRule) on every path, as a specification: the pipeline state an object's rules derive from its
 // uniforms — its front face flipped where its model trafo mirrors, alpha blending where its opacity is below one —
-// routes it on the heap (GPU routing by default, CPU routing by value) to a draw of that state with the pixels of the
-// classic path; a changed trafo, opacity or declared state re-routes it in the next frame; objects joining and leaving
-// a routed group keep every other object drawn.
+// routes it on the heap (GPU routing by default — both draw strategies —, CPU routing by value) to a draw of that state
+// with the pixels of the classic path; a changed trafo, opacity or declared state re-routes it in the next frame;
+// objects joining and leaving a routed group keep every other object drawn.
 #include "heap_fixture.hpp"
 
 #include <quokka/rules/expr.hpp>
@@ -87,6 +87,10 @@ TEST_F(HeapRenderTest, ModeRulesRouteObjectsByTheStateTheirUniformsDeriveAndMatc
 			EXPECT_EQ(t->stats().heap.slots, 1u) << "one route group: every object declares the same state";
 			EXPECT_EQ(t->stats().heap.draw_calls, 4u) << "its four combinations of front face and blend";
 			EXPECT_EQ(t->stats().heap.routed_groups, 1u);
+			if (m.options.heap.draw == DrawStrategy::Megacall)
+			{
+				EXPECT_EQ(t->stats().heap.scans, 4u) << "the megacall: each combination's region scanned";
+			}
 		}
 		// The translucent triangle is blended over the background: its colour is not the opaque one.
 		const Rgba8Image opaque = [&]

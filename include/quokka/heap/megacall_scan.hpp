@@ -94,6 +94,9 @@ struct ScanJob
 	/// firstEmit(r) ≤ t × 64 for t < numTiles = ceil(totalEmit / 64), and tiles[numTiles] = record_count − 1 (the last
 	/// valid record). Entries past numTiles keep their contents.
 	const gpu::Buffer* tiles = nullptr;
+	/// Where the job's records start in `records`, in bytes: a multiple of 256 (every device's storage-buffer offset
+	/// alignment allows it). Jobs may share a records buffer at disjoint ranges.
+	uint64_t records_offset = 0;
 };
 
 /// One probed emit: the record qkFindRecord returned, that record's words 1..4, and what the vertex shader derives:
