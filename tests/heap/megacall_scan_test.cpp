@@ -393,6 +393,35 @@ TEST_F(MegacallScanTest, BatchedSlotsWithSharedArgsBufferMatchCpuReference)
 	EXPECT_EQ(args[1], 1u);
 }
 
+TEST_F(MegacallScanTest, JobsShareARecordsBufferAtDisjointOffsets)
+{
+	// Two regions of one records buffer (the second at a multiple of 256 bytes), scanned by two jobs of one record()
+	// call — as a GPU-routed group scans its combinations: each equals the scan of its records alone, and the words
+	// between the regions are not written.
+	const std::vector<uint32_t> a = randomRecords(700, 91), b = randomRecords(300, 92);
+	const uint64_t b_at = 256 * 64; // bytes: past a's 700 × 20 = 14,000
+	const uint64_t words = b_at / 4 + b.size() + 64;
+	const gpu::BufferHandle shared = buffer(words * 4, gpu::BufferUsage::None, "test.shared_records");
+	upload(*shared, 0, std::vector<uint32_t>(words, kStale));
+	upload(*shared, 0, a);
+	upload(*shared, b_at, b);
+	Slot sa = makeSlot(a), sb = makeSlot(b);
+	ScanBuffers ba = makeScanBuffers(700), bb = makeScanBuffers(300);
+	std::vector<ScanJob> jobs = {job(ba, sa), job(bb, sb)};
+	jobs[0].records = shared.get();
+	jobs[1].records = shared.get();
+	jobs[1].records_offset = b_at;
+	runScan(jobs);
+	const std::vector<uint32_t> all = read(*shared, words * 4);
+	Readback got_a = readSlot(sa), got_b = readSlot(sb);
+	got_a.records.assign(all.begin(), all.begin() + std::ptrdiff_t(a.size()));
+	got_b.records.assign(all.begin() + std::ptrdiff_t(b_at / 4), all.begin() + std::ptrdiff_t(b_at / 4 + b.size()));
+	expectScanned(a, got_a);
+	expectScanned(b, got_b);
+	for (size_t w = a.size(); w < b_at / 4; ++w)
+		ASSERT_EQ(all[w], kStale) << "word " << w << " between the regions";
+}
+
 TEST_F(MegacallScanTest, TooSmallTileCapacityShortensTheDrawInsteadOfOverrunningTheIndex)
 {
 	const std::vector<uint32_t> records = randomRecords(3000, 11);

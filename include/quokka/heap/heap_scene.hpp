@@ -82,7 +82,8 @@ struct HeapOptions
 	/// Objects with mode rules (RenderObject::mode_rules) are routed on the device: objects sharing their rules and
 	/// declared state form a group whose records a generated kernel assigns to the rules' combinations of state and a
 	/// partition kernel sorts into one draw per combination, so the CPU neither evaluates rules nor moves records when
-	/// the rules' inputs change (it re-packs the changed inputs). Routed groups draw with the indirect strategy.
+	/// the rules' inputs change (it re-packs the changed inputs), and a declared value the group's objects share (a
+	/// toggle) re-specialises the group, not each object.
 	/// false: the rules are evaluated on the CPU and each object moves between slots by value, as the classic path.
 	bool gpu_routing = true;
 	HeapTuning tuning; ///< EXPERIMENTAL
