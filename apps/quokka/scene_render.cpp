@@ -220,15 +220,20 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		QUOKKA_TRY(frame(f));
 	}
 	// Background pipelines: the image written is complete — while the last frame left draws out, wait for the
-	// pipelines and render it again (an extra frame, counted in SceneRun::completion_frames).
-	for (uint32_t extra = 0; background && run.last.waitingDraws() > 0; ++extra)
+	// outstanding work and render it again (extra frames, counted in SceneRun::completion_frames; objects whose effect
+	// became ready are placed over several frames by the heap's placement budget). Frames that make no progress
+	// after a wait are an error, never an endless loop.
+	for (uint32_t stalled = 0; background && run.last.waitingDraws() > 0;)
 	{
-		if (extra == 4)
-			return makeError(ErrorCode::Vulkan, "draws still wait for pipelines after waiting for every pipeline");
-		progress("waiting for the pipelines still being created…");
+		const uint32_t before = run.last.waitingDraws();
+		progress("waiting for " + std::to_string(before) + " draws still being prepared…");
 		QUOKKA_TRY(rt.waitIdle());
 		QUOKKA_TRY(frame(frames - 1));
 		++run.completion_frames;
+		stalled = run.last.waitingDraws() < before ? 0 : stalled + 1;
+		if (stalled == 4)
+			return makeError(ErrorCode::Vulkan, std::to_string(run.last.waitingDraws()) +
+			                                        " draws still wait after waiting for every compile");
 	}
 	clearProgress();
 	run.prepared_first = run.per_frame.empty() ? 0 : run.per_frame.front().prepared;

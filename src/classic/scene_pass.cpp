@@ -28,6 +28,10 @@ using scene::RenderTree;
 using scene::RenderTreePtr;
 using scene::UniformValue;
 
+/// With background pipelines: the milliseconds of a frame's update after which objects whose effect became ready wait
+/// for the next frame (as the heap's HeapTuning::placement_budget_ms).
+constexpr double kPrepareBudgetMs = 8.0;
+
 // ---- the pass ---------------------------------------------------------------------------------------------------
 
 class PreparedObject;
@@ -47,6 +51,10 @@ struct ScenePass::Impl
 	/// last looked at: once it changed, update() prepares them again.
 	std::vector<Ref<PreparedObject>> waiting;
 	uint64_t waiting_since = 0;
+	bool waiting_retry = false; ///< some waiting objects' effect is ready: prepared next frame (preparation budget)
+	/// Effects seen compiling in the background, with the context's compilesDone() then (no request hashed per
+	/// waiting object).
+	std::map<fx::Hash128, uint64_t> pending_effects;
 	std::vector<Ref<WalkerNode>> dirty_walkers;
 	std::vector<PreparedObject*> emitted;
 	bool order_dirty = true;
@@ -270,7 +278,18 @@ Result<void> PreparedObject::prepare()
 {
 	const scene::RenderObject& o = *object_;
 	QUOKKA_TRY_ASSIGN(source, pass_->context->objectEffect(o));
-	QUOKKA_TRY_ASSIGN(effect, pass_->context->compiledEffect(*source, pass_->outputs));
+	const uint64_t done = pass_->context->compilesDone();
+	auto pending = pass_->pending_effects.find(source->id());
+	fx::CompiledEffectPtr effect;
+	if (pending == pass_->pending_effects.end() || pending->second != done)
+	{
+		QUOKKA_TRY_ASSIGN(compiled, pass_->context->compiledEffect(*source, pass_->outputs));
+		effect = std::move(compiled);
+		if (effect)
+			pass_->pending_effects.erase(source->id());
+		else
+			pass_->pending_effects[source->id()] = done;
+	}
 	waiting = !effect;
 	if (waiting)
 	{
@@ -731,7 +750,8 @@ Result<void> ScenePass::update()
 	{
 		std::erase_if(p.waiting, [](const Ref<PreparedObject>& o) { return o->dead; });
 		const uint64_t done = p.context->compilesDone();
-		if (done != std::exchange(p.waiting_since, done))
+		const bool budget_left_some = std::exchange(p.waiting_retry, false);
+		if (done != std::exchange(p.waiting_since, done) || budget_left_some)
 		{
 			std::vector<Ref<PreparedObject>> retry;
 			retry.swap(p.waiting);
@@ -739,9 +759,19 @@ Result<void> ScenePass::update()
 				o->requeue();
 		}
 	}
+	// Background pipelines: objects whose effect became ready are prepared until the frame spent kPrepareBudgetMs
+	// (the rest wait for the next frame); changes of prepared objects are always applied.
+	const bool budgeted = p.context->backgroundPipelines();
 	for (size_t i = 0; i < p.dirty_objects.size(); ++i)
 	{
 		Ref<PreparedObject> o = p.dirty_objects[i];
+		if (budgeted && !o->prepared && !o->dead && stats_.prepared > 0 && msSince(t0) > kPrepareBudgetMs)
+		{
+			o->queued = false;
+			p.waiting.push_back(o);
+			p.waiting_retry = true;
+			continue;
+		}
 		QUOKKA_TRY(o->refresh());
 	}
 	p.dirty_objects.clear();

@@ -303,6 +303,7 @@ struct detail::HeapCore : Arena
 	/// at: once it changed, update() queues them for placement again.
 	std::vector<Ref<HeapObject>> waiting;
 	uint64_t waiting_since = 0;
+	bool waiting_retry = false; ///< some waiting objects' effect is ready: placed next frame (placement budget)
 	void wait(const Ref<HeapObject>& h);
 	/// The slots (their number or strategies) changed since the shape figures were summed (the arena's blocks say so
 	/// in blocks_changed): update() re-sums them only then, so a frame's fixed cost does not walk every chunk and slot.

@@ -42,7 +42,10 @@ namespace
 class FrameUpdate
 {
 public:
-	FrameUpdate(detail::HeapCore& p, HeapStats& stats) : p_(p), stats_(stats) {}
+	FrameUpdate(detail::HeapCore& p, HeapStats& stats)
+	    : p_(p), stats_(stats), started_(std::chrono::steady_clock::now())
+	{
+	}
 
 	Result<void> run()
 	{
@@ -352,8 +355,19 @@ private:
 				order[i] = {dirty[i]->object().id, dirty[i].get()};
 			}
 			std::sort(order.begin(), order.end());
+			// Background pipelines: placements of objects whose effect became ready stop at the frame's budget (the
+			// others wait for the next frame); changes of placed objects are always applied.
+			const double budget = p_.context->backgroundPipelines() ? p_.options.tuning.placement_budget_ms : 0.0;
 			for (const auto& [id, h] : order)
 			{
+				// (At least one placement per frame: every frame makes progress.)
+				if (budget > 0.0 && !h->placed && !h->dead && stats_.added > 0 && msSince(started_) > budget)
+				{
+					h->queued = false;
+					p_.wait(Ref<HeapObject>(h));
+					p_.waiting_retry = true;
+					continue;
+				}
 				Result<void> r = h->refresh();
 				if (!r.ok() && result_.ok())
 					result_ = r;
@@ -369,7 +383,8 @@ private:
 			return;
 		std::erase_if(p_.waiting, [](const Ref<HeapObject>& h) { return h->dead; });
 		const uint64_t done = p_.context->compilesDone();
-		if (done != std::exchange(p_.waiting_since, done))
+		const bool budget_left_some = std::exchange(p_.waiting_retry, false);
+		if (done != std::exchange(p_.waiting_since, done) || budget_left_some)
 		{
 			std::vector<Ref<HeapObject>> retry;
 			retry.swap(p_.waiting);
@@ -404,6 +419,7 @@ private:
 	static constexpr size_t kBatch = 32;
 	detail::HeapCore& p_;
 	HeapStats& stats_;
+	std::chrono::steady_clock::time_point started_;
 	Result<void> result_;
 	/// The set's delta this frame (or, with add() calls, p_.frame_adds): added_ points into one of them.
 	decltype(std::declval<adaptive::SetReader<RenderObjectPtr>&>()->getChanges(Token{})) changes_;

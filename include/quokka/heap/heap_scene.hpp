@@ -62,6 +62,11 @@ struct HeapTuning
 	/// The same rule for what the heap stages through its context's StagingRing (draw headers, records, indirect
 	/// commands): StagingRing::setScatterAbove. Same meaning of 0 and UINT32_MAX.
 	uint32_t ring_scatter_above = 256;
+	/// With background pipelines (inputs::Context::setBackgroundPipelines): objects whose effect became ready are
+	/// placed until a frame's update spent this many milliseconds; the rest wait for the next frame (a scene whose
+	/// objects all waited for one effect appears over a few frames instead of in one long one; at least one object
+	/// is placed per frame). 0 = no limit.
+	double placement_budget_ms = 8.0;
 };
 
 struct HeapOptions
