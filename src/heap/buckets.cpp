@@ -266,18 +266,25 @@ Result<Slot*> detail::HeapCore::slotFor(Bucket& b, const scene::PipelineStateVal
 	return slot;
 }
 
-Result<const modes::RouteKernel*> detail::HeapCore::routeKernel(const modes::RouteSpec& spec)
+Result<const RouteKernelJob*> detail::HeapCore::routeKernel(const modes::RouteSpec& spec)
 {
 	auto [it, fresh] = route_kernels.try_emplace(spec.kernelSource());
 	if (fresh)
 	{
-		Result<modes::RouteKernel> k = modes::RouteKernel::create(context->device(), spec);
-		if (!k)
+		auto job = std::make_shared<RouteKernelJob>();
+		it->second = job;
+		context->runJob(job,
+		                [job, &device = context->device(), spec]() -> Result<void>
+		                {
+			                QUOKKA_TRY_ASSIGN(k, modes::RouteKernel::create(device, spec));
+			                job->kernel.emplace(std::move(k));
+			                return {};
+		                });
+		if (job->failed() && !context->backgroundPipelines())
 		{
-			route_kernels.erase(it);
-			return k.error();
+			route_kernels.erase(it); // (made at once: tried again by the next group that needs it)
+			return job->error;
 		}
-		it->second = std::make_unique<modes::RouteKernel>(std::move(*k));
 	}
 	return it->second.get();
 }
@@ -297,6 +304,7 @@ Result<Slot*> detail::HeapCore::routedSlotFor(Bucket& b, const scene::PipelineSt
 		RouteGroup& g = *(*slot)->route;
 		QUOKKA_TRY_ASSIGN(kernel, routeKernel(g.spec));
 		g.kernel = kernel;
+		g.routed = false;
 	}
 	return slot;
 }
@@ -316,6 +324,7 @@ Result<void> detail::HeapCore::respecialiseGroups()
 			QUOKKA_TRY_ASSIGN(kernel, routeKernel(g.spec));
 			g.kernel = kernel;
 		}
+		g.routed = false;
 		if (relayout)
 		{
 			g.inputs.resize(s->records.size() * g.spec.inputWords());

@@ -63,11 +63,21 @@ struct DeclaredReader final : adaptive::AdaptiveObject
 /// their rules' inputs packed beside them; each frame that changed them, the route kernel writes every record's slot
 /// and the partition appends its command into that slot's region of `out` (regions of `capacity` records each), and
 /// each of the spec's slots is one indirect-count draw of its region with its own pipeline and dynamic state.
+/// A route kernel, compiled at once or, with background pipelines, on a worker (inputs::Context::runJob): a group
+/// whose kernel is not ready yet is not routed and not drawn (its draws are counted as waiting).
+struct RouteKernelJob final : inputs::BackgroundJob
+{
+	std::optional<modes::RouteKernel> kernel;
+};
+
 struct RouteGroup
 {
 	modes::RouteSpec spec;
 	scene::PipelineStateValues declared; ///< the state the group's objects declare (the rules' `declared`)
-	const modes::RouteKernel* kernel = nullptr;
+	const RouteKernelJob* kernel = nullptr;
+	/// The regions hold the partition of the current spec (false from a new spec or buffers until the routing is
+	/// recorded — a kernel compiling in the background delays it): encode draws the group only then.
+	bool routed = false;
 	struct Draw
 	{
 		const inputs::PipelineEntry* pipeline = nullptr; ///< indirect
@@ -96,7 +106,7 @@ struct RouteGroup
 		scene::PipelineStateValues declared;
 		modes::RouteSpec spec;
 		std::vector<Draw> draws;
-		const modes::RouteKernel* kernel = nullptr;
+		const RouteKernelJob* kernel = nullptr;
 	};
 	static constexpr size_t kKept = 4;
 	std::vector<Specialised> kept;

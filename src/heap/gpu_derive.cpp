@@ -26,6 +26,72 @@ GpuDerive::GpuDerive(HeapCore& core)
 
 GpuDerive::~GpuDerive() = default;
 
+void GpuDerive::adoptJobs()
+{
+	if (kernel_job_ && kernel_job_->ready())
+	{
+		if (!kernel_ || kernel_job_->rules > kernel_rules_)
+		{
+			kernel_.emplace(std::move(*kernel_job_->kernel));
+			kernel_rules_ = kernel_job_->rules;
+		}
+		kernel_job_.reset();
+	}
+	if (chain_job_ && chain_job_->ready())
+	{
+		if (!chain_kernel_)
+			chain_kernel_.emplace(std::move(*chain_job_->kernel));
+		chain_job_.reset();
+	}
+}
+
+bool GpuDerive::kernelsReady(const inputs::DerivedUniforms::Derivation& d)
+{
+	inputs::Context& context = *core_.context;
+	if (!context.backgroundPipelines())
+		return true;
+	adoptJobs();
+	bool ready = true;
+	if (ruleIndex(d.rule) >= kernel_rules_ || !kernel_)
+	{
+		ready = false;
+		// (A failed job stays: its error fails the frames — Context::pipelineErrors — until the heap goes.)
+		if (!kernel_job_ || (kernel_job_->pending() && kernel_job_->rules < rules_.size()))
+		{
+			auto job = std::make_shared<DeriveJob>();
+			job->rules = rules_.size();
+			kernel_job_ = job;
+			context.runJob(job,
+			               [job, &device = context.device(), rules = rules_, precision = precision_]() -> Result<void>
+			               {
+				               QUOKKA_TRY_ASSIGN(k, derived::DeriveKernel::create(device, rules, precision));
+				               job->kernel.emplace(std::move(k));
+				               return {};
+			               });
+		}
+	}
+	if (!chain_kernel_)
+		for (const aval<UniformValue>& node : d.inputs)
+			if (scene::TrafoChain::of(node.node().get()).depth() >= 2)
+			{
+				ready = false;
+				if (!chain_job_)
+				{
+					auto job = std::make_shared<ChainJob>();
+					chain_job_ = job;
+					context.runJob(job,
+					               [job, &device = context.device(), precision = precision_]() -> Result<void>
+					               {
+						               QUOKKA_TRY_ASSIGN(k, derived::ChainKernel::create(device, precision));
+						               job->kernel.emplace(std::move(k));
+						               return {};
+					               });
+				}
+				break;
+			}
+	return ready;
+}
+
 uint32_t GpuDerive::ruleIndex(const rules::Rule& rule)
 {
 	const std::pair<uint64_t, uint64_t> id{rule.id().hi, rule.id().lo};
@@ -264,6 +330,7 @@ Result<void> GpuDerive::add(UniformEntry& entry, const inputs::DerivedUniforms::
 		info.value_bytes += 4 + 8 * d.rule.inputs()[i].type.rows * d.rule.inputs()[i].type.cols;
 	}
 	entry.rule = ruleIndex(d.rule);
+	needed_rules_ = std::max<size_t>(needed_rules_, entry.rule + 1);
 	if (chunks_.size() <= entry.chunk)
 		chunks_.resize(entry.chunk + 1);
 	ChunkRecords& records = chunks_[entry.chunk];
@@ -375,7 +442,10 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 	}
 	// (The flag is cleared only once the dispatches are recorded: a kernel that failed to compile fails this frame and
 	// is tried again in the next, which then computes what this one left out.)
-	if (records_ > 0 && (!kernel_ || kernel_rules_ != rules_.size()))
+	// With background pipelines the objects whose kernels were not ready waited (kernelsReady), so these compile only
+	// when background pipelines are off (or were turned on after the records were made).
+	adoptJobs();
+	if (records_ > 0 && (!kernel_ || kernel_rules_ < needed_rules_))
 	{
 		QUOKKA_TRY_ASSIGN(k, derived::DeriveKernel::create(core_.context->device(), rules_, precision_));
 		kernel_.emplace(std::move(k));

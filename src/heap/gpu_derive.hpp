@@ -92,6 +92,11 @@ public:
 	/// Dispatches the kernel over every chunk holding records when anything changed since the last dispatch
 	/// (prepare). Errors: the kernel's compilation.
 	Result<void> dispatch(gpu::CommandList& list, HeapStats& stats);
+	/// With background pipelines (inputs::Context::setBackgroundPipelines): true when the kernels that compute `d` are
+	/// compiled; else registers its rule, starts compiling the kernels over every rule registered on a worker, and
+	/// returns false — the object waits (HeapObject::Plan::waiting) and is placed once they are ready, so a frame never
+	/// compiles the derive or chain kernel itself. Always true with background pipelines off (dispatch compiles them).
+	bool kernelsReady(const inputs::DerivedUniforms::Derivation& d);
 
 	size_t records() const { return records_; }
 	size_t links() const { return links_; }
@@ -136,6 +141,19 @@ private:
 	Result<void> pack(Constituent& c);
 	void writeRecord(uint32_t chunk, uint32_t index);
 	void restride(uint32_t stride);
+	/// Takes the kernels the background jobs finished.
+	void adoptJobs();
+
+	/// A kernel compiled in the background (kernelsReady): what its worker makes, published by the job's state.
+	struct DeriveJob final : inputs::BackgroundJob
+	{
+		std::optional<derived::DeriveKernel> kernel;
+		size_t rules = 0; ///< it covers rules_[0, rules)
+	};
+	struct ChainJob final : inputs::BackgroundJob
+	{
+		std::optional<derived::ChainKernel> kernel;
+	};
 
 	HeapCore& core_;
 	derived::Precision precision_;
@@ -143,6 +161,9 @@ private:
 	absl::flat_hash_map<std::pair<uint64_t, uint64_t>, uint32_t> rule_index_;
 	std::optional<derived::DeriveKernel> kernel_; ///< over rules_[0, kernel_rules_)
 	size_t kernel_rules_ = 0;
+	size_t needed_rules_ = 0; ///< 1 + the highest rule index a record holds (registered rules may be unused yet)
+	std::shared_ptr<DeriveJob> kernel_job_;
+	std::shared_ptr<ChainJob> chain_job_;
 	uint32_t stride_ = derived::recordStride(2);
 	absl::flat_hash_map<const void*, Ref<Constituent>> constituents_;
 	std::vector<Ref<Constituent>>

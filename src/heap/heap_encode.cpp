@@ -208,6 +208,11 @@ private:
 	{
 		const RouteGroup& g = *s.route;
 		const bool mega = s.strategy == DrawStrategy::Megacall;
+		if (!g.routed)
+		{
+			stats_.waiting_draws += uint32_t(g.draws.size()); // (its route kernel compiles in the background)
+			return;
+		}
 		if (!g.out || g.capacity == 0 || g.stride != (mega ? fx::kRecordWords : s.commandWords()))
 			return;
 		list_.keepAlive(g.out);

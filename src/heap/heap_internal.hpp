@@ -258,7 +258,7 @@ struct detail::HeapCore : Arena
 	Result<Slot*> routedSlotFor(Bucket& b, const scene::PipelineStateValues& declared, bool indexed,
 	                            const scene::RenderObject& o);
 	/// Route kernels by source (groups with equal specs share one), and the partition kernels (made on first use).
-	std::map<std::string, std::unique_ptr<modes::RouteKernel>> route_kernels;
+	std::map<std::string, std::shared_ptr<RouteKernelJob>> route_kernels;
 	std::optional<modes::PartitionKernel> partition;
 	/// Carriers routed by frames whose report (RouteGroup::bad) was not read yet.
 	std::vector<Slot*> route_checks;
@@ -266,7 +266,7 @@ struct detail::HeapCore : Arena
 	std::vector<Slot*> respecialise_queue;
 	Result<void> respecialiseGroups();
 	/// The route kernel of `spec` (cached by source).
-	Result<const modes::RouteKernel*> routeKernel(const modes::RouteSpec& spec);
+	Result<const RouteKernelJob*> routeKernel(const modes::RouteSpec& spec);
 	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
 	/// An effect compiled for the heap, with its uniforms planned (DerivedUniforms resolves objects against the plan).
 	struct HeapEffect

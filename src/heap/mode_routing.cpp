@@ -57,6 +57,7 @@ Result<void> ensureBuffers(gpu::Device& device, Slot& carrier)
 	g.regions = std::move(regions);
 	g.capacity = cap;
 	g.stride = strideOf(carrier);
+	g.routed = false;
 	g.scans.clear(); // (sized for the old capacity; made again for the megacall)
 	g.tiles.clear();
 	if (!g.bad)
@@ -136,6 +137,13 @@ Result<void> recordRouting(HeapCore& p, gpu::CommandList& list, std::span<Slot* 
 	std::vector<Slot*> routed, mega;
 	for (Slot* s : carriers)
 	{
+		if (!s->route->kernel->ready())
+		{
+			s->route->routed =
+			    false; // (compiling in the background, or failed: Context::pipelineErrors fails the frame)
+			later.push_back(s);
+			continue;
+		}
 		QUOKKA_TRY(ensureBuffers(device, *s));
 		if (s->strategy == DrawStrategy::Megacall)
 		{
@@ -175,7 +183,7 @@ Result<void> recordRouting(HeapCore& p, gpu::CommandList& list, std::span<Slot* 
 			list.keepAlive(g.inputs.buffer);
 		list.keepAlive(g.slot_of);
 		list.keepAlive(g.bad);
-		g.kernel->dispatch(list, inputs, *g.slot_of, *g.bad, uint32_t(s->records.size()));
+		g.kernel->kernel->dispatch(list, inputs, *g.slot_of, *g.bad, uint32_t(s->records.size()));
 		// (The list is submitted next: its timeline value follows the last one submitted.)
 		g.bad_after = device.lastSubmittedValue() + 1;
 		if (std::find(p.route_checks.begin(), p.route_checks.end(), s) == p.route_checks.end())
@@ -195,6 +203,7 @@ Result<void> recordRouting(HeapCore& p, gpu::CommandList& list, std::span<Slot* 
 		const modes::PartitionBuffers buffers{g.slot_of.get(), records.get(),   g.counts.get(),
 		                                      g.regions.get(), g.cursors.get(), g.out.get()};
 		p.partition->regions(list, buffers, uint32_t(s->records.size()), g.stride, g.spec.slots());
+		g.routed = true;
 		++stats.routed_groups;
 	}
 	// The megacall draws: each region scanned as its own job (the scan's first barrier orders it after the partition,

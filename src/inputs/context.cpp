@@ -329,10 +329,40 @@ Result<fx::CompiledEffectPtr> Context::compiledEffect(const fx::Effect& effect, 
 	return fx::CompiledEffectPtr();
 }
 
+void Context::runJob(std::shared_ptr<BackgroundJob> job, std::function<Result<void>()> work)
+{
+	const auto settle = [](BackgroundJob& j, Result<void> r)
+	{
+		if (!r.ok())
+			j.error = r.error();
+		j.state.store(r.ok() ? PipelineEntry::kReady : PipelineEntry::kFailed, std::memory_order_release);
+		return r.ok();
+	};
+	if (!workers_)
+	{
+		settle(*job, work());
+		return;
+	}
+	std::erase_if(jobs_, [](const std::shared_ptr<BackgroundJob>& j) { return j->ready(); });
+	jobs_.push_back(job);
+	pending_.fetch_add(1, std::memory_order_acq_rel);
+	workers_->submit(
+	    [this, settle, j = std::move(job), w = std::move(work)]
+	    {
+		    if (!settle(*j, w()))
+			    failed_.store(true, std::memory_order_release);
+		    done_.fetch_add(1, std::memory_order_acq_rel);
+		    pending_.fetch_sub(1, std::memory_order_acq_rel);
+	    });
+}
+
 Result<void> Context::pipelineErrors() const
 {
 	if (!failed_.load(std::memory_order_acquire))
 		return {};
+	for (const std::shared_ptr<BackgroundJob>& job : jobs_)
+		if (job->failed())
+			return job->error;
 	for (const auto& [key, job] : effect_jobs_)
 		if (job->state.load(std::memory_order_acquire) == PipelineEntry::kFailed)
 			return job->error;

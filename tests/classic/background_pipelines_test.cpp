@@ -3,6 +3,7 @@
 // frame after they are ready, with the pixels of a foreground render; a creation that fails fails the frame; the
 // validation layer stays quiet throughout.
 #include "../gpu/gpu_fixture.hpp"
+#include "../modes/rule_helpers.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <quokka/fx/stock.hpp>
 #include <quokka/gpu/image_io.hpp>
 #include <quokka/runtime/runtime.hpp>
+#include <quokka/scene/trafo_chain.hpp>
 
 namespace quokka::runtime::test
 {
@@ -211,6 +213,84 @@ TEST_P(BackgroundPipelines, ObjectsWhoseEffectBecameReadyArePlacedOverFramesWith
 	EXPECT_EQ(device().validationErrorCount(), 0u);
 }
 
+TEST_P(BackgroundPipelines, TheHeapsOwnKernelsCompileInTheBackgroundToo)
+{
+	// Objects whose values the heap derives on the device — one under a transform chain, one under a front-face rule
+	// routed on the device — need the heap's own kernels (derive, chain, route), made per heap scene. With the effect
+	// and pipelines already cached, a new task's frames do not compile those kernels either: its objects wait until
+	// they are ready (the classic path, needing none, draws at once), then the image equals a foreground render; a
+	// declared flip to a state whose route kernel is new leaves the group out until it is ready, the rest drawn.
+	const bool heap = GetParam() == RenderPath::Heap;
+	auto rt = Runtime::create(device()).value();
+	rt->setBackgroundPipelines(true);
+	adaptive::cval<math::Trafo3d> root(math::Trafo3d::translation(math::V3d(-0.4, 0.0, 0.0)));
+	const scene::TrafoChain chain =
+	    scene::TrafoChain::root(root).child(adaptive::constant(math::Trafo3d::translation(math::V3d(0.0, 0.3, 0.0))));
+	scene::RenderObject a = *square(-0.3f, -0.3f, 0.3f, 0.3f, 0.5f, V4f(1, 0, 0, 1), false);
+	a.uniforms["ModelTrafo"] = chain.world();
+	// Mirrored (clockwise on screen), back faces culled: drawn only while the rule flips its declared front face.
+	adaptive::cval<VkFrontFace> front(VK_FRONT_FACE_COUNTER_CLOCKWISE);
+	adaptive::cval<math::Trafo3d> model(math::Trafo3d::scale(math::V3d(-1.0, 1.0, 1.0)) *
+	                                    math::Trafo3d::translation(math::V3d(-0.4, -0.2, 0.0)));
+	scene::RenderObject b = *square(-0.3f, -0.3f, 0.3f, 0.3f, 0.4f, V4f(0, 1, 0, 1), false);
+	b.uniforms["ModelTrafo"] = scene::uniform(model);
+	b.state.cull_mode = adaptive::constant(VkCullModeFlags(VK_CULL_MODE_BACK_BIT));
+	b.state.front_face = front;
+	b.mode_rules.push_back({scene::ModeAxis::FrontFace, modes::test::flipWhenMirrored(), {}});
+	const std::vector<scene::RenderObjectPtr> list = {scene::makeRenderObject(std::move(a)),
+	                                                  scene::makeRenderObject(std::move(b))};
+	adaptive::cset<scene::RenderObjectPtr> objects;
+	for (const auto& o : list)
+		objects.add(o);
+	auto fb = createFramebuffer(device(), signature_, kSize, kSize).value();
+	auto warm = compile(*rt, objects);
+	const gpu::Rgba8Image expected = reference(list);
+	EXPECT_EQ(settle(*rt, *warm, fb).pixels.pixels, expected.pixels);
+
+	rt->context().holdPipelines(true);
+	auto task = compile(*rt, objects);
+	const Frame held = frame(*task, fb);
+	if (heap)
+	{
+		EXPECT_EQ(held.stats.heap.waiting_objects, 2u) << "both wait for the derive kernel";
+		EXPECT_GE(held.stats.pipelines_pending, 1u);
+		EXPECT_EQ(held.stats.heap.derive_records, 0u);
+		EXPECT_TRUE(allClear(held.pixels)) << "nothing drawn with values no kernel computed";
+	}
+	else
+	{
+		EXPECT_EQ(held.stats.waitingDraws(), 0u) << "the classic path needs no kernel";
+		EXPECT_EQ(held.pixels.pixels, expected.pixels);
+	}
+	rt->context().holdPipelines(false);
+	const Frame ready = settle(*rt, *task, fb);
+	EXPECT_EQ(ready.stats.waitingDraws(), 0u);
+	EXPECT_EQ(ready.pixels.pixels, expected.pixels);
+	if (heap)
+	{
+		EXPECT_GT(ready.stats.heap.derive_records, 0u);
+		EXPECT_GT(ready.stats.heap.chain_links, 0u);
+	}
+
+	// Declared clockwise: the rule's folded form is new, so is its route kernel — the group waits, the chained square
+	// stays on screen; then the mirrored square is culled, as in a foreground render.
+	rt->context().holdPipelines(true);
+	front.setValue(VK_FRONT_FACE_CLOCKWISE);
+	root.setValue(math::Trafo3d::translation(math::V3d(0.3, 0.0, 0.0)));
+	const Frame flipped = frame(*task, fb);
+	if (heap)
+	{
+		EXPECT_GE(flipped.stats.waitingDraws(), 1u) << "the re-specialised group waits for its kernel";
+	}
+	EXPECT_FALSE(allClear(flipped.pixels)) << "the chained square (its kernels ready) is drawn meanwhile";
+	rt->context().holdPipelines(false);
+	const Frame after = settle(*rt, *task, fb);
+	EXPECT_EQ(after.stats.waitingDraws(), 0u);
+	EXPECT_EQ(after.pixels.pixels, reference(list).pixels);
+	EXPECT_NE(after.pixels.pixels, expected.pixels);
+	EXPECT_EQ(device().validationErrorCount(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, BackgroundPipelines, ::testing::Values(RenderPath::Classic, RenderPath::Heap),
                          [](const auto& p) { return std::string(pathName(p.param)); });
 
@@ -266,6 +346,37 @@ TEST_F(BackgroundPipelineErrors, AFailedCreationIsReportedNotDropped)
 	EXPECT_NE(waited.error().message.find("blend states"), std::string::npos) << waited.error().message;
 	EXPECT_FALSE(entry.value()->ready());
 	EXPECT_FALSE(context.pipelineErrors().ok());
+}
+
+TEST_F(BackgroundPipelineErrors, ARenderersOwnJobRunsAtOnceOrOnAWorkerAndItsFailureIsReported)
+{
+	auto rt = Runtime::create(device()).value();
+	inputs::Context& context = rt->context();
+	int runs = 0;
+	auto now = std::make_shared<inputs::BackgroundJob>();
+	context.runJob(now,
+	               [&]() -> Result<void>
+	               {
+		               ++runs;
+		               return {};
+	               });
+	EXPECT_TRUE(now->ready()) << "foreground: finished on return";
+	EXPECT_EQ(runs, 1);
+
+	context.setBackgroundPipelines(true);
+	context.holdPipelines(true);
+	const uint64_t done = context.compilesDone();
+	auto later = std::make_shared<inputs::BackgroundJob>();
+	context.runJob(later, [] { return Result<void>(makeError(ErrorCode::ShaderCompile, "kernel: no luck")); });
+	EXPECT_TRUE(later->pending());
+	EXPECT_EQ(context.pendingPipelines(), 1u);
+	EXPECT_TRUE(context.pipelineErrors().ok());
+	const Result<void> waited = context.waitPipelines();
+	ASSERT_FALSE(waited.ok());
+	EXPECT_EQ(waited.error().message, "kernel: no luck");
+	EXPECT_TRUE(later->failed());
+	EXPECT_EQ(context.compilesDone(), done + 1);
+	EXPECT_EQ(context.pendingPipelines(), 0u);
 }
 
 } // namespace

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -138,6 +139,19 @@ struct PipelineEntry
 	Error error; ///< kFailed: why (written before the state)
 };
 
+/// A renderer's own background work — a compute kernel it compiles (the heap's derive, chain and route kernels) —
+/// published like a PipelineEntry: the worker writes what the job makes (in the object that holds the job), then the
+/// state with release; the owner reads it once ready() (acquire). Held by shared_ptr: the worker's hold keeps it
+/// alive when its owner goes first.
+struct BackgroundJob
+{
+	std::atomic<uint8_t> state{PipelineEntry::kPending};
+	Error error; ///< kFailed: why (written before the state)
+	bool ready() const { return state.load(std::memory_order_acquire) == PipelineEntry::kReady; }
+	bool failed() const { return state.load(std::memory_order_acquire) == PipelineEntry::kFailed; }
+	bool pending() const { return state.load(std::memory_order_acquire) == PipelineEntry::kPending; }
+};
+
 class Context
 {
 public:
@@ -185,6 +199,10 @@ public:
 	Result<void> pipelineErrors() const;
 	/// Blocks until nothing is pending, then as pipelineErrors(): for screenshots, tests and benchmarks.
 	Result<void> waitPipelines();
+	/// Runs `work` for `job` — at once when background pipelines are off (the job is finished on return), else on a
+	/// worker thread (pending until then; counted by pendingPipelines()/compilesDone(), a failure reported by
+	/// pipelineErrors()). `work` may only touch what `job`'s holder keeps alive and thread-safe device calls.
+	void runJob(std::shared_ptr<BackgroundJob> job, std::function<Result<void>()> work);
 	/// Tests: while held, background work does not start (frames see their effects and pipelines pending).
 	void holdPipelines(bool held);
 	/// The sampler for `state`, created on first use.
@@ -244,6 +262,7 @@ private:
 		Error error;
 	};
 	std::map<fx::Hash128, std::unique_ptr<EffectJob>> effect_jobs_;
+	std::vector<std::shared_ptr<BackgroundJob>> jobs_; ///< runJob's unfinished or failed jobs
 	/// A worker's end of a background job: the result into `slot` (or the error), then the job's state published,
 	/// then the counters.
 	template <typename Job, typename T>
