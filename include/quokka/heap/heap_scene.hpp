@@ -106,10 +106,12 @@ struct HeapStats
 	uint32_t scans = 0;           ///< megacall scans recorded (prepare)
 	uint32_t draw_calls = 0;      ///< indirect draw commands recorded (encode)
 	uint32_t pipeline_binds = 0;  ///< (encode)
-	/// Slots not drawn because their pipeline is still being created in the background (encode)
+	/// Draws left out because their pipeline, or their route group's route kernel, is still being made in the
+	/// background (encode)
 	uint32_t waiting_draws = 0;
 	uint32_t compactions = 0; ///< (update)
-	/// Objects not placed yet because their effect is still being compiled in the background (update)
+	/// Objects not placed yet because their effect, or a kernel computing their GPU-derived values (derive, chain),
+	/// is still being compiled in the background (update)
 	uint32_t waiting_objects = 0;
 	/// Placement attempts skipped because the chunk certainly had no room for an object's unshared buffers (update)
 	uint32_t chunks_skipped = 0;
