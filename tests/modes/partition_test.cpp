@@ -142,6 +142,22 @@ TEST_F(PartitionTest, EveryRecordInOneSlotAndEmptySlotsAround)
 	checkCompact(run, input(1'000, 2, [](uint32_t) { return kNoSlot; }), 2, 4);
 }
 
+TEST_F(PartitionTest, AMillionRecordsOnAGpuATenthOfThatOnTheCpu)
+{
+	// The benchmark's size (10^6 records of 5 words over 1–64 slots) checked against the oracle where a GPU runs the
+	// suite; lavapipe takes 10^5 (CI time).
+	auto k = PartitionKernel::create(device());
+	ASSERT_TRUE(k.ok()) << k.error().message;
+	PartitionRun run{device(), std::move(*k)};
+	const uint32_t n = device().info().type == "cpu" ? 100'000 : 1'000'000;
+	std::mt19937 rng(quokka::test::testSeed(41));
+	for (uint32_t slots : {1u, 64u})
+	{
+		SCOPED_TRACE("slots " + std::to_string(slots) + ", records " + std::to_string(n));
+		checkCompact(run, input(n, 5, [&](uint32_t) { return rng() % 50 == 0 ? kNoSlot : rng() % slots; }), 5, slots);
+	}
+}
+
 TEST_F(PartitionTest, RegionsAppendUpToTheirCapacityAndCountWhatAsked)
 {
 	auto k = PartitionKernel::create(device());
