@@ -87,6 +87,12 @@ Result<ImageHandle> Device::createImage(const ImageDesc& desc)
 	VkImageFormatProperties format_props;
 	VkResult supported = vkGetPhysicalDeviceImageFormatProperties(physical_, desc.format, VK_IMAGE_TYPE_2D,
 	                                                              VK_IMAGE_TILING_OPTIMAL, usage, 0, &format_props);
+	if (desc.array_layers > 1 && desc.samples != VK_SAMPLE_COUNT_1_BIT)
+		return makeError(ErrorCode::InvalidArgument, label + ": a multisampled image must have one layer");
+	if (supported == VK_SUCCESS && desc.array_layers > format_props.maxArrayLayers)
+		return makeError(ErrorCode::InvalidArgument, label + ": " + std::to_string(desc.array_layers) +
+		                                                 " layers, but " + info_.name + " allows " +
+		                                                 std::to_string(format_props.maxArrayLayers));
 	if (supported != VK_SUCCESS || !(format_props.sampleCounts & desc.samples) ||
 	    format_props.maxMipLevels < mip_levels)
 		return makeError(ErrorCode::Unsupported, label + ": format " + std::to_string(int(desc.format)) +
@@ -99,6 +105,8 @@ Result<ImageHandle> Device::createImage(const ImageDesc& desc)
 	image->width_ = desc.width;
 	image->height_ = desc.height;
 	image->mip_levels_ = mip_levels;
+	image->layers_ = std::max(1u, desc.array_layers);
+	image->array_ = desc.array_layers > 0;
 	image->usage_ = desc.usage;
 	image->samples_ = desc.samples;
 	image->name_ = desc.name;
@@ -113,7 +121,7 @@ Result<ImageHandle> Device::createImage(const ImageDesc& desc)
 	info.format = desc.format;
 	info.extent = {desc.width, desc.height, 1};
 	info.mipLevels = mip_levels;
-	info.arrayLayers = 1;
+	info.arrayLayers = image->layers_;
 	info.samples = desc.samples;
 	info.tiling = VK_IMAGE_TILING_OPTIMAL;
 	info.usage = usage;
@@ -153,9 +161,9 @@ Result<ImageHandle> Device::createImage(const ImageDesc& desc)
 	{
 		VkImageViewCreateInfo view{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
 		view.image = image->image_;
-		view.viewType = VK_IMAGE_VIEW_TYPE_2D;
+		view.viewType = image->array_ ? VK_IMAGE_VIEW_TYPE_2D_ARRAY : VK_IMAGE_VIEW_TYPE_2D;
 		view.format = desc.format;
-		view.subresourceRange = {image->aspect_, 0, mip_levels, 0, 1};
+		view.subresourceRange = {image->aspect_, 0, mip_levels, 0, image->layers_};
 		QUOKKA_VK_TRY(vkCreateImageView(device_, &view, nullptr, &image->view_));
 	}
 	setDebugName(VK_OBJECT_TYPE_IMAGE, uint64_t(image->image_), desc.name.c_str());
@@ -358,7 +366,7 @@ VkImageMemoryBarrier2 imageBarrier(const Image& image, VkImageLayout new_layout,
 	b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
 	b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
 	b.image = image.vk();
-	b.subresourceRange = {image.aspect(), 0, image.mipLevels(), 0, 1};
+	b.subresourceRange = {image.aspect(), 0, image.mipLevels(), 0, image.arrayLayers()};
 	return b;
 }
 

@@ -51,6 +51,9 @@ struct ImageDesc
 	/// Mip levels, 1 … fullMipChain(width, height); 0 means the full chain. Multisampled images must have 1.
 	/// uploadImage/recordImageUpload build levels 1… from level 0 by blits, which needs TransferSrc usage.
 	uint32_t mip_levels = 1;
+	/// 0: a plain 2D image. n ≥ 1: a 2D array of n layers, its view VK_IMAGE_VIEW_TYPE_2D_ARRAY (even for one
+	/// layer: a shader's sampler2DArray); the whole-image helpers and barriers cover every layer.
+	uint32_t array_layers = 0;
 };
 
 /// Levels of a full mip chain down to 1×1: floor(log2(max(width, height))) + 1 (300×20 → 9). 0 for a 0 size.
@@ -72,6 +75,9 @@ public:
 	VkExtent2D extent() const { return {width_, height_}; }
 	/// Number of mip levels (1 unless ImageDesc::mip_levels said otherwise); view() covers all of them.
 	uint32_t mipLevels() const { return mip_levels_; }
+	/// Layers: 1 for a plain 2D image, ImageDesc::array_layers for an array.
+	uint32_t arrayLayers() const { return layers_; }
+	bool isArray() const { return array_; }
 	/// Size of mip level `level` (< mipLevels()): each side halves, rounding down, and stops at 1.
 	VkExtent2D mipExtent(uint32_t level) const
 	{
@@ -100,6 +106,8 @@ private:
 	uint32_t width_ = 0;
 	uint32_t height_ = 0;
 	uint32_t mip_levels_ = 1;
+	uint32_t layers_ = 1;
+	bool array_ = false;
 	ImageUsage usage_ = ImageUsage::None;
 	VkSampleCountFlagBits samples_ = VK_SAMPLE_COUNT_1_BIT;
 	VkImageAspectFlags aspect_ = VK_IMAGE_ASPECT_COLOR_BIT;
