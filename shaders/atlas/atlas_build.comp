@@ -26,13 +26,19 @@ layout(set = 0, binding = 0, std430) readonly buffer Jobs { AtlasJob jobs[]; };
 layout(set = 0, binding = 1, std430) readonly buffer Source { uint source[]; };
 layout(set = 0, binding = 2, std430) buffer Work { uint work[]; };
 
+// i mod n in [0, n) (GLSL leaves % of a negative operand undefined: NVIDIA and lavapipe differ).
+int floorMod(int i, int n)
+{
+	return i >= 0 ? i % n : n - 1 - (-(i + 1)) % n;
+}
+
 int wrapped(int i, int n, uint address)
 {
 	if (address == 0u)
 		return clamp(i, 0, n - 1);
 	if (address == 1u)
-		return ((i % n) + n) % n;
-	const int m = ((i % (2 * n)) + 2 * n) % (2 * n);
+		return floorMod(i, n);
+	const int m = floorMod(i, 2 * n);
 	return m < n ? m : 2 * n - 1 - m;
 }
 

@@ -51,13 +51,19 @@ ivec2 quokkaAtlasLevel(uvec4 e, int l, out ivec2 size)
 	return ivec2(x + w + 3 * g, y + oy);
 }
 
+// (GLSL leaves % of a negative operand undefined.)
+int quokkaAtlasFloorMod(int i, int n)
+{
+	return i >= 0 ? i % n : n - 1 - (-(i + 1)) % n;
+}
+
 int quokkaAtlasWrapTexel(int i, int n, uint address)
 {
 	if (address == 0u)
 		return clamp(i, 0, n - 1);
 	if (address == 1u)
-		return ((i % n) + n) % n;
-	const int m = ((i % (2 * n)) + 2 * n) % (2 * n);
+		return quokkaAtlasFloorMod(i, n);
+	const int m = quokkaAtlasFloorMod(i, 2 * n);
 	return m < n ? m : 2 * n - 1 - m;
 }
 
