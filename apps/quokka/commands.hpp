@@ -73,6 +73,8 @@ struct RenderOptions
 	int camera = -1;                   ///< `--camera N`: the glTF file's camera N; -1 = a camera framing the scene
 	bool quiet = false;                ///< `--quiet`: no progress on stderr
 	bool background_pipelines = false; ///< `--background-pipelines`: frames do not wait for pipeline creation
+	std::string heap_switch;           ///< `--heap on|off`: the heap path's heap_enabled (implies `--path heap`)
+	bool explain_routing = false;      ///< `--explain-routing`: objects per routing reason (heap path)
 	std::string origin;                ///< `--origin X,Y,Z`: the scene (and its camera) moved by this offset in metres
 
 	/// What is rendered, for reports and the default output name: the scene, or the glTF file's name without folder

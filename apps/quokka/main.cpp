@@ -47,6 +47,13 @@ int main(int argc, char** argv)
 	render_cmd->add_option("--seed", render.seed, "seed of a generated scene");
 	render_cmd->add_option("--path", render.path, "render path: classic, heap")
 	    ->check(CLI::IsMember({"classic", "heap"}));
+	render_cmd
+	    ->add_option("--heap", render.heap_switch,
+	                 "on|off: the heap path's switch (off: every object drawn by the classic path through the router; "
+	                 "implies --path heap)")
+	    ->check(CLI::IsMember({"on", "off"}));
+	render_cmd->add_flag("--explain-routing", render.explain_routing,
+	                     "heap path: print how many objects each routing reason sends where");
 	render_cmd->add_option("--draw", render.draw, "heap draw strategy: auto, indirect, megacall")
 	    ->check(CLI::IsMember({"auto", "indirect", "megacall"}));
 	render_cmd
@@ -200,6 +207,11 @@ int main(int argc, char** argv)
 		if (render_cmd->count("--origin") > 0)
 			if (auto origin = originOf(render); !origin.ok())
 				return usage(origin.error().message);
+		if (render_cmd->count("--heap") > 0 && render.path == "classic" && render_cmd->count("--path") > 0)
+			return usage("--heap on|off switches the heap path: it cannot be combined with --path classic");
+		if ((render_cmd->count("--heap") > 0 || render.explain_routing) &&
+		    (render.scene == "meshlets" || render.scene == "triangle") && render.gltf.empty())
+			return usage("--heap and --explain-routing apply to scene-graph scenes (grid, city, --gltf)");
 		if (render.scene == "meshlets" && render_cmd->count("--path") > 0)
 			return usage("--path picks the renderer of scene-graph scenes; the meshlets scene has its own "
 			             "(--meshlet-path)");

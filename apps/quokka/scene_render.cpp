@@ -327,9 +327,11 @@ int runRenderScene(const RenderOptions& o)
 	if (!session.ok())
 		return fail(session.error());
 	gpu::Device& dev = *session->device;
-	auto options = renderOptionsOf(o.path, o.draw, o.max_chunk_bytes);
+	const bool heap_path = o.path == "heap" || !o.heap_switch.empty();
+	auto options = renderOptionsOf(heap_path ? "heap" : o.path, o.draw, o.max_chunk_bytes);
 	if (!options.ok())
 		return fail(options.error());
+	options->heap_enabled = adaptive::constant(o.heap_switch != "off");
 	auto view = viewSpecOf(o);
 	if (!view.ok())
 		return fail(view.error());
@@ -358,10 +360,15 @@ int runRenderScene(const RenderOptions& o)
 		nlohmann::ordered_json j = renderJson(o, dev, r.frames);
 		if (!o.gltf.empty())
 			j["gltf"] = o.gltf;
-		j["path"] = o.path;
+		j["path"] = heap_path ? "heap" : o.path;
 		if (options->path == runtime::RenderPath::Heap)
 		{
 			const heap::HeapStats& h = r.last.heap;
+			j["heap_enabled"] = o.heap_switch != "off";
+			nlohmann::ordered_json routing;
+			for (size_t k = 0; k < runtime::kRouteReasons; ++k)
+				routing[runtime::routeReasonName(runtime::RouteReason(k))] = r.last.routing[k];
+			j["routing"] = routing;
 			j["draw"] = o.draw;
 			j["heap"] = {{"objects", h.objects},
 			             {"buckets", h.buckets},
@@ -437,6 +444,11 @@ int runRenderScene(const RenderOptions& o)
 			            double(h.arena_bytes) / double(1 << 20), h.draw_calls);
 			if (o.device.validate)
 				std::printf("  heap diagnostics: %zu findings\n", findings.size());
+			if (o.explain_routing)
+				for (size_t k = 0; k < runtime::kRouteReasons; ++k)
+					std::printf("  routing: %llu objects %s %s\n", (unsigned long long)r.last.routing[k],
+					            k == 0 ? "drawn by the" : "on the classic path:",
+					            runtime::routeReasonName(runtime::RouteReason(k)));
 		}
 		std::printf("  wrote %s\n", out.value().c_str());
 	}

@@ -63,6 +63,11 @@ Result<DrawStrategy> parseStrategy(const std::string& name)
 	return makeError(ErrorCode::InvalidArgument, "unknown draw strategy '" + name + "' (auto, indirect, megacall)");
 }
 
+uint64_t HeapScene::maxChunkBytes() const
+{
+	return impl_->max_chunk_bytes;
+}
+
 bool heapEligible(const scene::RenderObject& object)
 {
 	if (!object.state.topology.node()->isConstant())

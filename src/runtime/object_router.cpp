@@ -1,59 +1,204 @@
-// ObjectRouter: one reader of the scene's set, routing each change to the heap or the classic set.
+// ObjectRouter: one reader of the scene's set, routing each object to the heap or the classic set, and moving the
+// objects whose reason changed.
 #include <quokka/runtime/object_router.hpp>
-
-#include <vector>
 
 #include <quokka/adaptive/core.hpp>
 
 namespace quokka::runtime
 {
 
-ObjectRouter::ObjectRouter(adaptive::aset<scene::RenderObjectPtr> objects, heap::HeapScene& heap)
-    : reader_(objects.getDeltaReader()), heap_(&heap)
+const char* routeReasonName(RouteReason reason)
 {
+	switch (reason)
+	{
+	case RouteReason::Heap:
+		return "heap";
+	case RouteReason::HeapDisabled:
+		return "heap disabled";
+	case RouteReason::Topology:
+		return "topology";
+	case RouteReason::InputTooLarge:
+		return "input larger than a heap chunk";
+	}
+	return "?";
+}
+
+/// Watches what an object's reason reads (its buffers), or heap_enabled (object null): a change queues it.
+struct ObjectRouter::Watch final : adaptive::AdaptiveObject
+{
+	Watch(ObjectRouter& r, const scene::RenderObject* o) : AdaptiveObject(kWantsInputChanged), router(&r), object(o) {}
+	ObjectRouter* router;
+	const scene::RenderObject* object;
+	bool queued = false;
+	void inputChanged(AdaptiveObject*) override
+	{
+		if (queued)
+			return;
+		queued = true;
+		if (object)
+			router->dirty_.push_back(object);
+	}
+	using AdaptiveObject::beginEvaluation;
+	using AdaptiveObject::endEvaluation;
+};
+
+ObjectRouter::ObjectRouter(adaptive::aset<scene::RenderObjectPtr> objects, heap::HeapScene& heap,
+                           adaptive::aval<bool> heap_enabled)
+    : reader_(objects.getDeltaReader()), heap_(&heap), heap_enabled_(std::move(heap_enabled))
+{
+}
+
+ObjectRouter::~ObjectRouter() = default;
+
+RouteReason ObjectRouter::reasonOf(const scene::RenderObject& object, uint64_t max_chunk_bytes, adaptive::Token token)
+{
+	if (!heap::heapEligible(object))
+		return RouteReason::Topology;
+	// (The heap places an object's own data in one chunk and each pooled input in one: all of it fitting one chunk
+	// is enough, if not always needed.)
+	uint64_t bytes = 16;
+	for (const auto& [name, view] : object.attributes)
+		bytes += view.buffer.getValue(token).size() + 16;
+	if (object.indices)
+		bytes += object.indices->buffer.getValue(token).size() + 16;
+	return bytes > max_chunk_bytes ? RouteReason::InputTooLarge : RouteReason::Heap;
+}
+
+RouteReason ObjectRouter::evaluate(Routed& r)
+{
+	const scene::RenderObject& o = *r.object;
+	bool changeable = false;
+	for (const auto& [name, view] : o.attributes)
+		changeable = changeable || !view.buffer.isConstant();
+	changeable = changeable || (o.indices && !o.indices->buffer.isConstant());
+	if (!changeable || !heap::heapEligible(o))
+	{
+		r.watch = adaptive::Ref<Watch>();
+		return reasonOf(o, heap_->maxChunkBytes());
+	}
+	if (!r.watch)
+		r.watch = adaptive::makeRef<Watch>(*this, &o);
+	Watch& w = *r.watch;
+	w.queued = false;
+	w.beginEvaluation();
+	try
+	{
+		const RouteReason reason = reasonOf(o, heap_->maxChunkBytes(), adaptive::Token{&w});
+		w.endEvaluation(true);
+		return reason;
+	}
+	catch (...)
+	{
+		w.endEvaluation(false);
+		throw;
+	}
+}
+
+void ObjectRouter::place(Routed& r, RouteReason reason)
+{
+	if (r.now == reason)
+		return;
+	const bool was_heap = r.now == RouteReason::Heap, to_heap = reason == RouteReason::Heap;
+	--counts_[size_t(r.now)];
+	++counts_[size_t(reason)];
+	r.now = reason;
+	if (was_heap == to_heap)
+		return; // (classic either way: only the reason changed)
+	++migrations_;
+	if (to_heap)
+	{
+		classic_remove_.push_back(r.object);
+		heap_->add(r.object);
+	}
+	else
+	{
+		heap_->remove(r.object);
+		classic_add_.push_back(r.object);
+	}
 }
 
 void ObjectRouter::route()
 {
+	if (!enabled_watch_)
+	{
+		enabled_watch_ = adaptive::makeRef<Watch>(*this, nullptr);
+		enabled_watch_->queued = true; // (read below for the first time)
+	}
+	bool enabled_changed = false;
+	if (enabled_watch_->queued)
+	{
+		enabled_watch_->queued = false;
+		enabled_watch_->beginEvaluation();
+		const bool enabled = heap_enabled_.getValue(adaptive::Token{enabled_watch_.get()});
+		enabled_watch_->endEvaluation(true);
+		enabled_changed = enabled != enabled_;
+		enabled_ = enabled;
+	}
+	const auto effective = [&](RouteReason own)
+	{ return enabled_ || own != RouteReason::Heap ? own : RouteReason::HeapDisabled; };
+
 	const auto changes = reader_->getChanges(adaptive::Token{});
-	std::vector<const scene::RenderObjectPtr*> to_classic, from_classic;
-	// Additions read the object (its topology) a few ahead; removals never do.
-	std::vector<const scene::RenderObjectPtr*> added;
-	added.reserve(changes.size());
 	for (const auto& [object, count] : changes)
 		if (count < 0)
 		{
-			heap_->remove(object);
-			if (classic_size_ != 0)
-				from_classic.push_back(&object);
+			auto it = routed_.find(object.get());
+			if (it == routed_.end())
+				continue;
+			Routed& r = it->second;
+			--counts_[size_t(r.now)];
+			if (r.now == RouteReason::Heap)
+				heap_->remove(object);
+			else
+				classic_remove_.push_back(object);
+			routed_.erase(it);
 		}
-		else
-			added.push_back(&object);
-	for (size_t i = 0; i < added.size(); ++i)
+	for (const auto& [object, count] : changes)
 	{
-		constexpr size_t kAhead = 8;
-		if (i + kAhead < added.size())
-			__builtin_prefetch(added[i + kAhead]->get());
-		const scene::RenderObjectPtr& object = *added[i];
-		if (drawnByHeap(*object))
+		if (count < 0)
+			continue;
+		auto [it, fresh] = routed_.try_emplace(object.get());
+		if (!fresh)
+			continue;
+		Routed& r = it->second;
+		r.object = object;
+		r.own = evaluate(r);
+		r.now = effective(r.own);
+		++counts_[size_t(r.now)];
+		if (r.now == RouteReason::Heap)
 		{
 			heap_->add(object);
 			++to_heap_;
 		}
 		else
-			to_classic.push_back(&object);
+		{
+			classic_add_.push_back(object);
+			++to_classic_;
+		}
 	}
-	if (to_classic.empty() && from_classic.empty())
+	// Objects whose buffers changed: their reason again, moved when it changed.
+	std::vector<const scene::RenderObject*> dirty;
+	dirty.swap(dirty_);
+	for (const scene::RenderObject* o : dirty)
+		if (auto it = routed_.find(o); it != routed_.end())
+		{
+			it->second.own = evaluate(it->second);
+			place(it->second, effective(it->second.own));
+		}
+	if (enabled_changed)
+		for (auto& [o, r] : routed_)
+			place(r, effective(r.own));
+	if (classic_add_.empty() && classic_remove_.empty())
 		return;
 	adaptive::transact(
 	    [&]
 	    {
-		    for (const scene::RenderObjectPtr* o : from_classic)
-			    classic_size_ -= classic_.remove(*o) ? 1 : 0;
-		    for (const scene::RenderObjectPtr* o : to_classic)
-			    classic_size_ += classic_.add(*o) ? 1 : 0;
+		    for (const scene::RenderObjectPtr& o : classic_remove_)
+			    classic_.remove(o);
+		    for (const scene::RenderObjectPtr& o : classic_add_)
+			    classic_.add(o);
 	    });
-	to_classic_ += to_classic.size();
+	classic_add_.clear();
+	classic_remove_.clear();
 }
 
 } // namespace quokka::runtime

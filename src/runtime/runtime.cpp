@@ -200,7 +200,7 @@ Result<bool> RenderTask::update()
 			{
 				// One reader of the leaves routes each object to the heap or to the classic pass.
 				e.heap = std::make_unique<heap::HeapScene>(runtime_->context(), signature_, options_.heap);
-				e.router = std::make_unique<ObjectRouter>(scene::leafSet(render->tree), *e.heap);
+				e.router = std::make_unique<ObjectRouter>(scene::leafSet(render->tree), *e.heap, options_.heap_enabled);
 				e.pass = std::make_unique<classic::ScenePass>(runtime_->context(), signature_,
 				                                              scene::RenderTree::ofObjects(e.router->classicObjects()));
 			}
@@ -256,6 +256,12 @@ Result<void> RenderTask::encode(gpu::CommandList& list, Framebuffer& fb)
 			{
 				e.heap->encode(list);
 				stats_.heap += e.heap->stats();
+			}
+			if (e.router)
+			{
+				for (size_t k = 0; k < kRouteReasons; ++k)
+					stats_.routing[k] += e.router->reasonCounts()[k];
+				stats_.migrations += e.router->migrations();
 			}
 			e.pass->encode(list);
 			gpu::endRendering(list);

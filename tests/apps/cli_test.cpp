@@ -136,6 +136,44 @@ TEST(CliRender, BackgroundPipelinesWriteTheCompleteImage)
 	}
 }
 
+TEST(CliRender, TheHeapSwitchRoutesEveryObjectAndKeepsTheImage)
+{
+	// --heap on draws the city through the heap, --heap off every object through the router's classic pass: the
+	// routing counts say so, and the PNGs are the classic path's.
+	std::array<quokka::gpu::Rgba8Image, 3> images;
+	const char* modes[] = {"--heap on", "--heap off", "--path classic"};
+	for (int m = 0; m < 3; ++m)
+	{
+		const std::string png = tempPath("heap-switch" + std::to_string(m) + ".png");
+		const CliRun run = runCli(std::string("render --scene city --objects 200 --frames 1 --width 120 --height 90 ") +
+		                          modes[m] + " --json --out " + png);
+		ASSERT_EQ(run.exit_code, 0) << run.err;
+		const auto j = nlohmann::json::parse(run.out);
+		if (m < 2)
+		{
+			EXPECT_EQ(j["path"], "heap");
+			EXPECT_EQ(j["heap_enabled"].get<bool>(), m == 0);
+			EXPECT_EQ(j["routing"]["heap"].get<uint64_t>(), m == 0 ? 200u : 0u);
+			EXPECT_EQ(j["routing"]["heap disabled"].get<uint64_t>(), m == 0 ? 0u : 200u);
+			EXPECT_EQ(j["heap"]["objects"].get<uint64_t>(), m == 0 ? 200u : 0u);
+		}
+		auto image = quokka::gpu::readPng(png);
+		ASSERT_TRUE(image.ok()) << image.error().message;
+		images[size_t(m)] = std::move(image).value();
+		std::filesystem::remove(png);
+	}
+	EXPECT_EQ(images[0].pixels, images[2].pixels);
+	EXPECT_EQ(images[1].pixels, images[2].pixels);
+	const CliRun text = runCli("render --scene grid --objects 50 --frames 1 --width 64 --height 48 --heap on "
+	                           "--explain-routing --out " +
+	                           tempPath("explain.png"));
+	ASSERT_EQ(text.exit_code, 0) << text.err;
+	EXPECT_NE(text.out.find("routing: 50 objects drawn by the heap"), std::string::npos) << text.out;
+	EXPECT_NE(text.out.find("input larger than a heap chunk"), std::string::npos) << text.out;
+	std::filesystem::remove(tempPath("explain.png"));
+	expectOneLineError(runCli("render --scene city --heap off --path classic --out /dev/null"), "--path classic");
+}
+
 TEST(CliErrors, UnknownSceneIsOneLineAndNonZero)
 {
 	expectOneLineError(runCli("render --scene nope --out /dev/null"), "unknown scene 'nope'");

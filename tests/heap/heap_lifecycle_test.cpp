@@ -1,6 +1,7 @@
 // heap_lifecycle_test.cpp — object lifecycle: removing the newest objects, additions in a frame that removes an owner,
 // teardown without leaks, one adaptive node per placed object, objects routed to the classic pass, validators clean
 // through 10^4 random operations.
+#include "../test_seed.hpp"
 #include "heap_fixture.hpp"
 
 namespace quokka::heap::test
@@ -275,6 +276,89 @@ TEST_F(HeapRenderTest, ObjectsTheHeapCannotDrawGoToTheClassicPassThroughAddsAndR
 	    << r.error().message;
 	EXPECT_NE(r.error().message.find("topology"), std::string::npos) << r.error().message;
 	EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << r.error().message;
+}
+
+TEST_F(HeapRenderTest, TheRouterMovesObjectsWhenHeapEnabledOrTheirBuffersChangeAndTheImageStays)
+{
+	// Twelve triangles at their own depths; every third has positions that switch between three vertices and the same
+	// three padded past one heap chunk (4 KiB here): too large, it is drawn by the classic path instead of failing
+	// the frame. heap_enabled and the buffers flip at random: every frame equals the classic path's image, the
+	// counts per reason follow, and the heap holds exactly the objects routed to it.
+	const fx::Effect effect = Effects{}.constant;
+	std::vector<RenderObjectPtr> objects;
+	std::vector<cval<scene::ArrayBuffer>> positions;
+	std::vector<std::pair<scene::ArrayBuffer, scene::ArrayBuffer>> sizes; // (small, too large)
+	for (int i = 0; i < 12; ++i)
+	{
+		const float x = -0.9f + 0.15f * float(i), z = 0.1f + 0.05f * float(i);
+		RenderObject o = litTriangle(effect, V3f(x, -0.3f, z), V3f(x + 0.12f, -0.3f, z), V3f(x + 0.06f, 0.3f, z),
+		                             rgba(30 + 18 * i, 220 - 15 * i, 60, 255));
+		if (i % 3 == 0)
+		{
+			std::vector<V3f> p = {V3f(x, -0.3f, z), V3f(x + 0.12f, -0.3f, z), V3f(x + 0.06f, 0.3f, z)};
+			const scene::ArrayBuffer small = scene::ArrayBuffer::of(p);
+			p.resize(400, V3f(0.0f)); // (4,800 bytes; the draw call still reads three vertices)
+			sizes.emplace_back(small, scene::ArrayBuffer::of(p));
+			positions.emplace_back(small);
+			o.attributes["Positions"].buffer = positions.back();
+		}
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	adaptive::cset<RenderObjectPtr> set(objects);
+	const auto tree = RenderTree::ofObjects(set);
+	cval<bool> enabled(true);
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	options.heap.max_chunk_bytes = 4096;
+	options.heap_enabled = enabled;
+	auto classic = task(tree, {});
+	auto heap = task(tree, options);
+	std::vector<bool> large(positions.size(), false);
+	std::mt19937 rng(quokka::test::testSeed(40));
+	for (int step = 0; step < 60; ++step)
+	{
+		SCOPED_TRACE("step " + std::to_string(step));
+		adaptive::transact(
+		    [&]
+		    {
+			    if (rng() % 3 == 0)
+				    enabled.setValue(!enabled.getValue(adaptive::Token{}));
+			    const size_t k = rng() % positions.size();
+			    large[k] = !large[k];
+			    positions[k].setValue(large[k] ? sizes[k].second : sizes[k].first);
+		    });
+		ASSERT_EQ(frame(*heap), "");
+		const Rgba8Image got = pixels();
+		ASSERT_EQ(frame(*classic), "");
+		EXPECT_EQ(differing(got, pixels()), 0u);
+		const uint64_t too_large = uint64_t(std::count(large.begin(), large.end(), true));
+		const bool on = enabled.getValue(adaptive::Token{});
+		const auto& routing = heap->stats().routing;
+		EXPECT_EQ(routing[size_t(runtime::RouteReason::InputTooLarge)], too_large);
+		EXPECT_EQ(routing[size_t(runtime::RouteReason::Heap)], on ? objects.size() - too_large : 0u);
+		EXPECT_EQ(routing[size_t(runtime::RouteReason::HeapDisabled)], on ? 0u : objects.size() - too_large);
+		EXPECT_EQ(heap->heapScenes()[0]->objectCount(), routing[0]);
+	}
+	EXPECT_GT(heap->stats().migrations, 20u);
+	// A thousand flips of the switch: nothing leaks (the heap's and the context's checks), the image stays.
+	for (int flip = 0; flip < 1000; ++flip)
+	{
+		enabled.setValue(flip % 2 == 0);
+		ASSERT_EQ(frame(*heap), "");
+	}
+	ASSERT_EQ(frame(*heap), "");
+	const Rgba8Image last = pixels();
+	ASSERT_EQ(frame(*classic), "");
+	EXPECT_EQ(differing(last, pixels()), 0u);
+	auto findings = heap->heapScenes()[0]->validateHeap();
+	ASSERT_TRUE(findings.ok()) << findings.error().message;
+	EXPECT_TRUE(findings->empty()) << (findings->empty() ? "" : findings->front());
+	adaptive::transact([&] { set.clear(); });
+	ASSERT_EQ(frame(*heap), "");
+	EXPECT_EQ(heap->heapScenes()[0]->objectCount(), 0u);
+	EXPECT_EQ(heap->stats().routing, (std::array<uint64_t, runtime::kRouteReasons>{}));
+	EXPECT_EQ(heap->passes()[0]->objectCount(), 0u);
+	EXPECT_EQ(device().validationErrorCount(), 0u);
 }
 
 /// HeapScene's membership calls: between two update()s the last call per object wins, adding a held object or

@@ -258,6 +258,9 @@ public:
 	void encode(gpu::CommandList& list);
 
 	const HeapStats& stats() const { return stats_; }
+	/// The largest chunk the heap makes (HeapOptions::max_chunk_bytes, as the device's limits cut it): an object
+	/// whose buffers do not fit one is drawn by the classic path (runtime::ObjectRouter).
+	uint64_t maxChunkBytes() const;
 	const HeapOptions& options() const { return options_; }
 	size_t objectCount() const;
 

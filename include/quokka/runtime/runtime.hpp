@@ -10,6 +10,7 @@
 // Owner thread only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -69,6 +70,9 @@ struct RenderOptions
 {
 	RenderPath path = RenderPath::Classic;
 	heap::HeapOptions heap; ///< path = Heap
+	/// Path Heap: while false every object is drawn by the classic path (an A/B switch or a fallback: flipping it
+	/// moves the objects in the next frame, the image unchanged). Ignored by path Classic.
+	adaptive::aval<bool> heap_enabled = adaptive::constant(true);
 };
 
 /// Counters of the last RenderTask::run(), summed over its Render commands.
@@ -82,6 +86,10 @@ struct TaskStats
 	double update_ms = 0.0;      ///< CPU: pulling changes and preparing (all passes + uploads)
 	double flush_ms = 0.0;       ///< part of update_ms: the runtime context's staging flush
 	double encode_ms = 0.0;      ///< CPU: recording
+	/// Path Heap: objects per RouteReason after the frame's routing (index 0: drawn by the heap), and the objects
+	/// moved between the heap and the classic path so far (ObjectRouter), summed over the Render commands.
+	std::array<uint64_t, kRouteReasons> routing{};
+	uint64_t migrations = 0;
 	/// Pipelines still being created in the background after the frame (inputs::Context::setBackgroundPipelines)
 	uint32_t pipelines_pending = 0;
 	/// Draws the frame left out because their effect or pipeline was not ready: classic objects, heap slots and heap
