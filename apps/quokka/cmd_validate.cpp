@@ -11,16 +11,7 @@ namespace quokka::app
 
 Result<std::vector<std::string>> heapFindings(runtime::RenderTask& task)
 {
-	std::vector<std::string> all;
-	uint32_t index = 0;
-	for (heap::HeapScene* scene : task.heapScenes())
-	{
-		QUOKKA_TRY_ASSIGN(findings, scene->validateHeap());
-		for (std::string& f : findings)
-			all.push_back("render command " + std::to_string(index) + ": " + f);
-		++index;
-	}
-	return all;
+	return task.validate();
 }
 
 int runValidate(const RenderOptions& o)

@@ -57,20 +57,26 @@ RouteReason ObjectRouter::reasonOf(const scene::RenderObject& object, uint64_t m
 	// (The heap places an object's own data in one chunk and each pooled input in one: all of it fitting one chunk
 	// is enough, if not always needed.)
 	uint64_t bytes = 16;
+	const auto add = [&](const scene::BufferView& view)
+	{
+		if (view.buffer.node()) // (a view without a buffer is the heap's error to report, naming the object)
+			bytes += view.buffer.getValue(token).size() + 16;
+	};
 	for (const auto& [name, view] : object.attributes)
-		bytes += view.buffer.getValue(token).size() + 16;
+		add(view);
 	if (object.indices)
-		bytes += object.indices->buffer.getValue(token).size() + 16;
+		add(*object.indices);
 	return bytes > max_chunk_bytes ? RouteReason::InputTooLarge : RouteReason::Heap;
 }
 
 RouteReason ObjectRouter::evaluate(Routed& r)
 {
 	const scene::RenderObject& o = *r.object;
+	const auto changes = [](const scene::BufferView& view) { return view.buffer.node() && !view.buffer.isConstant(); };
 	bool changeable = false;
 	for (const auto& [name, view] : o.attributes)
-		changeable = changeable || !view.buffer.isConstant();
-	changeable = changeable || (o.indices && !o.indices->buffer.isConstant());
+		changeable = changeable || changes(view);
+	changeable = changeable || (o.indices && changes(*o.indices));
 	if (!changeable || !heap::heapEligible(o))
 	{
 		r.watch = adaptive::Ref<Watch>();
@@ -199,6 +205,29 @@ void ObjectRouter::route()
 	    });
 	classic_add_.clear();
 	classic_remove_.clear();
+}
+
+std::vector<std::string> ObjectRouter::validate() const
+{
+	std::vector<std::string> out;
+	uint64_t sum = 0;
+	for (uint64_t c : counts_)
+		sum += c;
+	if (sum != routed_.size())
+		out.push_back("router: the reasons count " + std::to_string(sum) + " objects, it holds " +
+		              std::to_string(routed_.size()));
+	if (heap_->objectCount() != counts_[size_t(RouteReason::Heap)])
+		out.push_back("router: " + std::to_string(counts_[size_t(RouteReason::Heap)]) +
+		              " objects routed to the heap, the heap holds " + std::to_string(heap_->objectCount()));
+	const auto classic = classic_.force();
+	if (classic.size() != routed_.size() - counts_[size_t(RouteReason::Heap)])
+		out.push_back("router: the classic set holds " + std::to_string(classic.size()) + " objects, " +
+		              std::to_string(routed_.size() - counts_[size_t(RouteReason::Heap)]) + " are routed to it");
+	for (const auto& [o, r] : routed_)
+		if ((r.now != RouteReason::Heap) != classic.contains(r.object))
+			out.push_back("router: render object #" + std::to_string(o->id) + " routed for '" + routeReasonName(r.now) +
+			              "' is " + (classic.contains(r.object) ? "" : "not ") + "in the classic set");
+	return out;
 }
 
 } // namespace quokka::runtime

@@ -184,6 +184,28 @@ std::vector<const classic::ScenePass*> RenderTask::passes() const
 	return out;
 }
 
+Result<std::vector<std::string>> RenderTask::validate()
+{
+	std::vector<std::string> all;
+	uint32_t index = 0;
+	for (auto& [at, e] : entries_)
+	{
+		if (!e.heap && !e.router)
+			continue;
+		const std::string prefix = "render command " + std::to_string(index++) + ": ";
+		if (e.heap)
+		{
+			QUOKKA_TRY_ASSIGN(findings, e.heap->validateHeap());
+			for (const std::string& f : findings)
+				all.push_back(prefix + f);
+		}
+		if (e.router)
+			for (const std::string& f : e.router->validate())
+				all.push_back(prefix + f);
+	}
+	return all;
+}
+
 Result<bool> RenderTask::update()
 {
 	bool changed = false;

@@ -338,6 +338,9 @@ TEST_F(HeapRenderTest, TheRouterMovesObjectsWhenHeapEnabledOrTheirBuffersChangeA
 		EXPECT_EQ(routing[size_t(runtime::RouteReason::Heap)], on ? objects.size() - too_large : 0u);
 		EXPECT_EQ(routing[size_t(runtime::RouteReason::HeapDisabled)], on ? 0u : objects.size() - too_large);
 		EXPECT_EQ(heap->heapScenes()[0]->objectCount(), routing[0]);
+		auto checks = heap->validate();
+		ASSERT_TRUE(checks.ok()) << checks.error().message;
+		EXPECT_TRUE(checks->empty()) << (checks->empty() ? "" : checks->front());
 	}
 	EXPECT_GT(heap->stats().migrations, 20u);
 	// A thousand flips of the switch: nothing leaks (the heap's and the context's checks), the image stays.

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -66,6 +67,9 @@ public:
 	uint64_t migrations() const { return migrations_; }
 	/// Objects held now per reason (index: RouteReason).
 	const std::array<uint64_t, kRouteReasons>& reasonCounts() const { return counts_; }
+	/// Checks, after a frame, that the counts add up to the objects held, the heap holds as many as are routed to it
+	/// and the classic set exactly the others; one line per violation.
+	std::vector<std::string> validate() const;
 
 private:
 	struct Watch;

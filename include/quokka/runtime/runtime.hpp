@@ -120,6 +120,10 @@ public:
 	std::vector<const classic::ScenePass*> passes() const;
 	/// The heap scenes of the Render commands in command order (path = Heap).
 	std::vector<heap::HeapScene*> heapScenes() const;
+	/// Diagnostics over the whole task, after a frame: every heap scene's validateHeap() and every router's checks,
+	/// each finding prefixed with its Render command ("render command N: …"); none when everything is sound.
+	/// Errors: as validateHeap (a read-back failing).
+	Result<std::vector<std::string>> validate();
 	const RenderOptions& options() const { return options_; }
 
 private:
