@@ -272,6 +272,15 @@ Result<void> RenderTask::encode(gpu::CommandList& list, Framebuffer& fb)
 		}
 		else if (e.pass)
 		{
+			// A Render command with nothing to draw and no clear before it opens no pass.
+			const bool has_draws = e.pass->objectCount() > 0 || (e.heap && e.heap->objectCount() > 0);
+			if (!has_draws && !pending_clear)
+			{
+				if (e.heap)
+					stats_.heap += e.heap->stats();
+				stats_.passes += e.pass->stats();
+				continue;
+			}
 			beginPass(list, fb, pending_clear);
 			pending_clear = nullptr;
 			if (e.heap)

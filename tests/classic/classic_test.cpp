@@ -569,6 +569,41 @@ TEST_F(ClassicTest, OrderedListAndAdaptiveTreesKeepTheirOrderAndFollowEdits)
 	EXPECT_EQ(pixels().at(16, 16), px(255, 0, 0));
 }
 
+TEST_F(ClassicTest, ARenderCommandWithNothingToDrawOpensNoPass)
+{
+	// A clear with a render (one pass), then a second Render command whose set is empty: it opens no pass until it
+	// has something to draw.
+	for (runtime::RenderPath path : {runtime::RenderPath::Classic, runtime::RenderPath::Heap})
+	{
+		SCOPED_TRACE(runtime::pathName(path));
+		adaptive::cset<scene::RenderObjectPtr> first, second;
+		first.add(coloredSquare(-1, -1, 0, 1, 0.5f, rgba(250, 0, 0)));
+		adaptive::clist<scene::Command> commands;
+		commands.append(scene::clearCommand(rgba(0, 0, 90)));
+		commands.append(scene::RenderCommand{RenderTree::ofObjects(first)});
+		commands.append(scene::RenderCommand{RenderTree::ofObjects(second)});
+		runtime::RenderOptions options;
+		options.path = path;
+		task_ = runtime_->compile(signature(), commands, options);
+		auto fb = runtime::createFramebuffer(device(), signature(), kSize, kSize);
+		ASSERT_TRUE(fb.ok());
+		fb_ = std::make_unique<runtime::Framebuffer>(std::move(fb).value());
+		ASSERT_EQ(frame(), "");
+		EXPECT_EQ(task_->stats().render_passes, 1u) << "the empty Render command opens no pass";
+		EXPECT_EQ(pixels().at(8, 16), px(250, 0, 0));
+		EXPECT_EQ(pixels().at(24, 16), px(0, 0, 90));
+		const auto square = coloredSquare(0, -1, 1, 1, 0.5f, rgba(0, 250, 0));
+		second.add(square);
+		ASSERT_EQ(frame(), "");
+		EXPECT_EQ(task_->stats().render_passes, 2u);
+		EXPECT_EQ(pixels().at(24, 16), px(0, 250, 0));
+		second.remove(square);
+		ASSERT_EQ(frame(), "");
+		EXPECT_EQ(task_->stats().render_passes, 1u);
+		EXPECT_EQ(pixels().at(24, 16), px(0, 0, 90));
+	}
+}
+
 TEST_F(ClassicTest, CommandListEditsLoneClearsCopiesAndCustomCommands)
 {
 	adaptive::clist<scene::Command> commands;
