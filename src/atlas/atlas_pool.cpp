@@ -500,6 +500,15 @@ Result<void> AtlasPool::upload(gpu::CommandList& list)
 	return {};
 }
 
+uint64_t AtlasPool::deviceBytes() const
+{
+	uint64_t bytes = 0;
+	for (const FamilyPages& f : families_)
+		if (f.image)
+			bytes += uint64_t(f.image->arrayLayers()) * options_.page_size * options_.page_size * 4;
+	return bytes;
+}
+
 AtlasStats AtlasPool::stats() const
 {
 	AtlasStats s = counters_;

@@ -6,6 +6,7 @@
 // [SECTION] reflection of active variables
 // [SECTION] error mapping
 // [SECTION] the two-phase compile
+#include <quokka/fx/atlas_glsl.hpp>
 #include <quokka/fx/compile.hpp>
 #include <quokka/fx/megacall_glsl.hpp>
 #include <quokka/fx/uniform_scope.hpp>
@@ -240,7 +241,7 @@ std::string heapPrelude(const ShaderPlan& plan, bool vs)
 		return m; // the fragment side reads no uniform
 	if (!vs)
 		m += "\n\tuint qk_draw = qk_draw_varying;";
-	else if (plan.path == PathVariant::HeapIndirect)
+	else if (!isMegacallVariant(plan.path))
 		m += "\n\tuint qk_draw = uint(gl_BaseInstance);"
 		     "\n\tuint qk_vertex = uint(gl_VertexIndex);"
 		     "\n\tuint qk_instance = uint(gl_InstanceIndex - gl_BaseInstance);";
@@ -254,7 +255,7 @@ std::string heapPrelude(const ShaderPlan& plan, bool vs)
 		     "\n\tuint qk_instance = qk_local / qk_index_count;"
 		     "\n\tuint qk_li = qk_local - qk_instance * qk_index_count;";
 	m += "\n\tuint qk_h = qk_draw * " + stride + "u;";
-	if (vs && plan.path == PathVariant::HeapMegacall)
+	if (vs && isMegacallVariant(plan.path))
 		m += "\n\tuint qk_vertex = uint(int(qk_index_start == 0xFFFFFFFFu ? qk_li : qk_arena[qk_index_start + qk_li]) "
 		     "+ int(qk_headers[qk_h + " +
 		     std::to_string(uniforms + attributes) + "u]));";
@@ -270,7 +271,64 @@ std::string heapPrelude(const ShaderPlan& plan, bool vs)
 		     " & 1u) != 0u ? qk_instance + qk_headers[qk_h + " + std::to_string(uniforms + attributes + 1) +
 		     "u] : qk_vertex) * " + std::to_string(a.type.rows * a.type.cols) + "u);";
 	}
+	if (isAtlasVariant(plan.path))
+		for (size_t i = 0; i < plan.textures.size(); ++i)
+		{
+			// (After the uniforms, every attribute — the fragment plan lists none — and the two draw words.)
+			const size_t first = plan.heap_header_words - 4 * plan.textures.size();
+			const std::string w = "qk_headers[qk_h + " + std::to_string(first + 4 * i);
+			m += "\n\t" + plan.textures[i].name + ".e = uvec4(" + w + "u], " + w + "u + 1u], " + w + "u + 2u], " + w +
+			     "u + 3u]);";
+		}
 	return m;
+}
+
+/// Atlas variants: the pages of both families, and texture(), textureLod(), textureGrad(), textureSize() and
+/// texelFetch() overloaded for the entry type that stands for each texture (sampled as atlas_glsl.hpp describes).
+std::string atlasDeclarations(bool vs)
+{
+	std::string d =
+	    "layout(set = 0, binding = " + std::to_string(kHeapAtlasBinding) +
+	    ") uniform sampler2DArray qk_atlas_unorm;\nlayout(set = 0, binding = " + std::to_string(kHeapAtlasBinding + 1) +
+	    ") uniform sampler2DArray qk_atlas_srgb;\n";
+	d += kAtlasSampleGlsl;
+	if (!vs)
+		d += kAtlasSampleFragmentGlsl;
+	d += R"glsl(
+struct QkAtlasTexture { uvec4 e; };
+uvec4 qkAtlasEntry(QkAtlasTexture t) { return uvec4(t.e.x & 0x7fffffffu, t.e.yzw); }
+vec4 qkAtlasLod(QkAtlasTexture t, vec2 uv, float lod)
+{
+	return (t.e.x & 0x80000000u) == 0u ? quokkaAtlasSampleLod(qk_atlas_unorm, qkAtlasEntry(t), uv, lod)
+	                                   : quokkaAtlasSampleLod(qk_atlas_srgb, qkAtlasEntry(t), uv, lod);
+}
+vec4 textureLod(QkAtlasTexture t, vec2 uv, float lod) { return qkAtlasLod(t, uv, lod); }
+ivec2 textureSize(QkAtlasTexture t, int lod)
+{
+	return max(ivec2(int(t.e.z & 0xffffu) >> lod, int(t.e.z >> 16) >> lod), ivec2(1));
+}
+vec4 textureGrad(QkAtlasTexture t, vec2 uv, vec2 dx, vec2 dy)
+{
+	const vec2 size = vec2(textureSize(t, 0));
+	const vec2 a = dx * size, b = dy * size;
+	return qkAtlasLod(t, uv, 0.5 * log2(max(dot(a, a), dot(b, b))));
+}
+vec4 texelFetch(QkAtlasTexture t, ivec2 p, int lod)
+{
+	const uvec4 e = qkAtlasEntry(t);
+	ivec2 size;
+	const ivec2 o = quokkaAtlasLevel(e, clamp(lod, 0, int(e.w & 0xffu) - 1), size);
+	const ivec3 at = ivec3(o + clamp(p, ivec2(0), size - 1), int(e.x));
+	return (t.e.x & 0x80000000u) == 0u ? texelFetch(qk_atlas_unorm, at, 0) : texelFetch(qk_atlas_srgb, at, 0);
+}
+)glsl";
+	if (vs)
+		d += "vec4 texture(QkAtlasTexture t, vec2 uv) { return qkAtlasLod(t, uv, 0.0); }\n";
+	else
+		d += "vec4 texture(QkAtlasTexture t, vec2 uv) { return qkAtlasLod(t, uv, quokkaAtlasLodOf(qkAtlasEntry(t), "
+		     "uv)); }\nvec4 texture(QkAtlasTexture t, vec2 uv, float bias) { return qkAtlasLod(t, uv, "
+		     "quokkaAtlasLodOf(qkAtlasEntry(t), uv) + bias); }\n";
+	return d;
 }
 
 Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string& effect_name)
@@ -291,7 +349,7 @@ Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string&
 		w.emit("layout(std430, set = 0, binding = 0) readonly buffer _QkArena4 { uvec4 qk_arena4[]; };");
 		w.emit("layout(std430, set = 0, binding = 0) readonly buffer _QkArena2 { uvec2 qk_arena2[]; };");
 		w.emit("layout(std430, set = 0, binding = 1) readonly buffer _QkHeaders { uint qk_headers[]; };");
-		if (vs && plan.path == PathVariant::HeapMegacall)
+		if (vs && isMegacallVariant(plan.path))
 		{
 			w.emit("layout(std430, set = 0, binding = 2) readonly buffer _QkRecords { uint qk_records[]; };");
 			w.emit("layout(std430, set = 0, binding = 3) readonly buffer _QkTiles { uint qk_tiles[]; };");
@@ -328,10 +386,18 @@ Generated generate(const Gathered& g, const ShaderPlan& plan, const std::string&
 	const uint32_t texture_base = plan.uniform_mode == UniformMode::PerUniformBlocks ? kAnalysisTextureBinding
 	                              : plan.heap()                                      ? kHeapTextureBinding
 	                                                                                 : 1;
-	for (size_t i = 0; i < plan.textures.size(); ++i)
-		w.emit("layout(set = 0, binding = " + std::to_string(texture_base + i) + ") uniform " +
-		       (plan.textures[i].kind == TexKind::SamplerCube ? "samplerCube " : "sampler2D ") + plan.textures[i].name +
-		       ";");
+	if (isAtlasVariant(plan.path))
+	{
+		if (!plan.textures.empty())
+			w.emit(atlasDeclarations(vs));
+		for (const TextureDecl& t : plan.textures)
+			w.emit("QkAtlasTexture " + t.name + ";");
+	}
+	else
+		for (size_t i = 0; i < plan.textures.size(); ++i)
+			w.emit("layout(set = 0, binding = " + std::to_string(texture_base + i) + ") uniform " +
+			       (plan.textures[i].kind == TexKind::SamplerCube ? "samplerCube " : "sampler2D ") +
+			       plan.textures[i].name + ";");
 
 	// Interface.
 	for (const Slot& s : plan.inputs)
@@ -759,6 +825,16 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 	const bool fs_reads_uniforms =
 	    std::any_of(uniforms.begin(), uniforms.end(),
 	                [&](const std::string& u) { return active_in(fs_plan.uniforms, u, *fs_refl); });
+	const bool atlas = isAtlasVariant(path);
+	if (atlas)
+		for (const TextureDecl& t : textures)
+			if (t.kind != TexKind::Sampler2D)
+				return makeError(ErrorCode::Unsupported, "effect '" + ename + "': the texture '" + t.name +
+				                                             "' is not a 2D texture, which an atlas cannot hold");
+	const bool fs_reads_header =
+	    fs_reads_uniforms ||
+	    (atlas && std::any_of(textures.begin(), textures.end(),
+	                          [&](const TextureDecl& t) { return texture_in(fs_plan.textures, t.name, *fs_refl); }));
 
 	auto dead = [&](ShaderPlan& plan)
 	{
@@ -787,9 +863,10 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 		uint32_t location = 0;
 		for (const Slot& v : varyings)
 			location += v.type.locations();
-		vs_plan.heap_draw_varying = fs_plan.heap_draw_varying = fs_reads_uniforms;
+		vs_plan.heap_draw_varying = fs_plan.heap_draw_varying = fs_reads_header;
 		vs_plan.heap_draw_location = fs_plan.heap_draw_location = location;
-		vs_plan.heap_header_words = fs_plan.heap_header_words = uint32_t(uniforms.size() + attributes.size()) + 2;
+		vs_plan.heap_header_words = fs_plan.heap_header_words =
+		    uint32_t(uniforms.size() + attributes.size()) + 2 + (atlas ? 4 * uint32_t(textures.size()) : 0);
 	}
 	Generated fs_final = generate(fs, fs_plan, ename);
 	Generated vs_final = generate(vs, vs_plan, ename);
@@ -802,10 +879,12 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 
 	auto result = std::make_shared<CompiledEffect>();
 	result->key = key;
+	result->path = path;
 	result->vertex = vs_spv.value();
 	result->fragment = fs_spv.value();
 	result->vertex_glsl = vs_final.glsl;
 	result->fragment_glsl = fs_final.glsl;
+		fprintf(stderr, "%s\n----\n%s\n", vs_final.glsl.c_str(), fs_final.glsl.c_str()); // DEBUG
 	EffectInterface& iface = result->iface;
 	if (path != PathVariant::Classic)
 	{
@@ -823,9 +902,11 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 		iface.varyings.push_back({s.name, s.type, s.location});
 	for (const Slot& s : fs_outputs)
 		iface.outputs.push_back({s.name, s.type, s.location});
-	const uint32_t texture_base = path == PathVariant::Classic ? 1 : kHeapTextureBinding;
+	const uint32_t texture_base = atlas                          ? uint32_t(uniforms.size() + attributes.size()) + 2
+	                              : path == PathVariant::Classic ? 1
+	                                                             : kHeapTextureBinding;
 	for (size_t i = 0; i < textures.size(); ++i)
-		iface.textures.push_back({textures[i].name, textures[i].kind, uint32_t(texture_base + i)});
+		iface.textures.push_back({textures[i].name, textures[i].kind, uint32_t(texture_base + (atlas ? 4 : 1) * i)});
 	if (!uniforms.empty() && path == PathVariant::Classic)
 	{
 		// Both stages declare the same block; reflect it where it survived optimisation.

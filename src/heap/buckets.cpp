@@ -232,7 +232,16 @@ Result<bool> SlotRouting::respecialise(Slot& carrier)
 Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const fx::Effect& source,
                                             const fx::CompiledEffectPtr& effect, uint32_t chunk)
 {
-	QUOKKA_TRY_ASSIGN(textures, TextureKey::of(*context, o, effect->iface.textures));
+	// An atlas variant samples the atlas's pages: the object's textures are in its draw header, not in the key.
+	const bool atlas = fx::isAtlasVariant(effect->path);
+	TextureKey textures;
+	if (!atlas)
+	{
+		Result<TextureKey> bound = TextureKey::of(*context, o, effect->iface.textures);
+		if (!bound.ok())
+			return bound.error();
+		textures = std::move(bound.value());
+	}
 	BucketKey key{effect->key, chunk, std::move(textures.words)};
 	auto it = buckets.find(key);
 	if (it != buckets.end())
@@ -243,10 +252,12 @@ Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const 
 	b->effect = source;
 	b->indirect_effect = effect;
 	b->header_words = effect->iface.header_words;
+	b->atlas = atlas;
 	b->textures = std::move(textures.textures);
 	b->samplers = std::move(textures.samplers);
-	for (const fx::TextureBinding& t : effect->iface.textures)
-		b->texture_bindings.push_back(t.binding);
+	if (!atlas)
+		for (const fx::TextureBinding& t : effect->iface.textures)
+			b->texture_bindings.push_back(t.binding);
 	b->serial = next_bucket_serial++;
 	Bucket* raw = b.get();
 	buckets.emplace(std::move(key), std::move(b));

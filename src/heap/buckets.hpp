@@ -201,6 +201,12 @@ struct Bucket
 	std::vector<Ref<inputs::TextureResource>> textures;
 	std::vector<gpu::SamplerHandle> samplers;
 	std::vector<uint32_t> texture_bindings;
+	/// Its effect is an atlas variant: the atlas's pages are bound, each object's entries are in its draw header.
+	bool atlas = false;
+	fx::PathVariant megacallVariant() const
+	{
+		return atlas ? fx::PathVariant::HeapMegacallAtlas : fx::PathVariant::HeapMegacall;
+	}
 	std::vector<std::unique_ptr<Slot>> slots;
 	/// Mode keys (and index kinds) already resolved to a slot: one hash lookup per object, however many states the
 	/// bucket holds, and no PipelineRequest built for a state seen before.

@@ -53,6 +53,7 @@ public:
 		checkEntries();
 		checkPlacementIndex();
 		checkEmitSums();
+		checkAtlas();
 		// --- GPU: allocation headers, draw headers, commands and records as uploaded; the megacall scans and search.
 		for (size_t c = 0; c < p_.chunks.size(); ++c)
 			QUOKKA_TRY(checkArena(uint32_t(c)));
@@ -113,6 +114,37 @@ private:
 				                     std::to_string(h.entries[i]->ref));
 		if (h.record >= h.slot->records.size() || h.slot->records[h.record] != &h)
 			f_.add("record", name + ": its record " + std::to_string(h.record) + " does not point back at it");
+		checkAtlasUse(h, name, b, base);
+	}
+
+	/// An object of an atlas bucket holds an entry per texture of its effect, and its header carries them.
+	void checkAtlasUse(const HeapObject& h, const std::string& name, const Bucket& b, size_t base)
+	{
+		bool refused = false;
+		const auto words = h.atlasWords(atlas_words_, refused);
+		atlas_objects_ += !words.empty();
+		atlas_refused_ += refused;
+		if (b.atlas != !words.empty() || (b.atlas && words.size() != b.indirect_effect->iface.textures.size()))
+			f_.add("atlas", name + ": holds " + std::to_string(words.size()) + " atlas entries in " +
+			                    (b.atlas ? "an atlas bucket" : "a bucket of bound textures"));
+		else if (b.atlas)
+			for (size_t i = 0; i < words.size(); ++i)
+				for (size_t k = 0; k < 4; ++k)
+					if (b.headers.words[base + h.entries.size() + 2 + 4 * i + k] != words[i][k])
+						f_.add("atlas", name + ": header word " + std::to_string(h.entries.size() + 2 + 4 * i + k) +
+						                    " is not its atlas entry's");
+	}
+
+	/// The atlas's packings and refcounts, and the scene's counts of objects drawn through it.
+	void checkAtlas()
+	{
+		if (p_.atlas_pool)
+			for (const std::string& line : p_.atlas_pool->validate())
+				f_.add("atlas", line);
+		if (atlas_objects_ != p_.atlas_objects || atlas_refused_ != p_.atlas_refused)
+			f_.add("atlas", std::to_string(atlas_objects_) + " placed objects hold atlas entries and " +
+			                    std::to_string(atlas_refused_) + " were refused, but the scene counts " +
+			                    std::to_string(p_.atlas_objects) + " and " + std::to_string(p_.atlas_refused));
 	}
 
 	/// The private block: its parts tile it in order, each used once by this object, in its bucket's chunk.
@@ -414,6 +446,8 @@ private:
 	detail::Findings f_;
 	std::vector<const HeapObject*> placed_;
 	std::unordered_map<const Entry*, uint32_t> uses_;
+	std::vector<std::array<uint32_t, 4>> atlas_words_;
+	uint32_t atlas_objects_ = 0, atlas_refused_ = 0;
 };
 
 } // namespace

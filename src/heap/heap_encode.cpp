@@ -54,7 +54,7 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 			if (!s->bucket->megacall_effect)
 			{
 				QUOKKA_TRY_ASSIGN(
-				    effect, p.context->compiledEffect(s->bucket->effect, p.outputs, fx::PathVariant::HeapMegacall));
+				    effect, p.context->compiledEffect(s->bucket->effect, p.outputs, s->bucket->megacallVariant()));
 				if (!effect)
 				{
 					later.push_back(s);
@@ -286,7 +286,27 @@ private:
 			w.pBufferInfo = &infos_[i];
 			writes_.push_back(w);
 		}
-		images_.reserve(b.textures.size()); // (writes_ points into images_: no reallocation below)
+		images_.reserve(std::max<size_t>(b.textures.size(), 2)); // (writes_ points into images_: no reallocation)
+		if (b.atlas)
+		{
+			// The pages of both families (a family without pages yet shows the other's: no entry reads it).
+			const gpu::ImageHandle& unorm = p_.atlas_pool->page(atlas::Family::Unorm);
+			const gpu::ImageHandle& srgb = p_.atlas_pool->page(atlas::Family::Srgb);
+			const gpu::ImageHandle* pages[2] = {unorm ? &unorm : &srgb, srgb ? &srgb : &unorm};
+			for (uint32_t i = 0; i < 2; ++i)
+			{
+				QUOKKA_ASSERT(*pages[i], "an atlas bucket is drawn before the atlas has pages");
+				list_.keepAlive(*pages[i]);
+				images_.push_back(
+				    {p_.atlas_sampler->vk(), (*pages[i])->view(), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL});
+				VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+				w.dstBinding = fx::kHeapAtlasBinding + i;
+				w.descriptorCount = 1;
+				w.descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+				w.pImageInfo = &images_.back();
+				writes_.push_back(w);
+			}
+		}
 		for (size_t i = 0; i < b.textures.size(); ++i)
 		{
 			if (!b.textures[i]->image())

@@ -269,10 +269,20 @@ struct detail::HeapCore : Arena
 	Result<const RouteKernelJob*> routeKernel(const modes::RouteSpec& spec);
 	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
 	/// An effect compiled for the heap, with its uniforms planned (DerivedUniforms resolves objects against the plan).
+	/// The atlas variant of a textured effect (fx::PathVariant::HeapIndirectAtlas), compiled by Context::runJob —
+	/// at once, or on a worker with background pipelines. Never fails: an effect the variant cannot be made of (a
+	/// texture used otherwise than by sampling it) leaves `compiled` null and its objects bind their textures.
+	struct AtlasEffectJob : inputs::BackgroundJob
+	{
+		fx::CompiledEffectPtr compiled;
+		std::string refused; ///< why the variant could not be made
+	};
 	struct HeapEffect
 	{
 		fx::CompiledEffectPtr compiled;
 		inputs::UniformPlan uniforms;
+		/// With HeapOptions::atlas, for an effect that samples only 2D textures; else null.
+		std::shared_ptr<AtlasEffectJob> atlas;
 	};
 	/// The HeapEffect of `effect`, or null while it compiles in the background (inputs::Context::compiledEffect).
 	Result<const HeapEffect*> heapEffect(const fx::Effect& effect);
@@ -322,6 +332,14 @@ struct detail::HeapCore : Arena
 	/// headers, index starts in commands and records); upload() records the copies.
 	void compact();
 	void chooseStrategy(Slot& s);
+
+	/// The scene's texture atlas (HeapOptions::atlas), made by the first object that needs it.
+	std::unique_ptr<atlas::AtlasPool> atlas_pool;
+	gpu::SamplerHandle atlas_sampler; ///< linear, clamp to edge, one level: what the atlas sampling code expects
+	Result<atlas::AtlasPool*> atlasPool();
+	uint32_t atlas_objects = 0; ///< objects holding atlas entries now
+	uint32_t atlas_refused = 0; ///< objects placed with bound textures because the atlas refused theirs
+	uint64_t atlas_uploads_seen = 0;
 };
 
 /// One object in the heap. Reads its draw call, active flag, pipeline-state leaves and buffers (uniform values are
@@ -350,6 +368,8 @@ public:
 	{
 		const fx::Effect* source = nullptr;
 		const detail::HeapCore::HeapEffect* planned = nullptr;
+		/// The compile it is drawn with: planned->compiled, or the atlas variant when the atlas took its textures.
+		const fx::CompiledEffectPtr* effect = nullptr;
 		absl::InlinedVector<aval<UniformValue>, 8> uniforms;
 		absl::InlinedVector<inputs::DerivedRecipe, 8> recipes;
 		/// The effect is being compiled in the background (inputs::Context::compiledEffect): nothing was read, the
@@ -428,6 +448,17 @@ public:
 		}
 	}
 	const detail::HeapCore* scene() const { return scene_; }
+	/// The atlas entries it samples (in its effect's texture order, as its draw header carries them); empty when it
+	/// binds its textures. `refused`: the atlas refused them.
+	std::span<const std::array<uint32_t, 4>> atlasWords(std::vector<std::array<uint32_t, 4>>& out, bool& refused) const
+	{
+		out.clear();
+		refused = atlas_ && atlas_->refused;
+		if (atlas_)
+			for (const AtlasTextures::Use& u : atlas_->uses)
+				out.push_back(u.words);
+		return out;
+	}
 
 	/// Vertices emitted per instance (whole primitives) and instances, 0 when hidden.
 	uint32_t count() const
@@ -507,6 +538,11 @@ private:
 	/// Re-packs and stages the private uniform parts whose node is in `dirty`. Errors: a value changed its type.
 	Result<void> repackPrivate(const DirtyInputs& dirty);
 	void writeHeader();
+	/// With an atlas variant of its effect: reads its textures (subscribing: a new texture re-places it) and acquires
+	/// their atlas entries. False, with nothing held, when the atlas refuses one (it binds them instead). Errors: a
+	/// texture the effect samples and the object lacks; texels that do not match the texture's size.
+	Result<bool> acquireAtlas(const fx::EffectInterface& iface);
+	void releaseAtlas();
 	void attachToSlot(Slot* s);
 	void detachFromSlot();
 
@@ -521,6 +557,19 @@ private:
 	/// GPU routing: the axes its mode rules derive (their leaves are read by its route group, not by it).
 	uint32_t routed_axes_ = 0;
 	std::unique_ptr<modes::ModeInputs> modes_; ///< the inputs of its mode rules (only with rules)
+	/// The atlas entries it holds (only while drawn through the atlas), in the effect's texture order.
+	struct AtlasTextures
+	{
+		struct Use
+		{
+			scene::TextureData texture;
+			scene::SamplerState sampler;
+			std::array<uint32_t, 4> words; ///< the entry as the draw header carries it
+		};
+		absl::InlinedVector<Use, 2> uses;
+		bool refused = false; ///< counted in detail::HeapCore::atlas_refused
+	};
+	std::unique_ptr<AtlasTextures> atlas_;
 };
 
 // The arena's small steps, inline: placement calls them for every allocation.

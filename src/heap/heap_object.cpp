@@ -17,6 +17,7 @@
 #include <absl/container/inlined_vector.h>
 
 #include "pointer_table.hpp"
+#include <quokka/atlas/atlas_sample.hpp>
 #include <quokka/base/assert.hpp>
 #include <quokka/base/block_cache.hpp>
 #include <quokka/base/clock.hpp>
@@ -106,7 +107,7 @@ void HeapObject::writeHeader()
 	GpuArray& h = bucket->headers;
 	const uint32_t base = header * bucket->header_words;
 	const size_t uniforms = entries.size() - views_.size();
-	absl::InlinedVector<uint32_t, 16> words(entries.size() + 2);
+	absl::InlinedVector<uint32_t, 16> words(bucket->header_words);
 	for (size_t i = 0; i < entries.size(); ++i)
 	{
 		uint32_t ref = entries[i]->ref;
@@ -117,6 +118,9 @@ void HeapObject::writeHeader()
 	const int32_t vertex_base = draw.indexed ? draw.base_vertex : int32_t(draw.first);
 	words[entries.size()] = uint32_t(vertex_base);
 	words[entries.size() + 1] = draw.first_instance;
+	if (bucket->atlas)
+		for (size_t i = 0; i < atlas_->uses.size(); ++i)
+			std::copy_n(atlas_->uses[i].words.data(), 4, words.data() + entries.size() + 2 + 4 * i);
 	h.set(base, words.data(), words.size());
 	scene_->markHeaders(bucket);
 }
@@ -232,6 +236,19 @@ Result<void> HeapObject::read(Plan& plan)
 	}
 	plan.source = source;
 	plan.planned = planned;
+	plan.effect = &planned->compiled;
+	const fx::CompiledEffectPtr* atlas_effect = nullptr;
+	if (planned->atlas)
+	{
+		if (planned->atlas->pending())
+		{
+			plan.waiting = true; // (its atlas variant compiles in the background)
+			return {};
+		}
+		if (planned->atlas->compiled)
+			atlas_effect = &planned->atlas->compiled;
+	}
+	// (The atlas variant has the same uniforms and attributes, in the same order: only the textures differ.)
 	const fx::EffectInterface& iface = planned->compiled->iface;
 	inputs_.clear();
 	views_.clear();
@@ -277,6 +294,12 @@ Result<void> HeapObject::read(Plan& plan)
 		             draw = o.draw_call.getValue(Token{this});
 		             track(o.active.node().get(), kActive);
 		             active = o.active.getValue(Token{this});
+		             if (atlas_effect)
+		             {
+			             QUOKKA_TRY_ASSIGN(took, acquireAtlas((*atlas_effect)->iface));
+			             if (took)
+				             plan.effect = atlas_effect;
+		             }
 		             return {};
 	             });
 	if (!read.ok())
@@ -290,6 +313,63 @@ Result<void> HeapObject::read(Plan& plan)
 			        *inputs::DerivedUniforms::derivationOf(plan.uniforms[i].node().get())))
 				plan.waiting = true;
 	return {};
+}
+
+Result<bool> HeapObject::acquireAtlas(const fx::EffectInterface& iface)
+{
+	QUOKKA_ASSERT(!atlas_, "atlas entries acquired twice");
+	const scene::RenderObject& o = *object_;
+	auto uses = std::make_unique<AtlasTextures>();
+	uses->uses.reserve(iface.textures.size());
+	for (const fx::TextureBinding& t : iface.textures)
+	{
+		auto it = o.textures.find(t.name);
+		if (it == o.textures.end())
+			return fail("effect samples the texture '" + t.name + "', which the object does not have");
+		track(it->second.node().get(), kBuffer); // (a new texture: placed again, with the new entry)
+		auto s = o.samplers.find(t.name);
+		uses->uses.push_back(
+		    {it->second.getValue(Token{this}), s == o.samplers.end() ? scene::SamplerState{} : s->second, {}});
+	}
+	QUOKKA_TRY_ASSIGN(pool, scene_->atlasPool());
+	for (size_t i = 0; i < uses->uses.size(); ++i)
+	{
+		AtlasTextures::Use& u = uses->uses[i];
+		Result<std::optional<atlas::Placement>> got = pool->acquire(u.texture, u.sampler);
+		if (!got.ok() || !*got)
+		{
+			for (size_t j = 0; j < i; ++j)
+				pool->release(uses->uses[j].texture, uses->uses[j].sampler);
+			if (!got.ok())
+				return fail("texture '" + iface.textures[i].name + "': " + got.error().message);
+			atlas_ = std::make_unique<AtlasTextures>(); // (remembers the refusal: counted while it is got)
+			atlas_->refused = true;
+			++scene_->atlas_refused;
+			return false;
+		}
+		u.words = atlas::packEntry(**got, u.sampler);
+		if ((*got)->family == atlas::Family::Srgb)
+			u.words[0] |= fx::kHeapAtlasSrgbBit;
+	}
+	atlas_ = std::move(uses);
+	++scene_->atlas_objects;
+	return true;
+}
+
+void HeapObject::releaseAtlas()
+{
+	if (!atlas_)
+		return;
+	if (atlas_->refused)
+		--scene_->atlas_refused;
+	else
+	{
+		--scene_->atlas_objects;
+		if (!scene_->closing)
+			for (const AtlasTextures::Use& u : atlas_->uses)
+				scene_->atlas_pool->release(u.texture, u.sampler);
+	}
+	atlas_.reset();
 }
 
 Result<void> HeapObject::attach()
@@ -378,6 +458,7 @@ void HeapObject::prefetch(PrefetchStage stage) const
 
 void HeapObject::unplace()
 {
+	releaseAtlas();
 	if (scene_->closing)
 	{
 		// The scene goes, and its slots, blocks and entries with it: nothing to give back one by one.

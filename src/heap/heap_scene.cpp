@@ -96,7 +96,40 @@ Result<const detail::HeapCore::HeapEffect*> detail::HeapCore::heapEffect(const f
 	for (const fx::UniformMember& m : compiled->iface.uniforms)
 		names.push_back(m.name);
 	inputs::UniformPlan plan(names);
-	return &heap_effects.emplace(effect.id(), HeapEffect{std::move(compiled), std::move(plan)}).first->second;
+	std::shared_ptr<AtlasEffectJob> atlas;
+	const auto& textures = compiled->iface.textures;
+	if (options.atlas && !textures.empty() &&
+	    std::all_of(textures.begin(), textures.end(),
+	                [](const fx::TextureBinding& t) { return t.kind == fx::TexKind::Sampler2D; }))
+	{
+		// The atlas variant: at once, or on a worker (its objects wait for it as for their effect).
+		atlas = std::make_shared<AtlasEffectJob>();
+		context->runJob(atlas,
+		                [job = atlas.get(), &compiler = context->effects(), effect, outputs = outputs]() -> Result<void>
+		                {
+			                Result<fx::CompiledEffectPtr> r =
+			                    compiler.compile(effect, outputs, fx::PathVariant::HeapIndirectAtlas);
+			                if (r.ok())
+				                job->compiled = std::move(r.value());
+			                else
+				                job->refused = r.error().message;
+			                return {};
+		                });
+	}
+	return &heap_effects.emplace(effect.id(), HeapEffect{std::move(compiled), std::move(plan), std::move(atlas)})
+	            .first->second;
+}
+
+Result<atlas::AtlasPool*> detail::HeapCore::atlasPool()
+{
+	if (!atlas_pool)
+	{
+		QUOKKA_TRY_ASSIGN(made, atlas::AtlasPool::create(context->device(), options.atlas_options));
+		QUOKKA_TRY_ASSIGN(sampler, context->sampler({scene::Filter::Linear, scene::AddressMode::ClampToEdge, false}));
+		atlas_pool = std::move(made);
+		atlas_sampler = std::move(sampler);
+	}
+	return atlas_pool.get();
 }
 
 void detail::HeapCore::wait(const Ref<HeapObject>& h)

@@ -403,6 +403,8 @@ private:
 		stats_.chain_links = p_.gpu_derive ? uint32_t(p_.gpu_derive->links()) : 0;
 		stats_.chain_levels = p_.gpu_derive ? uint32_t(p_.gpu_derive->levels()) : 0;
 		stats_.buckets = uint32_t(p_.bucket_order.size());
+		stats_.atlas_objects = p_.atlas_objects;
+		stats_.atlas_refused = p_.atlas_refused;
 		stats_.waiting_objects = uint32_t(p_.waiting.size());
 		const bool slots_changed = std::exchange(p_.shape_changed, false);
 		if (std::exchange(p_.blocks_changed, false) || slots_changed)

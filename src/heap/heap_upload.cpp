@@ -91,6 +91,15 @@ public:
 		p_.pages.retire(list_);
 		if (p_.gpu_derive)
 			QUOKKA_TRY(p_.gpu_derive->upload(device_, p_.context->staging(), stats_));
+		if (p_.atlas_pool)
+		{
+			// New entries built into their pages (growth copied first), before the draws that sample them.
+			QUOKKA_TRY(p_.atlas_pool->upload(list_));
+			stats_.atlas_uploads = uint32_t(p_.atlas_pool->uploadCount() - p_.atlas_uploads_seen);
+			p_.atlas_uploads_seen = p_.atlas_pool->uploadCount();
+			stats_.atlas_entries = p_.atlas_pool->entryCount();
+			stats_.atlas_bytes = p_.atlas_pool->deviceBytes();
+		}
 		return uploadDrawArrays();
 	}
 

@@ -80,7 +80,7 @@ Result<bool> prepareMegacall(HeapCore& p, Slot& carrier)
 	Bucket& b = *carrier.bucket;
 	if (!b.megacall_effect)
 	{
-		QUOKKA_TRY_ASSIGN(effect, p.context->compiledEffect(b.effect, p.outputs, fx::PathVariant::HeapMegacall));
+		QUOKKA_TRY_ASSIGN(effect, p.context->compiledEffect(b.effect, p.outputs, b.megacallVariant()));
 		if (!effect)
 			return false;
 		b.megacall_effect = effect;

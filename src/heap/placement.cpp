@@ -22,7 +22,7 @@ class Placement
 {
 public:
 	Placement(HeapObject& object, HeapObject::Plan& plan)
-	    : h_(object), scene_(object.scene_), o_(*object.object_), plan_(plan), iface_(plan.planned->compiled->iface),
+	    : h_(object), scene_(object.scene_), o_(*object.object_), plan_(plan), iface_((*plan.effect)->iface),
 	      uniforms_(plan.uniforms), recipes_(plan.recipes)
 	{
 	}
@@ -352,7 +352,7 @@ private:
 		h_.entries = std::move(got_);
 		h_.indices = idx_;
 		h_.owned = std::move(own_);
-		QUOKKA_TRY_ASSIGN(b, scene_->bucketFor(o_, *plan_.source, plan_.planned->compiled, chunk));
+		QUOKKA_TRY_ASSIGN(b, scene_->bucketFor(o_, *plan_.source, *plan_.effect, chunk));
 		h_.bucket = b;
 		++h_.bucket->objects;
 		return h_.validateDraw();

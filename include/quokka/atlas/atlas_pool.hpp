@@ -124,7 +124,10 @@ public:
 	/// The family's image (a 2D array; null before its first entry). Its layers change only in upload().
 	const gpu::ImageHandle& page(Family family) const { return families_[size_t(family)].image; }
 	const AtlasOptions& options() const { return options_; }
-	AtlasStats stats() const;
+	AtlasStats stats() const; ///< O(entries)
+	uint32_t entryCount() const { return uint32_t(entries_.size()); }
+	uint64_t uploadCount() const { return counters_.uploads; }
+	uint64_t deviceBytes() const;
 	/// Checks the packings, the refcounts and the idle list; one line per violation, none when sound.
 	std::vector<std::string> validate() const;
 

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include <quokka/atlas/atlas_pool.hpp>
+#include <quokka/fx/atlas_glsl.hpp>
 
 namespace quokka::atlas
 {
@@ -37,83 +38,8 @@ inline std::array<uint32_t, 4> packEntry(const Placement& p, const scene::Sample
 	            uint32_t(sampler.mipmaps && p.levels > 1) << 19};
 }
 
-inline constexpr const char* kAtlasSampleGlsl = R"glsl(
-ivec2 quokkaAtlasLevel(uvec4 e, int l, out ivec2 size)
-{
-	const int x = int(e.y & 0xffffu), y = int(e.y >> 16), w = int(e.z & 0xffffu), h = int(e.z >> 16);
-	const int g = int((e.w >> 8) & 0xffu);
-	size = max(ivec2(w >> l, h >> l), ivec2(1));
-	if (l == 0)
-		return ivec2(x + g, y + g);
-	int oy = g;
-	for (int k = 1; k < l; ++k)
-		oy += max(h >> k, 1) + 2 * g;
-	return ivec2(x + w + 3 * g, y + oy);
-}
-
-// (GLSL leaves % of a negative operand undefined.)
-int quokkaAtlasFloorMod(int i, int n)
-{
-	return i >= 0 ? i % n : n - 1 - (-(i + 1)) % n;
-}
-
-int quokkaAtlasWrapTexel(int i, int n, uint address)
-{
-	if (address == 0u)
-		return clamp(i, 0, n - 1);
-	if (address == 1u)
-		return quokkaAtlasFloorMod(i, n);
-	const int m = quokkaAtlasFloorMod(i, 2 * n);
-	return m < n ? m : 2 * n - 1 - m;
-}
-
-float quokkaAtlasWrap(float t, float n, uint address)
-{
-	if (address == 0u)
-		return clamp(t, 0.0, n);
-	if (address == 1u)
-		return t - n * floor(t / n);
-	const float m = t - 2.0 * n * floor(t / (2.0 * n));
-	return m < n ? m : 2.0 * n - m;
-}
-
-vec4 quokkaAtlasSampleLevel(sampler2DArray pages, uvec4 e, vec2 uv, int l)
-{
-	ivec2 size;
-	const ivec2 o = quokkaAtlasLevel(e, l, size);
-	const uint address = (e.w >> 16) & 3u;
-	const vec2 t = uv * vec2(size);
-	if (((e.w >> 18) & 1u) == 0u)
-	{
-		const ivec2 i = ivec2(floor(t));
-		return texelFetch(pages, ivec3(o.x + quokkaAtlasWrapTexel(i.x, size.x, address),
-		                               o.y + quokkaAtlasWrapTexel(i.y, size.y, address), int(e.x)), 0);
-	}
-	const vec2 w = vec2(quokkaAtlasWrap(t.x, float(size.x), address), quokkaAtlasWrap(t.y, float(size.y), address));
-	return textureLod(pages, vec3((vec2(o) + w) / vec2(textureSize(pages, 0).xy), float(e.x)), 0.0);
-}
-
-vec4 quokkaAtlasSampleLod(sampler2DArray pages, uvec4 e, vec2 uv, float lod)
-{
-	const int levels = int(e.w & 0xffu);
-	if (((e.w >> 19) & 1u) == 0u || levels == 1 || lod <= 0.0)
-		return quokkaAtlasSampleLevel(pages, e, uv, 0);
-	const float l = min(lod, float(levels - 1));
-	const int l0 = int(floor(l));
-	const vec4 a = quokkaAtlasSampleLevel(pages, e, uv, l0);
-	const float f = l - float(l0);
-	return f == 0.0 ? a : mix(a, quokkaAtlasSampleLevel(pages, e, uv, min(l0 + 1, levels - 1)), f);
-}
-)glsl";
-
+inline constexpr const char* kAtlasSampleGlsl = fx::kAtlasSampleGlsl;
 /// Fragment shaders only (after kAtlasSampleGlsl): the LOD from the coordinate's screen derivatives.
-inline constexpr const char* kAtlasSampleFragmentGlsl = R"glsl(
-vec4 quokkaAtlasSample(sampler2DArray pages, uvec4 e, vec2 uv)
-{
-	const vec2 size = vec2(float(e.z & 0xffffu), float(e.z >> 16));
-	const vec2 dx = dFdx(uv) * size, dy = dFdy(uv) * size;
-	return quokkaAtlasSampleLod(pages, e, uv, 0.5 * log2(max(dot(dx, dx), dot(dy, dy))));
-}
-)glsl";
+inline constexpr const char* kAtlasSampleFragmentGlsl = fx::kAtlasSampleFragmentGlsl;
 
 } // namespace quokka::atlas

@@ -33,14 +33,40 @@ enum class PathVariant : uint8_t
 	/// Heap path, one non-indexed draw per slot: each vertex finds its record (binding 2, 5 words each) through the
 	/// tile index (binding 3) with qkFindRecord (megacall_glsl.hpp) and reads its index from the arena.
 	HeapMegacall,
+	/// The heap variants with textures packed into an atlas (atlas::AtlasPool) instead of bound one per draw: every
+	/// active texture (2D only) is read through its entry — 4 u32 words per texture appended to the draw header, in
+	/// EffectInterface::textures order (TextureBinding::binding = the entry's first header word) — and sampled from
+	/// the pages of its family: the RGBA8 UNORM pages at kHeapAtlasBinding, the sRGB pages at kHeapAtlasBinding + 1
+	/// (sampler2DArray, a linear clamp-to-edge sampler). The stage bodies call texture(), textureLod(), textureGrad(),
+	/// textureSize() and texelFetch() on the texture as before; the LOD is computed in software (atlas_glsl.hpp).
+	/// Objects whose textures differ share a draw. A body that uses a texture otherwise (passes it to a function of
+	/// its own) fails to compile in this variant.
+	HeapIndirectAtlas,
+	HeapMegacallAtlas,
 };
+inline constexpr bool isHeapVariant(PathVariant p)
+{
+	return p != PathVariant::Classic;
+}
+inline constexpr bool isMegacallVariant(PathVariant p)
+{
+	return p == PathVariant::HeapMegacall || p == PathVariant::HeapMegacallAtlas;
+}
+inline constexpr bool isAtlasVariant(PathVariant p)
+{
+	return p == PathVariant::HeapIndirectAtlas || p == PathVariant::HeapMegacallAtlas;
+}
 
 /// Heap variants: the draw header of one draw is `header_words` u32: one arena ref (byte offset of the allocation
 /// header; data at ref + 16) per active uniform in EffectInterface::uniforms order (UniformMember::offset = the
 /// header word), then one per active attribute (InterfaceVariable::location = the header word; bit 0 of the ref set =
 /// per-instance), then the vertex base (int: base vertex of indexed draws, first vertex of non-indexed ones; read by
-/// the megacall only) and the first instance (added to the instance index of per-instance attributes).
+/// the megacall only) and the first instance (added to the instance index of per-instance attributes); atlas variants
+/// append each texture's entry (4 words).
 inline constexpr uint32_t kHeapTextureBinding = 4;
+inline constexpr uint32_t kHeapAtlasBinding = 4;
+/// The family bit of an atlas entry's first word (the rest is the page layer): set for the sRGB pages.
+inline constexpr uint32_t kHeapAtlasSrgbBit = 0x80000000u;
 inline constexpr uint32_t kHeapPerInstanceBit = 1;
 
 /// The fragment outputs a framebuffer consumes: State field names in location order.
@@ -90,6 +116,7 @@ struct EffectInterface
 struct CompiledEffect
 {
 	Hash128 key;
+	PathVariant path = PathVariant::Classic;
 	gpu::SpirvCode vertex;
 	gpu::SpirvCode fragment;
 	EffectInterface iface;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <quokka/adaptive/aset.hpp>
+#include <quokka/atlas/atlas_pool.hpp>
 #include <quokka/base/result.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/timing.hpp>
@@ -91,6 +92,15 @@ struct HeapOptions
 	/// toggle) re-specialises the group, not each object.
 	/// false: the rules are evaluated on the CPU and each object moves between slots by value, as the classic path.
 	bool gpu_routing = true;
+	/// Textures through an atlas (atlas::AtlasPool, one per scene): an object whose effect samples only 2D textures
+	/// and whose textures are RGBA8 texels on the host has them packed into the atlas's pages and sampled there
+	/// (fx::PathVariant::HeapIndirectAtlas), so objects that differ only in their textures share a bucket and a draw.
+	/// An object the atlas refuses — a texture on the GPU already (a render target), larger than a page, no room even
+	/// after evicting idle entries and growing — or whose effect uses a texture otherwise than by sampling it, is drawn
+	/// with its textures bound: its own bucket per texture set (never an error, never a dropped object).
+	/// false: every texture set its own bucket.
+	bool atlas = true;
+	atlas::AtlasOptions atlas_options;
 	HeapTuning tuning; ///< EXPERIMENTAL
 };
 
@@ -128,8 +138,14 @@ struct HeapStats
 	uint32_t routed_groups = 0;       ///< GPU-routed groups routed and partitioned again (prepare): those that changed
 	/// GPU-routed groups re-specialised because a declared value they read changed (update): no object touched
 	uint32_t respecialised = 0;
+	uint32_t atlas_uploads = 0; ///< atlas entries built and copied into their pages (upload)
 	// Shape after the update.
 	uint32_t objects = 0;
+	uint32_t atlas_objects = 0; ///< objects whose textures are sampled from the atlas
+	/// Objects whose textures the atlas refused (see HeapOptions::atlas): drawn with their textures bound
+	uint32_t atlas_refused = 0;
+	uint32_t atlas_entries = 0;    ///< textures held by the atlas (in use or idle)
+	uint64_t atlas_bytes = 0;      ///< device memory of the atlas's pages
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
 	uint32_t derive_records = 0;   ///< uniform values the derive kernel computes
 	/// Transform-chain nodes of depth ≥ 2 (scene/trafo_chain.hpp) the chain kernel composes, and their levels
@@ -167,6 +183,11 @@ struct HeapStats
 		waiting_objects += o.waiting_objects;
 		routed_groups += o.routed_groups;
 		respecialised += o.respecialised;
+		atlas_uploads += o.atlas_uploads;
+		atlas_objects += o.atlas_objects;
+		atlas_refused += o.atlas_refused;
+		atlas_entries += o.atlas_entries;
+		atlas_bytes += o.atlas_bytes;
 		compactions += o.compactions;
 		chunks_skipped += o.chunks_skipped;
 		overlapping_writes += o.overlapping_writes;

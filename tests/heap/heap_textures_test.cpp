@@ -1,0 +1,243 @@
+// Textures at scale on the heap: objects whose textures differ share a bucket and a draw through the atlas, sample
+// as the classic path's bound textures do, fall back to bound textures when the atlas refuses theirs, and give their
+// entries back when they change or go.
+#include "heap_fixture.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace quokka::heap::test
+{
+namespace
+{
+
+constexpr uint32_t kTexSize = 96; ///< framebuffer side: 8 × 8 cells of 12 pixels
+/// Measured: 6 steps on lavapipe (whose LOD approximates the derivatives' lengths), where the atlas code computes
+/// 0.5 · log2(max(|du/dx|², |du/dy|²)) exactly.
+constexpr int kMipmappedSteps = 8;
+
+/// Whether grid() gives object `i` a sampler with mipmaps.
+bool mipmapped(uint32_t i)
+{
+	return i / 4 % 2 == 0;
+}
+
+/// The largest channel difference between `a` and `b` over grid() cells (and the background), separately for cells
+/// whose sampler has mipmaps — there the hardware's LOD (an implementation may approximate the derivatives' lengths)
+/// and the atlas code's exact one mix the levels with slightly different weights — and for the others.
+struct Worst
+{
+	/// Cells without mipmaps, and the background: within one step (bilinear weights are rounded to the hardware's
+	/// sub-texel precision at the texel's place in the page, not in the texture alone)
+	int plain = 0;
+	int mipmapped = 0; ///< minified cells with mipmaps: within a few steps
+};
+Worst compareCells(const Rgba8Image& a, const Rgba8Image& b, uint32_t count)
+{
+	Worst w;
+	for (uint32_t y = 0; y < a.height; ++y)
+		for (uint32_t x = 0; x < a.width; ++x)
+		{
+			const auto p = a.at(x, y), q = b.at(x, y);
+			int d = 0;
+			for (size_t c = 0; c < 4; ++c)
+				d = std::max(d, std::abs(int(p[c]) - int(q[c])));
+			const uint32_t cell = x / 12 + 8 * (y / 12);
+			int& into = cell < count && mipmapped(cell) ? w.mipmapped : w.plain;
+			into = std::max(into, d);
+		}
+	return w;
+}
+
+/// A smooth texture (neighbouring texels differ by a few steps: a sampler that picks the neighbour of a texel on a
+/// boundary costs little), different for every seed.
+scene::TextureData smoothTexture(uint32_t w, uint32_t h, uint32_t seed, bool srgb)
+{
+	auto texels = std::make_shared<std::vector<uint8_t>>(size_t(w) * h * 4);
+	const float fx = 0.7f + 0.13f * float(seed % 7), fy = 0.5f + 0.11f * float(seed % 5);
+	for (uint32_t y = 0; y < h; ++y)
+		for (uint32_t x = 0; x < w; ++x)
+		{
+			const float u = float(x) / float(w), v = float(y) / float(h);
+			uint8_t* p = &(*texels)[(size_t(y) * w + x) * 4];
+			p[0] = uint8_t(127.5f + 120.0f * std::sin(6.2832f * fx * u + float(seed)));
+			p[1] = uint8_t(127.5f + 120.0f * std::cos(6.2832f * fy * v + 0.5f * float(seed)));
+			p[2] = uint8_t(std::fmod(37.0f * float(seed) + 90.0f * u + 60.0f * v, 256.0f));
+			p[3] = 255;
+		}
+	return scene::TextureData{w, h, texels, srgb, nullptr};
+}
+
+class HeapTextureTest : public HeapRenderTest
+{
+protected:
+	void SetUp() override
+	{
+		HeapRenderTest::SetUp();
+		auto fb = runtime::createFramebuffer(device(), signature_, kTexSize, kTexSize);
+		ASSERT_TRUE(fb.ok()) << fb.error().message;
+		*fb_ = std::move(fb).value();
+	}
+
+	/// One textured quad per cell of an 8 × 8 grid (`count` of them), texture coordinates −0.25…1.25 (every address
+	/// mode shows), texture sizes 2…64 (magnified and minified, several LODs), both families, every sampler.
+	std::vector<RenderObjectPtr> grid(uint32_t count, std::vector<cval<scene::TextureData>>* textures = nullptr)
+	{
+		std::vector<RenderObjectPtr> objects;
+		const fx::Effect effect =
+		    effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::diffuseTexture()});
+		for (uint32_t i = 0; i < count; ++i)
+		{
+			const float cell = 2.0f / 8.0f;
+			const float x0 = -1.0f + cell * float(i % 8), y0 = -1.0f + cell * float(i / 8);
+			const Quad q = quad(x0 + 0.01f, y0 + 0.01f, x0 + cell - 0.01f, y0 + cell - 0.01f, 0.5f);
+			RenderObject o;
+			o.effect = effect;
+			o.attributes["Positions"] = scene::BufferView::of(q.positions, VK_FORMAT_R32G32B32_SFLOAT);
+			o.attributes["Normals"] =
+			    scene::BufferView::of(std::vector<V3f>(4, V3f(0, 0, -1)), VK_FORMAT_R32G32B32_SFLOAT);
+			o.attributes["DiffuseColorCoordinates"] = scene::BufferView::of(
+			    std::vector<math::V2f>{{-0.25f, -0.25f}, {1.25f, -0.25f}, {1.25f, 1.25f}, {-0.25f, 1.25f}},
+			    VK_FORMAT_R32G32_SFLOAT);
+			o.indices = scene::BufferView::of(q.indices, VK_FORMAT_R32_UINT);
+			o.uniforms["ConstantColor"] = scene::uniform(V4f(1.0f));
+			const uint32_t side = 2u << (i % 6);
+			const uint32_t w = side, h = std::max(2u, side >> (i / 6 % 2));
+			cval<scene::TextureData> texture{smoothTexture(w, h, i, i % 2 == 0)};
+			if (textures)
+				textures->push_back(texture);
+			o.textures["DiffuseColorTexture"] = texture;
+			const scene::AddressMode modes[] = {scene::AddressMode::ClampToEdge, scene::AddressMode::Repeat,
+			                                    scene::AddressMode::MirroredRepeat};
+			o.samplers["DiffuseColorTexture"] = scene::SamplerState{
+			    i / 3 % 2 == 0 ? scene::Filter::Linear : scene::Filter::Nearest, modes[i % 3], mipmapped(i)};
+			o.draw_call = adaptive::constant(scene::DrawCall{true, 6});
+			objects.push_back(scene::makeRenderObject(std::move(o)));
+		}
+		return objects;
+	}
+
+	static runtime::RenderOptions heapOptions(DrawStrategy d)
+	{
+		runtime::RenderOptions options;
+		options.path = runtime::RenderPath::Heap;
+		options.heap.draw = d;
+		return options;
+	}
+};
+
+/// 48 quads, each with its own texture and sampler, draw through one bucket and one draw call per strategy and match
+/// the classic path's hardware sampling: within one step without mipmaps (every address mode, both filters, magnified
+/// and minified), within kMipmappedSteps with them.
+TEST_F(HeapTextureTest, ObjectsThatDifferOnlyInTheirTexturesShareOneDrawThroughTheAtlasAndMatchClassic)
+{
+	const auto objects = grid(48);
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
+	auto classic = task(tree, {});
+	ASSERT_EQ(frame(*classic), "");
+	const Rgba8Image reference = pixels();
+	EXPECT_EQ(classic->stats().passes.draws, 48u);
+	for (DrawStrategy d : {DrawStrategy::Indirect, DrawStrategy::Megacall})
+	{
+		auto heap = task(tree, heapOptions(d));
+		ASSERT_EQ(frame(*heap), "");
+		const Worst w = compareCells(pixels(), reference, 48);
+		const heap::HeapStats& s = heap->stats().heap;
+		EXPECT_EQ(s.atlas_objects, 48u);
+		EXPECT_EQ(s.atlas_refused, 0u);
+		EXPECT_EQ(s.atlas_entries, 48u);
+		EXPECT_EQ(s.buckets, 1u);
+		EXPECT_EQ(s.draw_calls, 1u) << strategyName(d);
+		EXPECT_LE(w.plain, 1) << strategyName(d);
+		EXPECT_LE(w.mipmapped, kMipmappedSteps) << strategyName(d);
+		std::printf("%s: worst difference %d without mipmaps, %d with\n", strategyName(d), w.plain, w.mipmapped);
+		expectValidHeap(*heap);
+	}
+}
+
+/// An atlas with room for a few small textures only: the objects it refuses are drawn with their textures bound
+/// (a bucket per texture), never dropped and never an error, with the classic path's pixels.
+TEST_F(HeapTextureTest, ObjectsTheFullAtlasRefusesAreDrawnWithBoundTexturesAndTheSamePixels)
+{
+	const auto objects = grid(24);
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
+	auto classic = task(tree, {});
+	ASSERT_EQ(frame(*classic), "");
+	const Rgba8Image reference = pixels();
+	runtime::RenderOptions options = heapOptions(DrawStrategy::Indirect);
+	options.heap.atlas_options.page_size = 64;
+	options.heap.atlas_options.max_layers = 1;
+	auto heap = task(tree, options);
+	ASSERT_EQ(frame(*heap), "");
+	const Worst w = compareCells(pixels(), reference, 24);
+	const heap::HeapStats& s = heap->stats().heap;
+	EXPECT_EQ(s.objects, 24u);
+	EXPECT_GT(s.atlas_objects, 0u);
+	EXPECT_GT(s.atlas_refused, 0u);
+	EXPECT_EQ(s.atlas_objects + s.atlas_refused, 24u);
+	EXPECT_EQ(s.buckets, 1 + s.atlas_refused); // (one for the atlas, one per bound texture)
+	EXPECT_LE(w.plain, 1);
+	EXPECT_LE(w.mipmapped, kMipmappedSteps);
+	expectValidHeap(*heap);
+
+	// Without the atlas, every texture set is its own bucket.
+	options.heap.atlas = false;
+	auto bound = task(tree, options);
+	ASSERT_EQ(frame(*bound), "");
+	EXPECT_EQ(compareCells(pixels(), reference, 0).plain, 0); // (bound textures: the hardware's own sampling)
+	EXPECT_EQ(bound->stats().heap.buckets, 24u);
+	EXPECT_EQ(bound->stats().heap.atlas_objects, 0u);
+}
+
+/// A texture that changes re-places its object with the new texture's entry; objects that go release theirs (idle
+/// entries stay until evicted); the heap's checks — the atlas's packings and refcounts among them — stay clean.
+TEST_F(HeapTextureTest, ChangedTexturesAndRemovedObjectsGiveTheirEntriesBack)
+{
+	std::vector<cval<scene::TextureData>> textures;
+	const auto objects = grid(16, &textures);
+	adaptive::cset<RenderObjectPtr> set(objects);
+	const auto tree = RenderTree::ofObjects(set);
+	auto classic = task(tree, {});
+	auto heap = task(tree, heapOptions(DrawStrategy::Auto));
+	auto compare = [&](const char* what)
+	{
+		ASSERT_EQ(frame(*classic), "");
+		const Rgba8Image reference = pixels();
+		ASSERT_EQ(frame(*heap), "");
+		const Worst w = compareCells(pixels(), reference, 16);
+		EXPECT_LE(w.plain, 1) << what;
+		EXPECT_LE(w.mipmapped, kMipmappedSteps) << what;
+		expectValidHeap(*heap);
+	};
+	compare("first frame");
+	EXPECT_EQ(heap->stats().heap.atlas_entries, 16u);
+
+	// Five objects get new textures (two share one): the old entries go idle, three new ones are made.
+	// (Entries are shared by texels, address mode and mipmaps: objects 0 and 3 clamp with mipmaps, objects 5 and 14
+	// mirror without.)
+	const scene::TextureData shared = smoothTexture(16, 16, 99, true);
+	textures[0].setValue(shared);
+	textures[3].setValue(shared);
+	textures[1].setValue(smoothTexture(8, 32, 98, false));
+	textures[2].setValue(smoothTexture(32, 8, 97, true));
+	textures[14].setValue(textures[5].getValue(adaptive::Token{}));
+	compare("after the texture changes");
+	EXPECT_EQ(heap->stats().heap.rebuilt, 5u);
+	EXPECT_EQ(heap->stats().heap.atlas_uploads, 3u);
+	EXPECT_EQ(heap->stats().heap.atlas_entries, 16u + 3u); // (the replaced entries stay, idle)
+	EXPECT_EQ(heap->stats().heap.atlas_objects, 16u);
+
+	// Half the objects go; the rest still draw as the classic path does.
+	for (size_t i = 0; i < objects.size(); i += 2)
+		set.remove(objects[i]);
+	compare("after removing half");
+	EXPECT_EQ(heap->stats().heap.atlas_objects, 8u);
+	EXPECT_EQ(heap->stats().heap.atlas_uploads, 0u);
+	for (size_t i = 1; i < objects.size(); i += 2)
+		set.remove(objects[i]);
+	compare("after removing all");
+	EXPECT_EQ(heap->stats().heap.atlas_objects, 0u);
+}
+
+} // namespace
+} // namespace quokka::heap::test
