@@ -19,7 +19,10 @@ int runBench(const BenchOptions& options)
 		return runBenchChain(options);
 	if (options.name == "modes")
 		return runBenchModes(options);
-	return usage("unknown benchmark '" + options.name + "' (available: meshlet, draw, update, camera, chain, modes)");
+	if (options.name == "textures")
+		return runBenchTextures(options);
+	return usage("unknown benchmark '" + options.name +
+	             "' (available: meshlet, draw, update, camera, chain, modes, textures)");
 }
 
 } // namespace quokka::app

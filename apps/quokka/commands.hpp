@@ -74,6 +74,7 @@ struct RenderOptions
 	bool quiet = false;                ///< `--quiet`: no progress on stderr
 	bool background_pipelines = false; ///< `--background-pipelines`: frames do not wait for pipeline creation
 	std::string heap_switch;           ///< `--heap on|off`: the heap path's heap_enabled (implies `--path heap`)
+	std::string atlas = "on";          ///< `--atlas on|off`: the heap's texture atlas (HeapOptions::atlas)
 	bool explain_routing = false;      ///< `--explain-routing`: objects per routing reason (heap path)
 	std::string origin;                ///< `--origin X,Y,Z`: the scene (and its camera) moved by this offset in metres
 
@@ -101,6 +102,8 @@ struct BenchOptions
 	std::vector<uint32_t> update_k;      ///< update: changes per frame; empty = 1, 100, 10000
 	std::string update_wait = "block";   ///< update: how a frame waits for the GPU (block | spin)
 	uint32_t depth = 16;                 ///< chain: depth of the hierarchy the objects hang below
+	std::vector<uint32_t> textures;      ///< textures: distinct texture counts; empty = the device's default
+	uint32_t texture_size = 0;           ///< textures: texels per side; 0 = 256 on a GPU, 64 on a CPU device
 };
 int runBench(const BenchOptions& options);
 int runBenchMeshlet(const BenchOptions& options);
@@ -116,6 +119,9 @@ int runBenchCamera(const BenchOptions& options);
 /// `bench chain`: CPU update, GPU and frame time of static and root-move frames below a deep hierarchy
 /// (bench_camera.cpp).
 int runBenchChain(const BenchOptions& options);
+/// `bench textures`: draws, GPU time and placement of textured objects through the atlas, bound textures and the
+/// classic path, and the atlas's upload throughput (bench_textures.cpp).
+int runBenchTextures(const BenchOptions& options);
 /// `bench modes`: the partition of records by slot on the device, both layouts (bench_modes.cpp).
 int runBenchModes(const BenchOptions& options);
 /// `render --scene meshlets` (scene_meshlets.cpp).

@@ -52,6 +52,11 @@ int main(int argc, char** argv)
 	                 "on|off: the heap path's switch (off: every object drawn by the classic path through the router; "
 	                 "implies --path heap)")
 	    ->check(CLI::IsMember({"on", "off"}));
+	render_cmd
+	    ->add_option("--atlas", render.atlas,
+	                 "on|off: the heap path packs textures into an atlas (on, the default: objects differing only in "
+	                 "their textures share a draw) or binds each texture set in its own bucket (off)")
+	    ->check(CLI::IsMember({"on", "off"}));
 	render_cmd->add_flag("--explain-routing", render.explain_routing,
 	                     "heap path: print how many objects each routing reason sends where");
 	render_cmd->add_option("--draw", render.draw, "heap draw strategy: auto, indirect, megacall")
@@ -88,13 +93,14 @@ int main(int argc, char** argv)
 	BenchOptions bench;
 	CLI::App* bench_cmd = app.add_subcommand("bench", "run a benchmark and print medians and same-run ratios");
 	bench.device.addTo(*bench_cmd);
-	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw, update, camera, chain, modes")->required();
+	bench_cmd->add_option("name", bench.name, "benchmark: meshlet, draw, update, camera, chain, modes, textures")
+	    ->required();
 	bench_cmd
-	    ->add_option(
-	        "--objects", bench.objects,
-	        "draw, camera, chain: object counts; modes: records (default 10000 100000 1000000; 1000 10000 on a CPU "
-	        "device); update: "
-	        "scene size (default 1000000; 20000 on a CPU device)")
+	    ->add_option("--objects", bench.objects,
+	                 "draw, camera, chain, textures: object counts; modes: records (default 10000 100000 1000000; 1000 "
+	                 "10000 on a CPU "
+	                 "device); update: "
+	                 "scene size (default 1000000; 20000 on a CPU device)")
 	    ->check(CLI::Range(1u, 10000000u));
 	bench_cmd
 	    ->add_option("--path", bench.path, "draw, camera, chain: only this render path (classic, heap); update: heap")
@@ -105,6 +111,14 @@ int main(int argc, char** argv)
 	    ->check(CLI::IsMember({"auto", "indirect", "megacall", "all"}));
 	bench_cmd->add_option("--max-chunk-bytes", bench.max_chunk_bytes, "heap arena chunk size in bytes")
 	    ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));
+	bench_cmd
+	    ->add_option("--textures", bench.textures,
+	                 "textures: distinct texture counts (default 10 1000 10000; 10 100 on a CPU device)")
+	    ->check(CLI::Range(1u, 1000000u));
+	bench_cmd
+	    ->add_option("--texture-size", bench.texture_size,
+	                 "textures: texels per side of each texture (default 256; 64 on a CPU device)")
+	    ->check(CLI::Range(1u, 4096u));
 	bench_cmd
 	    ->add_option("--op", bench.update_ops, "update: only these operations (add, remove, readd, edit; default all)")
 	    ->check(CLI::IsMember({"add", "remove", "readd", "edit"}));
@@ -207,6 +221,8 @@ int main(int argc, char** argv)
 		if (render_cmd->count("--origin") > 0)
 			if (auto origin = originOf(render); !origin.ok())
 				return usage(origin.error().message);
+		if (render_cmd->count("--atlas") > 0 && render.path != "heap" && render_cmd->count("--heap") == 0)
+			return usage("--atlas applies to the heap path (--path heap or --heap on|off)");
 		if (render_cmd->count("--heap") > 0 && render.path == "classic" && render_cmd->count("--path") > 0)
 			return usage("--heap on|off switches the heap path: it cannot be combined with --path classic");
 		if ((render_cmd->count("--heap") > 0 || render.explain_routing) &&

@@ -332,6 +332,7 @@ int runRenderScene(const RenderOptions& o)
 	if (!options.ok())
 		return fail(options.error());
 	options->heap_enabled = adaptive::constant(o.heap_switch != "off");
+	options->heap.atlas = o.atlas != "off";
 	auto view = viewSpecOf(o);
 	if (!view.ok())
 		return fail(view.error());
@@ -377,6 +378,10 @@ int runRenderScene(const RenderOptions& o)
 			             {"megacall_slots", h.megacall_slots},
 			             {"chunks", h.chunks},
 			             {"arena_bytes", h.arena_bytes},
+			             {"atlas_objects", h.atlas_objects},
+			             {"atlas_refused", h.atlas_refused},
+			             {"atlas_entries", h.atlas_entries},
+			             {"atlas_bytes", h.atlas_bytes},
 			             {"live_bytes", h.live_bytes},
 			             {"arena_capacity_bytes", h.arena_capacity_bytes},
 			             {"draw_calls", h.draw_calls}};
@@ -449,6 +454,10 @@ int runRenderScene(const RenderOptions& o)
 					std::printf("  routing: %llu objects %s %s\n", (unsigned long long)r.last.routing[k],
 					            k == 0 ? "drawn by the" : "on the classic path:",
 					            runtime::routeReasonName(runtime::RouteReason(k)));
+			if (o.explain_routing)
+				std::printf("  textures: %u heap objects sample the atlas (%u entries, %.1f MiB), %u bind theirs "
+				            "because the atlas refused them\n",
+				            h.atlas_objects, h.atlas_entries, double(h.atlas_bytes) / double(1 << 20), h.atlas_refused);
 		}
 		std::printf("  wrote %s\n", out.value().c_str());
 	}

@@ -485,12 +485,27 @@ Result<void> AtlasPool::upload(gpu::CommandList& list)
 		if (auto it = entries_.find(k); it != entries_.end() && !it->second.uploaded)
 			fresh.push_back(&it->second);
 	queued_.clear();
-	if (!fresh.empty())
+	// In batches whose texels and work images each fit one storage buffer binding (and stay a modest allocation).
+	const uint64_t cap = std::min<uint64_t>(device_->info().max_storage_buffer_range, 256ull << 20);
+	for (size_t first = 0; first < fresh.size();)
 	{
-		QUOKKA_TRY(build(list, fresh));
-		for (Entry* e : fresh)
+		uint64_t source = 0, work = 0;
+		size_t end = first;
+		for (; end < fresh.size(); ++end)
+		{
+			const Placement& p = fresh[end]->placement;
+			const uint64_t s = 4ull * p.width * p.height, w = 4ull * uint64_t(p.rect.area());
+			if (end > first && (source + s > cap || work + w > cap))
+				break;
+			source += s;
+			work += w;
+		}
+		const std::vector<Entry*> batch(fresh.begin() + ptrdiff_t(first), fresh.begin() + ptrdiff_t(end));
+		QUOKKA_TRY(build(list, batch));
+		for (Entry* e : batch)
 			e->uploaded = true;
-		counters_.uploads += fresh.size();
+		counters_.uploads += batch.size();
+		first = end;
 	}
 	for (FamilyPages& f : families_)
 		if (f.image)

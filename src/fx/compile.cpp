@@ -884,7 +884,6 @@ Result<CompiledEffectPtr> EffectCompiler::compile(const Effect& effect, const Fr
 	result->fragment = fs_spv.value();
 	result->vertex_glsl = vs_final.glsl;
 	result->fragment_glsl = fs_final.glsl;
-		fprintf(stderr, "%s\n----\n%s\n", vs_final.glsl.c_str(), fs_final.glsl.c_str()); // DEBUG
 	EffectInterface& iface = result->iface;
 	if (path != PathVariant::Classic)
 	{

@@ -92,15 +92,9 @@ TEST(CliRender, TheCityIsTheSameImageOnTheHeapAndTheClassicPath)
 		}
 		ASSERT_EQ(images[0].width, images[1].width);
 		ASSERT_EQ(images[0].height, images[1].height);
-		size_t differing = 0;
-		for (uint32_t y = 0; y < images[0].height; ++y)
-			for (uint32_t x = 0; x < images[0].width; ++x)
-				if (images[0].at(x, y) != images[1].at(x, y))
-				{
-					if (differing++ < 3)
-						ADD_FAILURE() << "seed " << seed << ": pixel (" << x << ", " << y << ") differs";
-				}
-		EXPECT_EQ(differing, 0u) << "seed " << seed;
+		// (Textures sampled from the heap's atlas: within its mipmap bound; --atlas off is checked pixel for pixel
+		// by HeapPathDrawsTheCityLikeClassicInEveryStrategy.)
+		EXPECT_EQ(pixelsDifferingBy(images[0], images[1], kAtlasMipmapSteps), 0u) << "seed " << seed;
 	}
 }
 
@@ -162,7 +156,7 @@ TEST(CliRender, TheHeapSwitchRoutesEveryObjectAndKeepsTheImage)
 		images[size_t(m)] = std::move(image).value();
 		std::filesystem::remove(png);
 	}
-	EXPECT_EQ(images[0].pixels, images[2].pixels);
+	EXPECT_EQ(pixelsDifferingBy(images[0], images[2], kAtlasMipmapSteps), 0u); // (the heap's atlas)
 	EXPECT_EQ(images[1].pixels, images[2].pixels);
 	const CliRun text = runCli("render --scene grid --objects 50 --frames 1 --width 64 --height 48 --heap on "
 	                           "--explain-routing --out " +
@@ -170,7 +164,15 @@ TEST(CliRender, TheHeapSwitchRoutesEveryObjectAndKeepsTheImage)
 	ASSERT_EQ(text.exit_code, 0) << text.err;
 	EXPECT_NE(text.out.find("routing: 50 objects drawn by the heap"), std::string::npos) << text.out;
 	EXPECT_NE(text.out.find("input larger than a heap chunk"), std::string::npos) << text.out;
+	EXPECT_NE(text.out.find("textures: 0 heap objects sample the atlas"), std::string::npos) << text.out;
 	std::filesystem::remove(tempPath("explain.png"));
+	const CliRun city = runCli("render --scene city --objects 200 --frames 1 --width 64 --height 48 --heap on "
+	                           "--explain-routing --out " +
+	                           tempPath("explain.png"));
+	ASSERT_EQ(city.exit_code, 0) << city.err;
+	EXPECT_NE(city.out.find(" heap objects sample the atlas (3 entries"), std::string::npos) << city.out;
+	std::filesystem::remove(tempPath("explain.png"));
+	expectOneLineError(runCli("render --scene city --atlas off --out /dev/null"), "--atlas");
 	expectOneLineError(runCli("render --scene city --heap off --path classic --out /dev/null"), "--path classic");
 }
 
@@ -419,16 +421,19 @@ TEST(CliRender, CitySceneMixesEffectsAndSortsByPipeline)
 	std::filesystem::remove(png);
 }
 
-TEST(CliRender, HeapPathDrawsTheCityPixelIdenticalToClassicInEveryStrategy)
+TEST(CliRender, HeapPathDrawsTheCityLikeClassicInEveryStrategy)
 {
+	// Every strategy samples the city's textures from the atlas (within its mipmap bound of the classic path's
+	// hardware sampling); with --atlas off the heap binds them and the image is the classic one pixel for pixel.
 	const std::string base = "render --scene city --objects 200 --width 128 --height 96 --samples 1 --frames 2 ";
 	const std::string classic_png = tempPath("city-classic.png");
 	ASSERT_EQ(runCli(base + "--path classic --out " + classic_png).exit_code, 0);
 	auto classic = quokka::gpu::readPng(classic_png);
 	ASSERT_TRUE(classic.ok());
-	for (const char* draw : {"indirect", "megacall", "auto"})
+	for (const char* draw : {"indirect", "megacall", "auto", "auto --atlas off"})
 	{
-		const std::string png = tempPath(std::string("city-heap-") + draw + ".png");
+		const bool atlas = std::string(draw).find("off") == std::string::npos;
+		const std::string png = tempPath(std::string("city-heap-") + (atlas ? draw : "bound") + ".png");
 		const CliRun run = runCli(base + "--path heap --validate --json --draw " + draw + " --out " + png);
 		ASSERT_EQ(run.exit_code, 0) << run.err;
 		const auto j = nlohmann::json::parse(run.out);
@@ -442,7 +447,17 @@ TEST(CliRender, HeapPathDrawsTheCityPixelIdenticalToClassicInEveryStrategy)
 		auto image = quokka::gpu::readPng(png);
 		ASSERT_TRUE(image.ok());
 		ASSERT_EQ(image->width, classic->width);
-		EXPECT_EQ(image->pixels, classic->pixels) << draw;
+		if (atlas)
+		{
+			EXPECT_EQ(pixelsDifferingBy(*image, *classic, kAtlasMipmapSteps), 0u) << draw;
+			EXPECT_GT(j["heap"]["atlas_objects"].get<uint64_t>(), 0u) << draw;
+			EXPECT_EQ(j["heap"]["atlas_refused"].get<uint64_t>(), 0u) << draw;
+		}
+		else
+		{
+			EXPECT_EQ(image->pixels, classic->pixels) << draw;
+			EXPECT_EQ(j["heap"]["atlas_objects"].get<uint64_t>(), 0u);
+		}
 		std::filesystem::remove(png);
 	}
 	std::filesystem::remove(classic_png);
@@ -759,6 +774,39 @@ TEST(CliBench, ChainRowsShowTheDeviceComposingWhatARootMoveChanges)
 		}
 	}
 	expectOneLineError(runCli("bench chain --depth 1"), "--depth");
+}
+
+// bench textures: per (textures, objects) the shared, atlas, bound and classic rows — the atlas and the shared texture
+// draw once whatever the texture count, bound textures once per texture, classic once per object — and the upload.
+TEST(CliBench, TexturesRowsDrawOnceThroughTheAtlasWhateverTheTextureCount)
+{
+	const CliRun run = runCli("bench textures --objects 60 --textures 3 20 --texture-size 16 --reps 1 --json");
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["benchmark"], "textures");
+	EXPECT_EQ(j["texture_size"].get<int>(), 16);
+	ASSERT_EQ(j["rows"].size(), 8u) << j["rows"].dump();
+	for (const auto& row : j["rows"])
+	{
+		const std::string v = row["variant"];
+		const int textures = row["textures"].get<int>();
+		EXPECT_EQ(row["objects"].get<int>(), 60);
+		EXPECT_GT(row["gpu_ms"].get<double>(), 0.0) << row.dump();
+		EXPECT_GT(row["place_us_per_object"].get<double>(), 0.0) << row.dump();
+		if (v == "shared" || v == "atlas")
+		{
+			EXPECT_EQ(row["draw_calls"].get<int>(), 1) << row.dump();
+			EXPECT_EQ(row["atlas_entries"].get<int>(), textures) << row.dump();
+		}
+		else if (v == "bound")
+			EXPECT_EQ(row["draw_calls"].get<int>(), textures) << row.dump();
+		else
+			EXPECT_EQ(row["draw_calls"].get<int>(), 60) << row.dump();
+	}
+	ASSERT_EQ(j["uploads"].size(), 2u);
+	EXPECT_EQ(j["uploads"][1]["texel_bytes"].get<int>(), 20 * 16 * 16 * 4);
+	EXPECT_GT(j["uploads"][1]["wall_gb_per_s"].get<double>(), 0.0);
+	expectOneLineError(runCli("bench textures --textures 0"), "--textures");
 }
 
 // bench modes: the partition of records by slot, both layouts for 1, 4, 16 and 64 slots, with the bytes it moves and

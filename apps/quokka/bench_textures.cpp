@@ -1,0 +1,307 @@
+// `quokka bench textures`: textures at scale. N quads on a grid sample T distinct S × S textures (object i the texture
+// i mod T; linear, repeat, mipmaps), drawn by
+//   shared  — the heap with one texture for every object: the reference the others are measured against;
+//   atlas   — the heap with the T textures packed into its atlas (objects differing in textures share a draw);
+//   bound   — the heap with the atlas off: one bucket, and a draw, per texture;
+//   classic — one draw per object.
+// Reported per row: draw calls, the first frame's CPU update per object (placement, atlas acquisitions included),
+// the median GPU, frame and encode time of steady frames, GPU time over the shared row's, and the atlas's entries,
+// layers and bytes. A second table times the atlas's upload alone: T textures acquired and uploaded in one submission
+// (mips and gutters built by its kernel, copied into the pages), as texel bytes per second of wall and GPU time.
+#include "commands.hpp"
+#include "render_common.hpp"
+#include "scene_run.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include <quokka/atlas/atlas_pool.hpp>
+#include <quokka/fx/stock.hpp>
+#include <quokka/gpu/timing.hpp>
+#include <quokka/runtime/runtime.hpp>
+
+namespace quokka::app
+{
+
+namespace
+{
+
+/// Positions as given (clip space), ConstantColor times the texture.
+fx::Effect texturedEffect()
+{
+	auto pass = std::make_shared<const fx::Stage>(fx::Stage::vertex("bench.clipPositions")
+	                                                  .reads({{"Positions", fx::V4f}})
+	                                                  .writes({{"Positions", fx::V4f}})
+	                                                  .glsl("\ts.Positions = s.Positions;"));
+	auto effect = fx::composeEffect("bench.textured", {pass, fx::stock::constantColor(), fx::stock::diffuseTexture()});
+	QUOKKA_ASSERT(effect.ok(), "bench textures: the effect composes");
+	return effect.value();
+}
+
+/// `count` distinct `size` × `size` RGBA8 textures (a pattern per texture; what they show does not matter).
+std::vector<adaptive::aval<scene::TextureData>> makeTextures(uint32_t count, uint32_t size)
+{
+	std::vector<adaptive::aval<scene::TextureData>> textures;
+	textures.reserve(count);
+	for (uint32_t t = 0; t < count; ++t)
+	{
+		auto texels = std::make_shared<std::vector<uint8_t>>(size_t(size) * size * 4);
+		auto* words = reinterpret_cast<uint32_t*>(texels->data());
+		const uint32_t tint = (t * 2654435761u) | 0xff000000u;
+		for (uint32_t y = 0; y < size; ++y)
+			for (uint32_t x = 0; x < size; ++x)
+				words[size_t(y) * size + x] = tint ^ ((x ^ y) & 8 ? 0x00404040u : 0u);
+		textures.push_back(adaptive::constant(scene::TextureData{size, size, std::move(texels), false, nullptr}));
+	}
+	return textures;
+}
+
+/// `n` quads on a square grid over the framebuffer; object i samples textures[i % textures.size()].
+std::vector<scene::RenderObjectPtr>
+makeObjects(uint32_t n, const std::vector<adaptive::aval<scene::TextureData>>& textures, const fx::Effect& effect)
+{
+	const uint32_t side = uint32_t(std::ceil(std::sqrt(double(n))));
+	const float cell = 2.0f / float(side);
+	const auto indices = scene::BufferView::of(std::vector<uint32_t>{0, 1, 2, 0, 2, 3}, VK_FORMAT_R32_UINT);
+	const auto coordinates =
+	    scene::BufferView::of(std::vector<math::V2f>{{0, 0}, {1, 0}, {1, 1}, {0, 1}}, VK_FORMAT_R32G32_SFLOAT);
+	const auto color = scene::uniform(math::V4f(1.0f));
+	const auto draw = adaptive::constant(scene::DrawCall{true, 6});
+	std::vector<scene::RenderObjectPtr> objects;
+	objects.reserve(n);
+	for (uint32_t i = 0; i < n; ++i)
+	{
+		const float x0 = -1.0f + cell * float(i % side), y0 = -1.0f + cell * float(i / side);
+		const float x1 = x0 + 0.9f * cell, y1 = y0 + 0.9f * cell;
+		scene::RenderObject o;
+		o.effect = effect;
+		o.attributes["Positions"] = scene::BufferView::of(
+		    std::vector<math::V4f>{{x0, y0, 0.5f, 1}, {x1, y0, 0.5f, 1}, {x1, y1, 0.5f, 1}, {x0, y1, 0.5f, 1}},
+		    VK_FORMAT_R32G32B32A32_SFLOAT);
+		o.attributes["DiffuseColorCoordinates"] = coordinates;
+		o.indices = indices;
+		o.uniforms["ConstantColor"] = color;
+		o.textures["DiffuseColorTexture"] = textures[i % textures.size()];
+		o.draw_call = draw;
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	return objects;
+}
+
+struct Row
+{
+	uint32_t objects = 0, textures = 0;
+	std::string variant;
+	uint32_t draw_calls = 0, buckets = 0;
+	double place_ms = 0, place_us_per_object = 0;
+	double gpu_ms = 0, frame_ms = 0, encode_us = 0;
+	uint32_t atlas_entries = 0;
+	uint64_t atlas_bytes = 0;
+};
+
+/// The first frame (placement) and `reps` steady frames of `objects` with `options`.
+Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vector<scene::RenderObjectPtr>& objects,
+                    const runtime::RenderOptions& options, uint32_t reps)
+{
+	adaptive::cset<scene::RenderObjectPtr> set;
+	adaptive::transact([&] { set.unionWith(objects); });
+	adaptive::clist<scene::Command> commands;
+	commands.append(scene::clearCommand(math::V4f(0.06f, 0.07f, 0.09f, 1.0f)));
+	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(set)});
+	auto task = session.runtime->compile(session.framebuffer.signature, commands, options);
+	gpu::FrameTimer timer(device);
+	Row row;
+	std::vector<double> gpu, wall, encode;
+	for (uint32_t f = 0; f < reps + 2; ++f)
+	{
+		const auto t0 = std::chrono::steady_clock::now();
+		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
+		timer.begin(list);
+		QUOKKA_TRY(task->run(list, session.framebuffer));
+		timer.end(list);
+		QUOKKA_TRY(device.submitAndWait(std::move(list)));
+		const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+		QUOKKA_TRY_ASSIGN(timing, timer.resolve());
+		const runtime::TaskStats& s = task->stats();
+		if (f == 0)
+		{
+			row.place_ms = s.update_ms;
+			row.place_us_per_object = 1000.0 * s.update_ms / double(objects.size());
+		}
+		if (f < 2)
+			continue; // (the second frame settles what the first deferred)
+		gpu.push_back(timing.ms);
+		wall.push_back(ms);
+		encode.push_back(1000.0 * s.encode_ms);
+		row.draw_calls = s.heap.draw_calls + s.passes.draws;
+		row.buckets = s.heap.buckets;
+		row.atlas_entries = s.heap.atlas_entries;
+		row.atlas_bytes = s.heap.atlas_bytes;
+	}
+	row.gpu_ms = median(gpu);
+	row.frame_ms = median(wall);
+	row.encode_us = median(encode);
+	if (options.path == runtime::RenderPath::Heap && task->stats().heap.objects != objects.size())
+		return makeError(ErrorCode::Unsupported, "bench textures: the heap holds " +
+		                                             std::to_string(task->stats().heap.objects) + " of " +
+		                                             std::to_string(objects.size()) + " objects");
+	return row;
+}
+
+struct UploadRow
+{
+	uint32_t textures = 0, size = 0;
+	uint64_t texel_bytes = 0;
+	double wall_ms = 0, gpu_ms = 0;
+	uint32_t layers = 0;
+};
+
+/// `textures` acquired by a fresh atlas and uploaded in one submission (timed on the wall and, where trusted, the GPU).
+Result<UploadRow> measureUpload(gpu::Device& device, const std::vector<adaptive::aval<scene::TextureData>>& textures,
+                                const atlas::AtlasOptions& options)
+{
+	QUOKKA_TRY_ASSIGN(pool, atlas::AtlasPool::create(device, options));
+	gpu::FrameTimer timer(device);
+	UploadRow row;
+	row.textures = uint32_t(textures.size());
+	const auto t0 = std::chrono::steady_clock::now();
+	for (const auto& t : textures)
+	{
+		const scene::TextureData& data = t.force();
+		row.size = data.width;
+		row.texel_bytes += data.rgba8->size();
+		QUOKKA_TRY_ASSIGN(placed, pool->acquire(data, scene::SamplerState{}));
+		if (!placed)
+			return makeError(ErrorCode::OutOfMemory, "bench textures: the atlas has no room for " +
+			                                             std::to_string(textures.size()) + " textures");
+	}
+	QUOKKA_TRY_ASSIGN(list, device.beginCommands());
+	timer.begin(list);
+	QUOKKA_TRY(pool->upload(list));
+	timer.end(list);
+	QUOKKA_TRY(device.submitAndWait(std::move(list)));
+	row.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+	QUOKKA_TRY_ASSIGN(timing, timer.resolve());
+	row.gpu_ms = timing.source == gpu::TimingSource::Gpu ? timing.gpu_ms : -1.0;
+	row.layers = pool->stats().layers[0];
+	return row;
+}
+
+} // namespace
+
+int runBenchTextures(const BenchOptions& b)
+{
+	auto device = createBenchDevice(b);
+	if (!device.ok())
+		return fail(device.error());
+	gpu::Device& dev = **device;
+	const bool cpu = dev.info().is_cpu;
+	const std::vector<uint32_t> counts = !b.objects.empty() ? b.objects
+	                                     : cpu              ? std::vector<uint32_t>{1000}
+	                                                        : std::vector<uint32_t>{10000, 100000};
+	const std::vector<uint32_t> texture_counts = !b.textures.empty() ? b.textures
+	                                             : cpu               ? std::vector<uint32_t>{10, 100}
+	                                                                 : std::vector<uint32_t>{10, 1000, 10000};
+	const uint32_t size = b.texture_size ? b.texture_size : cpu ? 64 : 256;
+	auto session = BenchSession::create(dev);
+	if (!session.ok())
+		return fail(session.error());
+	const char* timing = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
+	// Room for every texture of the largest count: as many layers as the device allows (the pool clamps).
+	atlas::AtlasOptions atlas_options;
+	atlas_options.max_layers = 1u << 16;
+	const fx::Effect effect = texturedEffect();
+	if (!b.json)
+		std::printf("quokka bench textures on %s (%s timing), %ux%u textures, median of %u steady frames\n\n  %8s "
+		            "%8s %-8s %7s %8s %11s %9s %9s %10s %7s %8s %9s\n",
+		            dev.info().name.c_str(), timing, size, size, b.reps, "objects", "textures", "variant", "draws",
+		            "buckets", "place us/o", "gpu ms", "wall ms", "encode us", "xshared", "entries", "atlas MB");
+	nlohmann::ordered_json rows = nlohmann::ordered_json::array(), uploads = nlohmann::ordered_json::array();
+	for (uint32_t t : texture_counts)
+	{
+		const auto textures = makeTextures(t, size);
+		for (uint32_t n : counts)
+		{
+			const auto shared_objects = makeObjects(n, {textures.front()}, effect);
+			const auto objects = makeObjects(n, textures, effect);
+			double shared_gpu = 0.0;
+			for (const char* variant : {"shared", "atlas", "bound", "classic"})
+			{
+				const std::string v = variant;
+				if (!b.path.empty() && (v == "classic") != (b.path == "classic"))
+					continue;
+				runtime::RenderOptions options;
+				if (v != "classic")
+				{
+					options.path = runtime::RenderPath::Heap;
+					options.heap.max_chunk_bytes = b.max_chunk_bytes;
+					options.heap.atlas = v != "bound";
+					options.heap.atlas_options = atlas_options;
+				}
+				auto row = measure(dev, *session, v == "shared" ? shared_objects : objects, options, b.reps);
+				if (!row.ok())
+					return fail(row.error());
+				row->objects = n;
+				row->textures = v == "shared" ? 1 : t;
+				row->variant = v;
+				if (v == "shared")
+					shared_gpu = row->gpu_ms;
+				const double ratio = shared_gpu > 0.0 ? row->gpu_ms / shared_gpu : 0.0;
+				if (!b.json)
+					std::printf("  %8u %8u %-8s %7u %8u %11.2f %9.3f %9.3f %10.1f %7.2f %8u %9.1f\n", n, row->textures,
+					            variant, row->draw_calls, row->buckets, row->place_us_per_object, row->gpu_ms,
+					            row->frame_ms, row->encode_us, ratio, row->atlas_entries,
+					            double(row->atlas_bytes) / double(1 << 20));
+				rows.push_back(nlohmann::ordered_json{{"objects", n},
+				                                      {"textures", row->textures},
+				                                      {"variant", v},
+				                                      {"draw_calls", row->draw_calls},
+				                                      {"buckets", row->buckets},
+				                                      {"place_ms", row->place_ms},
+				                                      {"place_us_per_object", row->place_us_per_object},
+				                                      {"gpu_ms", row->gpu_ms},
+				                                      {"frame_ms", row->frame_ms},
+				                                      {"encode_us", row->encode_us},
+				                                      {"gpu_over_shared", ratio},
+				                                      {"atlas_entries", row->atlas_entries},
+				                                      {"atlas_bytes", row->atlas_bytes}});
+			}
+		}
+		auto up = measureUpload(dev, textures, atlas_options);
+		if (!up.ok())
+			return fail(up.error());
+		const double gb = double(up->texel_bytes) / 1e9;
+		uploads.push_back(nlohmann::ordered_json{
+		    {"textures", t},
+		    {"texture_size", size},
+		    {"texel_bytes", up->texel_bytes},
+		    {"wall_ms", up->wall_ms},
+		    {"gpu_ms", up->gpu_ms >= 0.0 ? nlohmann::ordered_json(up->gpu_ms) : nlohmann::ordered_json()},
+		    {"wall_gb_per_s", gb / (up->wall_ms / 1000.0)},
+		    {"layers", up->layers}});
+		if (!b.json)
+			std::printf("  upload: %u textures, %.1f MB of texels in %.2f ms (%.2f GB/s wall%s), %u layers\n", t,
+			            double(up->texel_bytes) / 1e6, up->wall_ms, gb / (up->wall_ms / 1000.0),
+			            up->gpu_ms >= 0.0 ? (", " + std::to_string(gb / (up->gpu_ms / 1000.0)) + " GB/s GPU").c_str()
+			                              : "",
+			            up->layers);
+	}
+	if (b.json)
+	{
+		nlohmann::ordered_json j;
+		j["benchmark"] = "textures";
+		j["device"] = dev.info().name;
+		j["timing_source"] = timing;
+		j["reps"] = b.reps;
+		j["texture_size"] = size;
+		j["rows"] = std::move(rows);
+		j["uploads"] = std::move(uploads);
+		std::printf("%s\n", j.dump(2).c_str());
+	}
+	return 0;
+}
+
+} // namespace quokka::app
