@@ -1,6 +1,8 @@
 // Runtime, RenderTask (command list → one recorded frame, Clear+Render coalescing), framebuffers and renderTo.
 #include <quokka/runtime/runtime.hpp>
 
+#include "copy_command.hpp"
+
 #include <chrono>
 
 #include <quokka/base/assert.hpp>
@@ -302,26 +304,7 @@ Result<void> RenderTask::encode(gpu::CommandList& list, Framebuffer& fb)
 		else if (const auto* copy = std::get_if<scene::CopyCommand>(&e.command))
 		{
 			flushClear();
-			gpu::ImageHandle src = fb.output(copy->attachment);
-			if (!src)
-				return makeError(ErrorCode::InvalidArgument,
-				                 "copy command: no colour attachment '" + copy->attachment + "'");
-			gpu::ImageHandle dst = copy->destination.force();
-			if (!dst || dst->width() != src->width() || dst->height() != src->height() ||
-			    dst->format() != src->format())
-				return makeError(ErrorCode::InvalidArgument,
-				                 "copy command: the destination must match the attachment's size and format");
-			gpu::transitionImage(list, *src, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, VK_PIPELINE_STAGE_2_COPY_BIT,
-			                     VK_ACCESS_2_TRANSFER_READ_BIT, true);
-			gpu::transitionImage(list, *dst, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_PIPELINE_STAGE_2_COPY_BIT,
-			                     VK_ACCESS_2_TRANSFER_WRITE_BIT, true);
-			VkImageCopy region{};
-			region.srcSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
-			region.dstSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
-			region.extent = {src->width(), src->height(), 1};
-			vkCmdCopyImage(list.vk(), src->vk(), VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, dst->vk(),
-			               VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region);
-			list.keepAlive(dst);
+			QUOKKA_TRY(detail::recordCopy(list, fb, *copy));
 		}
 		else if (const auto* custom = std::get_if<scene::CustomCommand>(&e.command))
 		{

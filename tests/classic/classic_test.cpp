@@ -649,6 +649,74 @@ TEST_F(ClassicTest, CommandListEditsLoneClearsCopiesAndCustomCommands)
 	EXPECT_FALSE(r.ok());
 }
 
+/// Copy commands between every kind of end: the attachment into a buffer region (rows tightly packed), that region
+/// into an image, the image into another image, a buffer region into another buffer; everything in one frame, in list
+/// order. Ends that do not fit are one-line errors of the frame.
+TEST_F(ClassicTest, CopyCommandsMoveTexelsBetweenAttachmentsImagesAndBuffers)
+{
+	adaptive::clist<scene::Command> commands;
+	commands.append(scene::clearCommand(rgba(0, 0, 90)));
+	commands.append(scene::RenderCommand{RenderTree::leafOf(coloredSquare(-1, -1, 0, 1, 0.5f, rgba(250, 0, 0)))});
+	const uint64_t bytes = uint64_t(kSize) * kSize * 4;
+	auto buffer = device().createBuffer({3 * bytes + 64, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::TransferDst,
+	                                     gpu::MemoryDomain::DeviceLocal, "copy test"});
+	ASSERT_TRUE(buffer.ok());
+	gpu::ImageDesc d;
+	d.width = kSize;
+	d.height = kSize;
+	d.format = VK_FORMAT_R8G8B8A8_SRGB; // (the attachment's format)
+	d.usage = gpu::ImageUsage::Sampled | gpu::ImageUsage::TransferDst | gpu::ImageUsage::TransferSrc;
+	auto first = device().createImage(d), second = device().createImage(d);
+	ASSERT_TRUE(first.ok() && second.ok());
+	const auto buf = adaptive::constant(buffer.value());
+	// attachment → buffer at 16; buffer → first image; first → second image; buffer [16, 16 + bytes) → at 32 + bytes.
+	commands.append(scene::CopyCommand{scene::AttachmentRef{}, scene::BufferRegion{buf, 16, bytes}});
+	commands.append(scene::CopyCommand{scene::BufferRegion{buf, 16, bytes},
+	                                   adaptive::aval<gpu::ImageHandle>(adaptive::constant(first.value()))});
+	commands.append(scene::CopyCommand{adaptive::aval<gpu::ImageHandle>(adaptive::constant(first.value())),
+	                                   adaptive::aval<gpu::ImageHandle>(adaptive::constant(second.value()))});
+	commands.append(scene::CopyCommand{scene::BufferRegion{buf, 16, bytes}, scene::BufferRegion{buf, 32 + bytes, 0}});
+	task_ = runtime_->compile(signature(), commands);
+	auto fb = runtime::createFramebuffer(device(), signature(), kSize, kSize);
+	ASSERT_TRUE(fb.ok());
+	fb_ = std::make_unique<runtime::Framebuffer>(std::move(fb).value());
+	ASSERT_EQ(frame(), "");
+	const Rgba8Image shown = pixels();
+	EXPECT_EQ(shown.at(8, 16), px(250, 0, 0));
+	EXPECT_EQ(shown.at(24, 16), px(0, 0, 90));
+	auto copied = gpu::readImageRgba8(device(), *second.value());
+	ASSERT_TRUE(copied.ok());
+	EXPECT_EQ(copied->pixels, shown.pixels);
+	auto words = device().readBuffer(*buffer.value(), 32 + bytes, bytes);
+	ASSERT_TRUE(words.ok());
+	ASSERT_EQ(words->size(), bytes);
+	EXPECT_EQ(std::memcmp(words->data(), shown.pixels.data(), bytes), 0);
+
+	// Ends that do not fit.
+	auto failing = [&](scene::CopyCommand copy, const std::string& expected)
+	{
+		adaptive::clist<scene::Command> one;
+		one.append(copy);
+		auto t = runtime_->compile(signature(), one);
+		auto list = device().beginCommands();
+		ASSERT_TRUE(list.ok());
+		auto r = t->run(*list, *fb_);
+		ASSERT_FALSE(r.ok()) << expected;
+		EXPECT_NE(r.error().message.find(expected), std::string::npos) << r.error().message;
+		EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
+	};
+	failing({scene::AttachmentRef{"Normals"}, scene::BufferRegion{buf, 0, 0}}, "no colour attachment 'Normals'");
+	failing({scene::AttachmentRef{}, scene::BufferRegion{buf, 0, bytes - 4}}, "holds");
+	failing({scene::AttachmentRef{}, scene::BufferRegion{buf, 3 * bytes, 128}}, "outside its buffer");
+	failing({scene::BufferRegion{buf, 0, 64}, scene::BufferRegion{buf, 32, 64}}, "overlap");
+	failing({scene::AttachmentRef{}, adaptive::aval<gpu::ImageHandle>()}, "no destination image");
+	d.width = kSize / 2;
+	auto small = device().createImage(d);
+	ASSERT_TRUE(small.ok());
+	failing({scene::AttachmentRef{}, adaptive::aval<gpu::ImageHandle>(adaptive::constant(small.value()))},
+	        "match the source's size and format");
+}
+
 TEST_F(ClassicTest, InactiveObjectsAreSkippedAndToggleWithoutPreparing)
 {
 	cval<bool> active(false);
