@@ -206,7 +206,8 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		run.per_frame.push_back({s.update_ms, s.encode_ms, timing.ms, frame_ms, s.passes.draws + s.heap.draw_calls,
 		                         s.passes.pipeline_binds + s.heap.pipeline_binds, s.passes.prepared + s.heap.added,
 		                         s.passes.uniform_uploads + s.heap.uniform_uploads, s.pipelines_pending,
-		                         s.waitingDraws()});
+		                         s.waitingDraws(), s.heap.update_ms + s.heap.upload_ms + s.heap.prepare_ms,
+		                         s.heap.encode_ms, s.passes.update_ms, s.passes.encode_ms});
 		run.last = s;
 		noteReady();
 		return {};
@@ -419,7 +420,11 @@ int runRenderScene(const RenderOptions& o)
 			                  {"prepared", f.prepared},
 			                  {"uniform_uploads", f.uniform_uploads},
 			                  {"pipelines_pending", f.pipelines_pending},
-			                  {"waiting_draws", f.waiting_draws}});
+			                  {"waiting_draws", f.waiting_draws},
+			                  {"heap_update_ms", f.heap_update_ms},
+			                  {"heap_encode_ms", f.heap_encode_ms},
+			                  {"classic_update_ms", f.classic_update_ms},
+			                  {"classic_encode_ms", f.classic_encode_ms}});
 		j["per_frame"] = frames;
 		printRenderJson(j, dev, out.value());
 	}

@@ -21,6 +21,8 @@ struct FrameRecord
 	double update_ms, encode_ms, gpu_ms, frame_ms;
 	uint32_t draws, pipeline_binds, prepared, uniform_uploads;
 	uint32_t pipelines_pending = 0, waiting_draws = 0; ///< after the frame (background pipelines)
+	/// Per path: the heap scenes' update (with upload and prepare) and encode, the classic passes' update and encode
+	double heap_update_ms = 0, heap_encode_ms = 0, classic_update_ms = 0, classic_encode_ms = 0;
 };
 
 struct SceneRun

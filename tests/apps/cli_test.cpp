@@ -150,6 +150,11 @@ TEST(CliRender, TheHeapSwitchRoutesEveryObjectAndKeepsTheImage)
 			EXPECT_EQ(j["routing"]["heap"].get<uint64_t>(), m == 0 ? 200u : 0u);
 			EXPECT_EQ(j["routing"]["heap disabled"].get<uint64_t>(), m == 0 ? 0u : 200u);
 			EXPECT_EQ(j["heap"]["objects"].get<uint64_t>(), m == 0 ? 200u : 0u);
+			// Per-path timings: the path that drew spent encode time.
+			const auto& f = j["per_frame"].back();
+			EXPECT_GT(f[m == 0 ? "heap_encode_ms" : "classic_encode_ms"].get<double>(), 0.0) << f.dump();
+			EXPECT_GE(f["heap_update_ms"].get<double>(), 0.0) << f.dump();
+			EXPECT_GE(f["classic_update_ms"].get<double>(), 0.0) << f.dump();
 		}
 		auto image = quokka::gpu::readPng(png);
 		ASSERT_TRUE(image.ok()) << image.error().message;
