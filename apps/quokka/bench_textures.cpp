@@ -1,11 +1,14 @@
 // `quokka bench textures`: textures at scale. N quads on a grid sample T distinct S × S textures (object i the texture
 // i mod T; linear, repeat, mipmaps), drawn by
-//   shared  — the heap with one texture for every object: the reference the others are measured against;
+//   shared  — the heap with one texture for every object (sampled from its atlas): the reference the others are
+//             measured against;
+//   shared-bound — the same with the atlas off: the one texture sampled by the hardware alone;
 //   atlas   — the heap with the T textures packed into its atlas (objects differing in textures share a draw);
 //   bound   — the heap with the atlas off: one bucket, and a draw, per texture;
 //   classic — one draw per object.
 // Reported per row: draw calls, the first frame's CPU update per object (placement, atlas acquisitions included),
-// the median GPU, frame and encode time of steady frames, GPU time over the shared row's, and the atlas's entries,
+// the median GPU, frame and encode time of steady frames, GPU time over the shared and shared-bound rows', the atlas's
+// entries,
 // layers and bytes. A second table times the atlas's upload alone: T textures acquired and uploaded in one submission
 // (mips and gutters built by its kernel, copied into the pages), as texel bytes per second of wall and GPU time.
 #include "commands.hpp"
@@ -216,9 +219,10 @@ int runBenchTextures(const BenchOptions& b)
 	const fx::Effect effect = texturedEffect();
 	if (!b.json)
 		std::printf("quokka bench textures on %s (%s timing), %ux%u textures, median of %u steady frames\n\n  %8s "
-		            "%8s %-8s %7s %8s %11s %9s %9s %10s %7s %8s %9s\n",
+		            "%8s %-12s %7s %8s %11s %9s %9s %10s %7s %7s %8s %9s\n",
 		            dev.info().name.c_str(), timing, size, size, b.reps, "objects", "textures", "variant", "draws",
-		            "buckets", "place us/o", "gpu ms", "wall ms", "encode us", "xshared", "entries", "atlas MB");
+		            "buckets", "place us/o", "gpu ms", "wall ms", "encode us", "xshared", "xbound1", "entries",
+		            "atlas MB");
 	nlohmann::ordered_json rows = nlohmann::ordered_json::array(), uploads = nlohmann::ordered_json::array();
 	for (uint32_t t : texture_counts)
 	{
@@ -227,8 +231,8 @@ int runBenchTextures(const BenchOptions& b)
 		{
 			const auto shared_objects = makeObjects(n, {textures.front()}, effect);
 			const auto objects = makeObjects(n, textures, effect);
-			double shared_gpu = 0.0;
-			for (const char* variant : {"shared", "atlas", "bound", "classic"})
+			double shared_gpu = 0.0, shared_bound_gpu = 0.0;
+			for (const char* variant : {"shared", "shared-bound", "atlas", "bound", "classic"})
 			{
 				const std::string v = variant;
 				if (!b.path.empty() && (v == "classic") != (b.path == "classic"))
@@ -238,22 +242,26 @@ int runBenchTextures(const BenchOptions& b)
 				{
 					options.path = runtime::RenderPath::Heap;
 					options.heap.max_chunk_bytes = b.max_chunk_bytes;
-					options.heap.atlas = v != "bound";
+					options.heap.atlas = v != "bound" && v != "shared-bound";
 					options.heap.atlas_options = atlas_options;
 				}
-				auto row = measure(dev, *session, v == "shared" ? shared_objects : objects, options, b.reps);
+				const bool shared = v == "shared" || v == "shared-bound";
+				auto row = measure(dev, *session, shared ? shared_objects : objects, options, b.reps);
 				if (!row.ok())
 					return fail(row.error());
 				row->objects = n;
-				row->textures = v == "shared" ? 1 : t;
+				row->textures = shared ? 1 : t;
 				row->variant = v;
 				if (v == "shared")
 					shared_gpu = row->gpu_ms;
+				if (v == "shared-bound")
+					shared_bound_gpu = row->gpu_ms;
 				const double ratio = shared_gpu > 0.0 ? row->gpu_ms / shared_gpu : 0.0;
+				const double ratio_bound = shared_bound_gpu > 0.0 ? row->gpu_ms / shared_bound_gpu : 0.0;
 				if (!b.json)
-					std::printf("  %8u %8u %-8s %7u %8u %11.2f %9.3f %9.3f %10.1f %7.2f %8u %9.1f\n", n, row->textures,
-					            variant, row->draw_calls, row->buckets, row->place_us_per_object, row->gpu_ms,
-					            row->frame_ms, row->encode_us, ratio, row->atlas_entries,
+					std::printf("  %8u %8u %-12s %7u %8u %11.2f %9.3f %9.3f %10.1f %7.2f %7.2f %8u %9.1f\n", n,
+					            row->textures, variant, row->draw_calls, row->buckets, row->place_us_per_object,
+					            row->gpu_ms, row->frame_ms, row->encode_us, ratio, ratio_bound, row->atlas_entries,
 					            double(row->atlas_bytes) / double(1 << 20));
 				rows.push_back(nlohmann::ordered_json{{"objects", n},
 				                                      {"textures", row->textures},
@@ -266,6 +274,7 @@ int runBenchTextures(const BenchOptions& b)
 				                                      {"frame_ms", row->frame_ms},
 				                                      {"encode_us", row->encode_us},
 				                                      {"gpu_over_shared", ratio},
+				                                      {"gpu_over_shared_bound", ratio_bound},
 				                                      {"atlas_entries", row->atlas_entries},
 				                                      {"atlas_bytes", row->atlas_bytes}});
 			}

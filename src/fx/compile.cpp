@@ -297,10 +297,22 @@ std::string atlasDeclarations(bool vs)
 	d += R"glsl(
 struct QkAtlasTexture { uvec4 e; };
 uvec4 qkAtlasEntry(QkAtlasTexture t) { return uvec4(t.e.x & 0x7fffffffu, t.e.yzw); }
+// (The coordinates are computed once; only the fetches depend on the family — both pages have one size.)
 vec4 qkAtlasLod(QkAtlasTexture t, vec2 uv, float lod)
 {
-	return (t.e.x & 0x80000000u) == 0u ? quokkaAtlasSampleLod(qk_atlas_unorm, qkAtlasEntry(t), uv, lod)
-	                                   : quokkaAtlasSampleLod(qk_atlas_srgb, qkAtlasEntry(t), uv, lod);
+	const QuokkaAtlasTaps taps = quokkaAtlasTaps(qkAtlasEntry(t), uv, lod, vec2(textureSize(qk_atlas_unorm, 0).xy));
+	vec4 a, b;
+	if ((t.e.x & 0x80000000u) == 0u)
+	{
+		a = textureLod(qk_atlas_unorm, taps.a, 0.0);
+		b = taps.f == 0.0 ? a : textureLod(qk_atlas_unorm, taps.b, 0.0);
+	}
+	else
+	{
+		a = textureLod(qk_atlas_srgb, taps.a, 0.0);
+		b = taps.f == 0.0 ? a : textureLod(qk_atlas_srgb, taps.b, 0.0);
+	}
+	return taps.f == 0.0 ? a : mix(a, b, taps.f);
 }
 vec4 textureLod(QkAtlasTexture t, vec2 uv, float lod) { return qkAtlasLod(t, uv, lod); }
 ivec2 textureSize(QkAtlasTexture t, int lod)

@@ -781,8 +781,9 @@ TEST(CliBench, ChainRowsShowTheDeviceComposingWhatARootMoveChanges)
 	expectOneLineError(runCli("bench chain --depth 1"), "--depth");
 }
 
-// bench textures: per (textures, objects) the shared, atlas, bound and classic rows — the atlas and the shared texture
-// draw once whatever the texture count, bound textures once per texture, classic once per object — and the upload.
+// bench textures: per (textures, objects) the shared, shared-bound, atlas, bound and classic rows — the atlas and the
+// shared texture draw once whatever the texture count, bound textures once per texture, classic once per object — and
+// the upload.
 TEST(CliBench, TexturesRowsDrawOnceThroughTheAtlasWhateverTheTextureCount)
 {
 	const CliRun run = runCli("bench textures --objects 60 --textures 3 20 --texture-size 16 --reps 1 --json");
@@ -790,7 +791,7 @@ TEST(CliBench, TexturesRowsDrawOnceThroughTheAtlasWhateverTheTextureCount)
 	const auto j = nlohmann::json::parse(run.out);
 	EXPECT_EQ(j["benchmark"], "textures");
 	EXPECT_EQ(j["texture_size"].get<int>(), 16);
-	ASSERT_EQ(j["rows"].size(), 8u) << j["rows"].dump();
+	ASSERT_EQ(j["rows"].size(), 10u) << j["rows"].dump();
 	for (const auto& row : j["rows"])
 	{
 		const std::string v = row["variant"];
@@ -803,8 +804,11 @@ TEST(CliBench, TexturesRowsDrawOnceThroughTheAtlasWhateverTheTextureCount)
 			EXPECT_EQ(row["draw_calls"].get<int>(), 1) << row.dump();
 			EXPECT_EQ(row["atlas_entries"].get<int>(), textures) << row.dump();
 		}
-		else if (v == "bound")
+		else if (v == "bound" || v == "shared-bound")
+		{
 			EXPECT_EQ(row["draw_calls"].get<int>(), textures) << row.dump();
+			EXPECT_EQ(row["atlas_entries"].get<int>(), 0) << row.dump();
+		}
 		else
 			EXPECT_EQ(row["draw_calls"].get<int>(), 60) << row.dump();
 	}

@@ -62,7 +62,10 @@ float quokkaAtlasWrap(float t, float n, uint address)
 	return m < n ? m : 2.0 * n - m;
 }
 
-vec4 quokkaAtlasSampleLevel(sampler2DArray pages, uvec4 e, vec2 uv, int l)
+// Where a sample of level l at uv lies in the page, in texels: the wrapped coordinate for the hardware's bilinear
+// filter, or, for nearest filtering, the centre of the wrapped texel (a linear filter there reads that texel alone),
+// so both filters fetch with one textureLod.
+vec2 quokkaAtlasTap(uvec4 e, vec2 uv, int l)
 {
 	ivec2 size;
 	const ivec2 o = quokkaAtlasLevel(e, l, size);
@@ -71,23 +74,48 @@ vec4 quokkaAtlasSampleLevel(sampler2DArray pages, uvec4 e, vec2 uv, int l)
 	if (((e.w >> 18) & 1u) == 0u)
 	{
 		const ivec2 i = ivec2(floor(t));
-		return texelFetch(pages, ivec3(o.x + quokkaAtlasWrapTexel(i.x, size.x, address),
-		                               o.y + quokkaAtlasWrapTexel(i.y, size.y, address), int(e.x)), 0);
+		return vec2(o) + vec2(float(quokkaAtlasWrapTexel(i.x, size.x, address)),
+		                      float(quokkaAtlasWrapTexel(i.y, size.y, address))) + 0.5;
 	}
-	const vec2 w = vec2(quokkaAtlasWrap(t.x, float(size.x), address), quokkaAtlasWrap(t.y, float(size.y), address));
-	return textureLod(pages, vec3((vec2(o) + w) / vec2(textureSize(pages, 0).xy), float(e.x)), 0.0);
+	return vec2(o) + vec2(quokkaAtlasWrap(t.x, float(size.x), address), quokkaAtlasWrap(t.y, float(size.y), address));
+}
+
+// The fetches of a LOD: level l0 at `a`, and level l0 + 1 at `b` mixed in with weight `f` (0: `b` is `a`); page
+// coordinates normalised by `page` (the pages' size), the layer in z.
+struct QuokkaAtlasTaps
+{
+	vec3 a, b;
+	float f;
+};
+
+QuokkaAtlasTaps quokkaAtlasTaps(uvec4 e, vec2 uv, float lod, vec2 page)
+{
+	const int levels = int(e.w & 0xffu);
+	int l0 = 0;
+	float f = 0.0;
+	if (((e.w >> 19) & 1u) != 0u && levels > 1 && lod > 0.0)
+	{
+		const float l = min(lod, float(levels - 1));
+		l0 = int(floor(l));
+		f = l - float(l0);
+	}
+	QuokkaAtlasTaps t;
+	t.a = vec3(quokkaAtlasTap(e, uv, l0) / page, float(e.x));
+	t.b = f > 0.0 ? vec3(quokkaAtlasTap(e, uv, min(l0 + 1, levels - 1)) / page, float(e.x)) : t.a;
+	t.f = f;
+	return t;
+}
+
+vec4 quokkaAtlasSampleLevel(sampler2DArray pages, uvec4 e, vec2 uv, int l)
+{
+	return textureLod(pages, vec3(quokkaAtlasTap(e, uv, l) / vec2(textureSize(pages, 0).xy), float(e.x)), 0.0);
 }
 
 vec4 quokkaAtlasSampleLod(sampler2DArray pages, uvec4 e, vec2 uv, float lod)
 {
-	const int levels = int(e.w & 0xffu);
-	if (((e.w >> 19) & 1u) == 0u || levels == 1 || lod <= 0.0)
-		return quokkaAtlasSampleLevel(pages, e, uv, 0);
-	const float l = min(lod, float(levels - 1));
-	const int l0 = int(floor(l));
-	const vec4 a = quokkaAtlasSampleLevel(pages, e, uv, l0);
-	const float f = l - float(l0);
-	return f == 0.0 ? a : mix(a, quokkaAtlasSampleLevel(pages, e, uv, min(l0 + 1, levels - 1)), f);
+	const QuokkaAtlasTaps t = quokkaAtlasTaps(e, uv, lod, vec2(textureSize(pages, 0).xy));
+	const vec4 a = textureLod(pages, t.a, 0.0);
+	return t.f == 0.0 ? a : mix(a, textureLod(pages, t.b, 0.0), t.f);
 }
 )glsl";
 
