@@ -45,6 +45,26 @@ void GpuDerive::adoptJobs()
 	}
 }
 
+namespace
+{
+
+/// A job of `context` (at once, or on a worker) that stores what `make` creates in the job's `kernel`.
+template <typename Job, typename Make>
+std::shared_ptr<Job> startKernelJob(inputs::Context& context, Make make)
+{
+	auto job = std::make_shared<Job>();
+	context.runJob(job,
+	               [job, make = std::move(make)]() -> Result<void>
+	               {
+		               QUOKKA_TRY_ASSIGN(k, make());
+		               job->kernel.emplace(std::move(k));
+		               return {};
+	               });
+	return job;
+}
+
+} // namespace
+
 bool GpuDerive::kernelsReady(const inputs::DerivedUniforms::Derivation& d)
 {
 	inputs::Context& context = *core_.context;
@@ -58,16 +78,10 @@ bool GpuDerive::kernelsReady(const inputs::DerivedUniforms::Derivation& d)
 		// (A failed job stays: its error fails the frames — Context::pipelineErrors — until the heap goes.)
 		if (!kernel_job_ || (kernel_job_->pending() && kernel_job_->rules < rules_.size()))
 		{
-			auto job = std::make_shared<DeriveJob>();
-			job->rules = rules_.size();
-			kernel_job_ = job;
-			context.runJob(job,
-			               [job, &device = context.device(), rules = rules_, precision = precision_]() -> Result<void>
-			               {
-				               QUOKKA_TRY_ASSIGN(k, derived::DeriveKernel::create(device, rules, precision));
-				               job->kernel.emplace(std::move(k));
-				               return {};
-			               });
+			kernel_job_ =
+			    startKernelJob<DeriveJob>(context, [&device = context.device(), rules = rules_, precision = precision_]
+			                              { return derived::DeriveKernel::create(device, rules, precision); });
+			kernel_job_->rules = rules_.size(); // (read by this thread only)
 		}
 	}
 	if (!chain_kernel_)
@@ -77,15 +91,8 @@ bool GpuDerive::kernelsReady(const inputs::DerivedUniforms::Derivation& d)
 				ready = false;
 				if (!chain_job_)
 				{
-					auto job = std::make_shared<ChainJob>();
-					chain_job_ = job;
-					context.runJob(job,
-					               [job, &device = context.device(), precision = precision_]() -> Result<void>
-					               {
-						               QUOKKA_TRY_ASSIGN(k, derived::ChainKernel::create(device, precision));
-						               job->kernel.emplace(std::move(k));
-						               return {};
-					               });
+					chain_job_ = startKernelJob<ChainJob>(context, [&device = context.device(), precision = precision_]
+					                                      { return derived::ChainKernel::create(device, precision); });
 				}
 				break;
 			}

@@ -50,10 +50,12 @@ ObjectRouter::ObjectRouter(adaptive::aset<scene::RenderObjectPtr> objects, heap:
 
 ObjectRouter::~ObjectRouter() = default;
 
-RouteReason ObjectRouter::reasonOf(const scene::RenderObject& object, uint64_t max_chunk_bytes, adaptive::Token token)
+namespace
 {
-	if (!heap::heapEligible(object))
-		return RouteReason::Topology;
+
+/// Whether the buffers of an object the heap can draw fit one chunk (read with `token`).
+RouteReason sizeReason(const scene::RenderObject& object, uint64_t max_chunk_bytes, adaptive::Token token)
+{
 	// (The heap places an object's own data in one chunk and each pooled input in one: all of it fitting one chunk
 	// is enough, if not always needed.)
 	uint64_t bytes = 16;
@@ -69,6 +71,13 @@ RouteReason ObjectRouter::reasonOf(const scene::RenderObject& object, uint64_t m
 	return bytes > max_chunk_bytes ? RouteReason::InputTooLarge : RouteReason::Heap;
 }
 
+} // namespace
+
+RouteReason ObjectRouter::reasonOf(const scene::RenderObject& object, uint64_t max_chunk_bytes, adaptive::Token token)
+{
+	return heap::heapEligible(object) ? sizeReason(object, max_chunk_bytes, token) : RouteReason::Topology;
+}
+
 RouteReason ObjectRouter::evaluate(Routed& r)
 {
 	const scene::RenderObject& o = *r.object;
@@ -77,10 +86,15 @@ RouteReason ObjectRouter::evaluate(Routed& r)
 	for (const auto& [name, view] : o.attributes)
 		changeable = changeable || changes(view);
 	changeable = changeable || (o.indices && changes(*o.indices));
-	if (!changeable || !heap::heapEligible(o))
+	if (!heap::heapEligible(o)) // (evaluated once per object: a constant topology leaves nothing to watch)
 	{
 		r.watch = adaptive::Ref<Watch>();
-		return reasonOf(o, heap_->maxChunkBytes());
+		return RouteReason::Topology;
+	}
+	if (!changeable)
+	{
+		r.watch = adaptive::Ref<Watch>();
+		return sizeReason(o, heap_->maxChunkBytes(), {});
 	}
 	if (!r.watch)
 		r.watch = adaptive::makeRef<Watch>(*this, &o);
@@ -89,7 +103,7 @@ RouteReason ObjectRouter::evaluate(Routed& r)
 	w.beginEvaluation();
 	try
 	{
-		const RouteReason reason = reasonOf(o, heap_->maxChunkBytes(), adaptive::Token{&w});
+		const RouteReason reason = sizeReason(o, heap_->maxChunkBytes(), adaptive::Token{&w});
 		w.endEvaluation(true);
 		return reason;
 	}
