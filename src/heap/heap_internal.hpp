@@ -542,6 +542,8 @@ private:
 	/// their atlas entries. False, with nothing held, when the atlas refuses one (it binds them instead). Errors: a
 	/// texture the effect samples and the object lacks; texels that do not match the texture's size.
 	Result<bool> acquireAtlas(const fx::EffectInterface& iface);
+	/// Counts it as refused by the atlas (HeapStats::atlas_refused) while it is placed with bound textures.
+	void refuseAtlas();
 	void releaseAtlas();
 	void attachToSlot(Slot* s);
 	void detachFromSlot();

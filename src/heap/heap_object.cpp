@@ -300,6 +300,8 @@ Result<void> HeapObject::read(Plan& plan)
 			             if (took)
 				             plan.effect = atlas_effect;
 		             }
+		             else if (planned->atlas)
+			             refuseAtlas(); // (its effect has no atlas variant: AtlasEffectJob::refused says why)
 		             return {};
 	             });
 	if (!read.ok())
@@ -342,9 +344,7 @@ Result<bool> HeapObject::acquireAtlas(const fx::EffectInterface& iface)
 				pool->release(uses->uses[j].texture, uses->uses[j].sampler);
 			if (!got.ok())
 				return fail("texture '" + iface.textures[i].name + "': " + got.error().message);
-			atlas_ = std::make_unique<AtlasTextures>(); // (remembers the refusal: counted while it is got)
-			atlas_->refused = true;
-			++scene_->atlas_refused;
+			refuseAtlas();
 			return false;
 		}
 		u.words = atlas::packEntry(**got, u.sampler);
@@ -354,6 +354,13 @@ Result<bool> HeapObject::acquireAtlas(const fx::EffectInterface& iface)
 	atlas_ = std::move(uses);
 	++scene_->atlas_objects;
 	return true;
+}
+
+void HeapObject::refuseAtlas()
+{
+	atlas_ = std::make_unique<AtlasTextures>(); // (remembers the refusal: counted while it is placed)
+	atlas_->refused = true;
+	++scene_->atlas_refused;
 }
 
 void HeapObject::releaseAtlas()

@@ -189,6 +189,54 @@ TEST_F(HeapTextureTest, ObjectsTheFullAtlasRefusesAreDrawnWithBoundTexturesAndTh
 	EXPECT_EQ(bound->stats().heap.atlas_objects, 0u);
 }
 
+/// An effect that uses a texture otherwise than by sampling it — passing it to a function of its own — has no atlas
+/// variant: its objects bind their textures (counted as refused) with the classic path's pixels, while another
+/// effect's objects in the same scene still share the atlas.
+TEST_F(HeapTextureTest, AnEffectWithoutAnAtlasVariantBindsItsTexturesAndDrawsLikeClassic)
+{
+	const auto sampled = grid(16);
+	auto helper = std::make_shared<const fx::Stage>(
+	    fx::Stage::fragment("test.halfTexture")
+	        .reads({{"DiffuseColorCoordinates", fx::V2f}, {"Colors", fx::V4f}})
+	        .writes({{"Colors", fx::V4f}})
+	        .texture("DiffuseColorTexture")
+	        .helpers("vec4 halfOf(sampler2D t, vec2 uv) { return 0.5 * texture(t, uv); }")
+	        .glsl("\ts.Colors *= halfOf(DiffuseColorTexture, s.DiffuseColorCoordinates);"));
+	const fx::Effect effect = effectOf({fx::stock::trafo(), fx::stock::constantColor(), helper});
+	std::vector<RenderObjectPtr> objects = sampled;
+	for (size_t i = 16; i < 24; ++i)
+	{
+		RenderObject o = *sampled[i - 16];
+		o.effect = effect;
+		const float cell = 2.0f / 8.0f, x0 = -1.0f + cell * float(i % 8), y0 = -1.0f + cell * float(i / 8);
+		const std::vector<V3f> p = {
+		    {x0, y0, 0.5f}, {x0 + cell, y0, 0.5f}, {x0 + cell, y0 + cell, 0.5f}, {x0, y0 + cell, 0.5f}};
+		o.attributes["Positions"] = scene::BufferView::of(p, VK_FORMAT_R32G32B32_SFLOAT);
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
+	auto classic = task(tree, {});
+	ASSERT_EQ(frame(*classic), "");
+	const Rgba8Image reference = pixels();
+	auto heap = task(tree, heapOptions(DrawStrategy::Indirect));
+	ASSERT_EQ(frame(*heap), "");
+	const Rgba8Image got = pixels();
+	const Worst w = compareCells(got, reference, 16);
+	EXPECT_LE(w.plain, 1);
+	EXPECT_LE(w.mipmapped, kMipmappedSteps);
+	// Cells 16…23 (rows 2 and 3 of the framebuffer's cells) bind their textures: the classic path's pixels exactly.
+	size_t differing_bound = 0;
+	for (uint32_t y = 24; y < 48; ++y)
+		for (uint32_t x = 0; x < kTexSize; ++x)
+			differing_bound += got.at(x, y) != reference.at(x, y);
+	EXPECT_EQ(differing_bound, 0u);
+	const heap::HeapStats& s = heap->stats().heap;
+	EXPECT_EQ(s.atlas_objects, 16u);
+	EXPECT_EQ(s.atlas_refused, 8u);
+	EXPECT_EQ(s.buckets, 1u + 8u); // (the atlas's, and one per bound texture)
+	expectValidHeap(*heap);
+}
+
 /// A texture that changes re-places its object with the new texture's entry; objects that go release theirs (idle
 /// entries stay until evicted); the heap's checks — the atlas's packings and refcounts among them — stay clean.
 TEST_F(HeapTextureTest, ChangedTexturesAndRemovedObjectsGiveTheirEntriesBack)

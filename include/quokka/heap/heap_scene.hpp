@@ -142,7 +142,8 @@ struct HeapStats
 	// Shape after the update.
 	uint32_t objects = 0;
 	uint32_t atlas_objects = 0; ///< objects whose textures are sampled from the atlas
-	/// Objects whose textures the atlas refused (see HeapOptions::atlas): drawn with their textures bound
+	/// Objects whose textures the atlas refused, or whose effect has no atlas variant (see HeapOptions::atlas): drawn
+	/// with their textures bound
 	uint32_t atlas_refused = 0;
 	uint32_t atlas_entries = 0;    ///< textures held by the atlas (in use or idle)
 	uint64_t atlas_bytes = 0;      ///< device memory of the atlas's pages
