@@ -50,6 +50,17 @@ ObjectRouter::ObjectRouter(adaptive::aset<scene::RenderObjectPtr> objects, heap:
 
 ObjectRouter::~ObjectRouter() = default;
 
+void ObjectRouter::setHeapEnabled(adaptive::aval<bool> heap_enabled)
+{
+	heap_enabled_ = std::move(heap_enabled);
+	if (enabled_watch_)
+	{
+		// A new watch (the old one, with its edge to the old switch, goes): read at the next route().
+		enabled_watch_ = adaptive::makeRef<Watch>(*this, nullptr);
+		enabled_watch_->queued = true;
+	}
+}
+
 namespace
 {
 

@@ -177,6 +177,14 @@ std::vector<heap::HeapScene*> RenderTask::heapScenes() const
 
 RenderTask::~RenderTask() = default;
 
+void RenderTask::setHeapEnabled(adaptive::aval<bool> enabled)
+{
+	options_.heap_enabled = enabled;
+	for (auto& [index, e] : entries_)
+		if (e.router)
+			e.router->setHeapEnabled(enabled);
+}
+
 std::vector<const classic::ScenePass*> RenderTask::passes() const
 {
 	std::vector<const classic::ScenePass*> out;

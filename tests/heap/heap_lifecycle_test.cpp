@@ -364,6 +364,42 @@ TEST_F(HeapRenderTest, TheRouterMovesObjectsWhenHeapEnabledOrTheirBuffersChangeA
 	EXPECT_EQ(device().validationErrorCount(), 0u);
 }
 
+/// RenderTask::setHeapEnabled replaces the switch after compilation: a constant false moves every object to the classic
+/// pass in the next frame, a new changeable switch is followed from then on, and the image stays the classic one.
+TEST_F(HeapRenderTest, SetHeapEnabledReplacesTheSwitchOfACompiledTask)
+{
+	const Effects fx;
+	RandomScene s = randomScene(41, 10, fx);
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(s.objects));
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	auto classic = task(tree, {});
+	auto heap = task(tree, options);
+	ASSERT_EQ(frame(*classic), "");
+	const Rgba8Image reference = pixels();
+	const auto expect = [&](uint64_t on_heap, const char* what)
+	{
+		ASSERT_EQ(frame(*heap), "") << what;
+		EXPECT_EQ(differing(pixels(), reference), 0u) << what;
+		EXPECT_EQ(heap->stats().routing[size_t(runtime::RouteReason::Heap)], on_heap) << what;
+		EXPECT_EQ(heap->stats().routing[size_t(runtime::RouteReason::HeapDisabled)], s.objects.size() - on_heap)
+		    << what;
+		EXPECT_EQ(heap->heapScenes()[0]->objectCount(), on_heap) << what;
+	};
+	expect(s.objects.size(), "compiled with the heap on");
+	heap->setHeapEnabled(adaptive::constant(false));
+	expect(0, "a constant false");
+	cval<bool> on(false);
+	heap->setHeapEnabled(on);
+	expect(0, "a switch that is off");
+	on.setValue(true);
+	expect(s.objects.size(), "the switch flipped on");
+	heap->setHeapEnabled(adaptive::constant(true));
+	on.setValue(false); // (no longer read)
+	expect(s.objects.size(), "the old switch flipped after its replacement");
+	EXPECT_TRUE(heap->options().heap_enabled.getValue(adaptive::Token{})); // (tasks compiled later read it too)
+}
+
 /// HeapScene's membership calls: between two update()s the last call per object wins, adding a held object or
 /// removing one not held changes nothing, and a scene built over a set refuses them.
 TEST_F(HeapRenderTest, MembershipCallsBetweenUpdatesFollowTheLastCallPerObject)

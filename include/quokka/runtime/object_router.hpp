@@ -54,6 +54,9 @@ public:
 	static RouteReason reasonOf(const scene::RenderObject& object, uint64_t max_chunk_bytes,
 	                            adaptive::Token token = {});
 
+	/// Replaces the heap switch: the next route() reads it (and moves every object when its value changed).
+	void setHeapEnabled(adaptive::aval<bool> heap_enabled);
+
 	/// Pulls the set's changes and routes each; moves the objects whose reason changed (a buffer, or heap_enabled).
 	/// O(changes), and O(objects) when heap_enabled changed.
 	void route();

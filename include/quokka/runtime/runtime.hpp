@@ -125,6 +125,10 @@ public:
 	/// Errors: as validateHeap (a read-back failing).
 	Result<std::vector<std::string>> validate();
 	const RenderOptions& options() const { return options_; }
+	/// Path Heap: replaces the task's heap switch (RenderOptions::heap_enabled) — for every Render command's router
+	/// and those made later. The next run() reads it; when its value differs from the one in force, every object the
+	/// heap can draw moves between the heap and the classic pass in that frame (the same pixels).
+	void setHeapEnabled(adaptive::aval<bool> enabled);
 
 private:
 	friend class Runtime;
