@@ -109,12 +109,7 @@ struct Row
 Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vector<scene::RenderObjectPtr>& objects,
                     const runtime::RenderOptions& options, uint32_t reps)
 {
-	adaptive::cset<scene::RenderObjectPtr> set;
-	adaptive::transact([&] { set.unionWith(objects); });
-	adaptive::clist<scene::Command> commands;
-	commands.append(scene::clearCommand(math::V4f(0.06f, 0.07f, 0.09f, 1.0f)));
-	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(set)});
-	auto task = session.runtime->compile(session.framebuffer.signature, commands, options);
+	auto task = benchTask(session, objects, options);
 	gpu::FrameTimer timer(device);
 	Row row;
 	std::vector<double> gpu, wall, encode;

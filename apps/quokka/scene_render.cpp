@@ -257,6 +257,18 @@ Result<BenchSession> BenchSession::create(gpu::Device& device)
 	return BenchSession{std::move(rt), std::move(fb)};
 }
 
+std::unique_ptr<runtime::RenderTask> benchTask(BenchSession& session,
+                                               const std::vector<scene::RenderObjectPtr>& objects,
+                                               const runtime::RenderOptions& options)
+{
+	adaptive::cset<scene::RenderObjectPtr> set;
+	adaptive::transact([&] { set.unionWith(objects); });
+	adaptive::clist<scene::Command> commands;
+	commands.append(scene::clearCommand(math::V4f(0.06f, 0.07f, 0.09f, 1.0f)));
+	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(set)});
+	return session.runtime->compile(session.framebuffer.signature, commands, options);
+}
+
 Result<math::V3d> originOf(const RenderOptions& o)
 {
 	math::V3d v(0.0);

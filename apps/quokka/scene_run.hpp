@@ -105,6 +105,11 @@ struct BenchSession
 	runtime::Framebuffer framebuffer;
 	static Result<BenchSession> create(gpu::Device& device);
 };
+/// A task drawing `objects` (an unordered set, read at the first run) after a clear to the benchmarks' background,
+/// for the session's framebuffer.
+std::unique_ptr<runtime::RenderTask> benchTask(BenchSession& session,
+                                               const std::vector<scene::RenderObjectPtr>& objects,
+                                               const runtime::RenderOptions& options);
 /// The runtime options of --path/--draw/--max-chunk-bytes. Errors: InvalidArgument for unknown names.
 Result<runtime::RenderOptions> renderOptionsOf(const std::string& path, const std::string& draw,
                                                uint64_t max_chunk_bytes);
