@@ -6,6 +6,7 @@
 
 #include <quokka/fx/megacall_glsl.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 #include <absl/cleanup/cleanup.h>
@@ -295,6 +296,12 @@ private:
 			const gpu::ImageHandle* pages[2] = {unorm ? &unorm : &srgb, srgb ? &srgb : &unorm};
 			for (uint32_t i = 0; i < 2; ++i)
 			{
+				// (A stage that only asks for sizes reads no page: the optimiser removed the binding.)
+				const auto& layout = pipeline.bindings();
+				if (std::none_of(layout.begin(), layout.end(),
+				                 [&](const gpu::DescriptorBinding& d)
+				                 { return d.set == 0 && d.binding == fx::kHeapAtlasBinding + i; }))
+					continue;
 				QUOKKA_ASSERT(*pages[i], "an atlas bucket is drawn before the atlas has pages");
 				list_.keepAlive(*pages[i]);
 				images_.push_back(

@@ -237,6 +237,43 @@ TEST_F(HeapTextureTest, AnEffectWithoutAnAtlasVariantBindsItsTexturesAndDrawsLik
 	expectValidHeap(*heap);
 }
 
+/// A stage that reads only a texture's size (textureSize) and its texels (texelFetch, at the coordinates' texel) gets
+/// them from the atlas entry: the classic path's pixels exactly — and with the size alone no page is bound at all.
+TEST_F(HeapTextureTest, TextureSizesAndTexelFetchesFromTheAtlasMatchClassic)
+{
+	const auto sampled = grid(12);
+	for (const char* body : {"\ts.Colors = vec4(vec2(textureSize(DiffuseColorTexture, 0)) / 64.0, 0.5, 1.0);",
+	                         "\tivec2 n = textureSize(DiffuseColorTexture, 0);\n"
+	                         "\ts.Colors = texelFetch(DiffuseColorTexture, ivec2(fract(s.DiffuseColorCoordinates) * "
+	                         "vec2(n)), 0);"})
+	{
+		auto stage = std::make_shared<const fx::Stage>(
+		    fx::Stage::fragment(std::string("test.sizeOf") + (body[2] == 'i' ? "Fetch" : ""))
+		        .reads({{"DiffuseColorCoordinates", fx::V2f}, {"Colors", fx::V4f}})
+		        .writes({{"Colors", fx::V4f}})
+		        .texture("DiffuseColorTexture")
+		        .glsl(body));
+		const fx::Effect effect = effectOf({fx::stock::trafo(), fx::stock::constantColor(), stage});
+		std::vector<RenderObjectPtr> objects;
+		for (const RenderObjectPtr& o : sampled)
+		{
+			RenderObject copy = *o;
+			copy.effect = effect;
+			objects.push_back(scene::makeRenderObject(std::move(copy)));
+		}
+		const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
+		auto classic = task(tree, {});
+		ASSERT_EQ(frame(*classic), "");
+		const Rgba8Image reference = pixels();
+		auto heap = task(tree, heapOptions(DrawStrategy::Auto));
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_EQ(compareCells(pixels(), reference, 0).plain, 0) << body;
+		EXPECT_EQ(heap->stats().heap.atlas_objects, 12u) << body;
+		EXPECT_EQ(heap->stats().heap.draw_calls, 1u) << body;
+		expectValidHeap(*heap);
+	}
+}
+
 /// A texture that changes re-places its object with the new texture's entry; objects that go release theirs (idle
 /// entries stay until evicted); the heap's checks — the atlas's packings and refcounts among them — stay clean.
 TEST_F(HeapTextureTest, ChangedTexturesAndRemovedObjectsGiveTheirEntriesBack)
