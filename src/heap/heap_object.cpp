@@ -250,6 +250,9 @@ Result<void> HeapObject::read(Plan& plan)
 	}
 	// (The atlas variant has the same uniforms and attributes, in the same order: only the textures differ.)
 	const fx::EffectInterface& iface = planned->compiled->iface;
+	QUOKKA_ASSERT(!atlas_effect || ((*atlas_effect)->iface.uniforms.size() == iface.uniforms.size() &&
+	                                (*atlas_effect)->iface.attributes.size() == iface.attributes.size()),
+	              "an effect's atlas variant reads other uniforms or attributes than its plain compile");
 	inputs_.clear();
 	views_.clear();
 	Result<void> read =
