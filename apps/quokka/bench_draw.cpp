@@ -1,15 +1,19 @@
 // `quokka bench draw` (issues #4, #5): frame cost of the unique-mesh scene (scene_unique.cpp) on the classic path,
 // on the heap path with each draw strategy, and of the baked floor — every object pre-transformed into one mesh drawn
-// with one draw, the least work any renderer of that scene can do. Per object count and variant: medians of the CPU
-// update, CPU encode, GPU and frame times of R static frames (the first, preparing frame dropped), draw calls, and
-// GPU time over the floor's, measured in the same run. Then the crossover study behind
-// HeapTuning::megacall_below: heap GPU time of indirect vs megacall at 4, 12, 32 and 100 triangles per object.
+// with one draw, the least work any renderer of that scene can do. Per object count every variant's task is made and
+// warmed up (one frame), then R rounds run one static frame of each variant in turn — each round starting one variant
+// later — so that a change of the GPU's state (clocks, caches, other tenants) reaches every variant alike instead of
+// biasing whichever ran after it. Reported per variant: medians of the CPU update, CPU encode, GPU and frame times,
+// the GPU time's spread (min, max), draw calls, and GPU time over the floor's and over the fastest variant's. Then
+// the crossover study behind HeapTuning::megacall_below, measured the same way: heap GPU time of indirect vs megacall
+// at 4, 12, 32 and 100 triangles per object.
 #include "commands.hpp"
 #include "render_common.hpp"
 #include "scene_run.hpp"
 #include "scenes.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -18,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include <quokka/fx/stock.hpp>
+#include <quokka/gpu/timing.hpp>
 #include <quokka/runtime/runtime.hpp>
 
 namespace quokka::app
@@ -43,30 +48,79 @@ struct Variant
 struct Figures
 {
 	double update_ms = 0, encode_ms = 0, gpu_ms = 0, frame_ms = 0;
+	double gpu_min_ms = 0, gpu_max_ms = 0; ///< the spread of the GPU times the median was taken over
 	uint32_t draw_calls = 0;
 	heap::HeapStats heap; ///< the last frame's (heap rows)
 };
 
-double medianAfterFirst(std::vector<double> v)
+/// A scene to draw with some options: one variant of an interleaved measurement.
+struct Contender
 {
-	if (v.size() > 1)
-		v.erase(v.begin()); // the first frame compiles, creates pipelines and uploads everything
-	return median(std::move(v));
-}
+	const GeneratedScene* scene;
+	runtime::RenderOptions options;
+};
 
-Result<Figures> measure(gpu::Device& device, runtime::Runtime& rt, runtime::Framebuffer& fb,
-                        const GeneratedScene& scene, SceneGlobals& g, uint32_t reps,
-                        const runtime::RenderOptions& options)
+/// Every contender's task warmed up by one frame, then `reps` rounds of one frame each, the round's first contender
+/// rotating; the figures in contender order. All draw with the static camera over `bounds` (the globals are shared).
+Result<std::vector<Figures>> measureInterleaved(gpu::Device& device, BenchSession& session, SceneGlobals& g,
+                                                const math::Box3d& bounds, const std::vector<Contender>& contenders,
+                                                uint32_t reps)
 {
-	QUOKKA_TRY_ASSIGN(run, runFrames(device, rt, fb, scene, g, reps + 1, false, options));
-	Figures f;
-	f.update_ms = medianAfterFirst(run.update_ms);
-	f.encode_ms = medianAfterFirst(run.frames.encode_ms);
-	f.gpu_ms = medianAfterFirst(run.gpu_ms);
-	f.frame_ms = medianAfterFirst(run.frames.frame_ms);
-	f.draw_calls = run.last.passes.draws + run.last.heap.draw_calls;
-	f.heap = run.last.heap;
-	return f;
+	struct Live
+	{
+		std::unique_ptr<runtime::RenderTask> task;
+		std::vector<double> update, encode, gpu, wall;
+		runtime::TaskStats last;
+	};
+	runtime::Framebuffer& fb = session.framebuffer;
+	placeStaticCamera(g, bounds, double(fb.width) / double(fb.height));
+	gpu::FrameTimer timer(device);
+	std::vector<Live> live(contenders.size());
+	const auto frame = [&](Live& l, bool timed) -> Result<void>
+	{
+		const auto t0 = std::chrono::steady_clock::now();
+		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
+		timer.begin(list);
+		QUOKKA_TRY(l.task->run(list, fb));
+		timer.end(list);
+		QUOKKA_TRY(device.submitAndWait(std::move(list)));
+		const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+		QUOKKA_TRY_ASSIGN(timing, timer.resolve());
+		l.last = l.task->stats();
+		if (!timed)
+			return {};
+		l.update.push_back(l.last.update_ms);
+		l.encode.push_back(l.last.encode_ms);
+		l.gpu.push_back(timing.ms);
+		l.wall.push_back(wall);
+		return {};
+	};
+	for (size_t i = 0; i < contenders.size(); ++i)
+	{
+		live[i].task = benchTask(session, contenders[i].scene->objects, contenders[i].options);
+		QUOKKA_TRY(frame(live[i], false)); // (compiles, creates pipelines and uploads everything)
+	}
+	for (uint32_t r = 0; r < reps; ++r)
+		for (size_t k = 0; k < live.size(); ++k)
+			QUOKKA_TRY(frame(live[(r + k) % live.size()], true));
+	std::vector<Figures> out;
+	for (Live& l : live)
+	{
+		Figures f;
+		if (!l.gpu.empty())
+		{
+			f.update_ms = median(l.update);
+			f.encode_ms = median(l.encode);
+			f.gpu_ms = median(l.gpu);
+			f.frame_ms = median(l.wall);
+			f.gpu_min_ms = *std::min_element(l.gpu.begin(), l.gpu.end());
+			f.gpu_max_ms = *std::max_element(l.gpu.begin(), l.gpu.end());
+		}
+		f.draw_calls = l.last.passes.draws + l.last.heap.draw_calls;
+		f.heap = l.last.heap;
+		out.push_back(f);
+	}
+	return out;
 }
 
 /// Reads a constant tightly packed attribute of the unique-mesh layout.
@@ -228,7 +282,7 @@ int runBenchDraw(const BenchOptions& b)
 	const char* timing = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
 	if (!b.json)
 		std::printf("quokka bench draw on %s (%s timing), unique-mesh scene (10-100 triangles per object, seed 1), "
-		            "%ux%u, %u static frames per figure (median, first frame dropped)\n",
+		            "%ux%u, %u rounds of one static frame per variant, interleaved (median; a warm-up frame each)\n",
 		            dev.info().name.c_str(), timing, kWidth, kHeight, b.reps);
 
 	nlohmann::ordered_json results = nlohmann::ordered_json::array();
@@ -246,13 +300,12 @@ int runBenchDraw(const BenchOptions& b)
 		auto session = BenchSession::create(dev);
 		if (!session.ok())
 			return fail(session.error());
-		runtime::Runtime& rt = *session->runtime;
-		runtime::Framebuffer& fb = session->framebuffer;
 		if (!b.json)
-			std::printf("\n  %u objects, %llu triangles\n  %-14s %10s %10s %10s %10s %8s %10s\n", n,
-			            (unsigned long long)scene.triangles, "variant", "update ms", "encode ms", "GPU ms", "frame ms",
-			            "draws", "GPU/baked");
-		std::vector<std::pair<const Variant*, Figures>> measured;
+			std::printf("\n  %u objects, %llu triangles\n  %-14s %10s %10s %10s %17s %10s %8s %10s %9s\n", n,
+			            (unsigned long long)scene.triangles, "variant", "update ms", "encode ms", "GPU ms",
+			            "GPU min..max", "frame ms", "draws", "GPU/baked", "GPU/best");
+		std::vector<const Variant*> chosen;
+		std::vector<Contender> contenders;
 		for (const Variant& v : variants)
 		{
 			if (v.path == "classic" && n > kClassicMaxObjects)
@@ -261,12 +314,20 @@ int runBenchDraw(const BenchOptions& b)
 				    {{"name", v.name}, {"objects", n}, {"reason", "the classic path is skipped above 100000 objects"}});
 				continue;
 			}
-			auto f = measure(dev, rt, fb, v.path == "baked" ? baked.value() : scene, globals, b.reps, v.options);
-			if (!f.ok())
-				return fail(f.error());
-			measured.emplace_back(&v, f.value());
+			chosen.push_back(&v);
+			contenders.push_back({v.path == "baked" ? &baked.value() : &scene, v.options});
 		}
+		auto figures = measureInterleaved(dev, *session, globals, scene.bounds, contenders, b.reps);
+		if (!figures.ok())
+			return fail(figures.error());
+		std::vector<std::pair<const Variant*, Figures>> measured;
+		for (size_t i = 0; i < chosen.size(); ++i)
+			measured.emplace_back(chosen[i], (*figures)[i]);
 		const double floor = measured.back().second.gpu_ms; // baked is always last
+		const auto best =
+		    std::min_element(measured.begin(), measured.end(),
+		                     [](const auto& x, const auto& y) { return x.second.gpu_ms < y.second.gpu_ms; });
+		const double fastest = best->second.gpu_ms;
 		for (const auto& [v, f] : measured)
 		{
 			nlohmann::ordered_json row;
@@ -277,9 +338,13 @@ int runBenchDraw(const BenchOptions& b)
 			row["cpu_update_ms"] = f.update_ms;
 			row["cpu_encode_ms"] = f.encode_ms;
 			row["gpu_ms"] = f.gpu_ms;
+			row["gpu_min_ms"] = f.gpu_min_ms;
+			row["gpu_max_ms"] = f.gpu_max_ms;
 			row["frame_ms"] = f.frame_ms;
 			row["draw_calls"] = f.draw_calls;
 			row["gpu_vs_baked"] = ratio(f.gpu_ms, floor);
+			row["gpu_vs_best"] = ratio(f.gpu_ms, fastest);
+			row["best"] = best->first->name;
 			if (v->path == "heap")
 				row["heap"] = {{"slots", f.heap.slots},
 				               {"indirect_slots", f.heap.indirect_slots},
@@ -287,8 +352,9 @@ int runBenchDraw(const BenchOptions& b)
 				               {"chunks", f.heap.chunks},
 				               {"arena_bytes", f.heap.arena_bytes}};
 			if (!b.json)
-				std::printf("  %-14s %10.3f %10.3f %10.3f %10.3f %8u %10.2f\n", v->name.c_str(), f.update_ms,
-				            f.encode_ms, f.gpu_ms, f.frame_ms, f.draw_calls, floor > 0.0 ? f.gpu_ms / floor : 0.0);
+				std::printf("  %-14s %10.3f %10.3f %10.3f %8.3f..%-8.3f %10.3f %8u %10.2f %9.2f\n", v->name.c_str(),
+				            f.update_ms, f.encode_ms, f.gpu_ms, f.gpu_min_ms, f.gpu_max_ms, f.frame_ms, f.draw_calls,
+				            floor > 0.0 ? f.gpu_ms / floor : 0.0, fastest > 0.0 ? f.gpu_ms / fastest : 0.0);
 			results.push_back(std::move(row));
 		}
 		if (!b.json && n > kClassicMaxObjects && (b.path.empty() || b.path == "classic"))
@@ -312,8 +378,6 @@ int runBenchDraw(const BenchOptions& b)
 		auto session = BenchSession::create(dev);
 		if (!session.ok())
 			return fail(session.error());
-		runtime::Runtime& rt = *session->runtime;
-		runtime::Framebuffer& fb = session->framebuffer;
 		for (uint32_t triangles : kCrossoverTriangles)
 		{
 			SceneGlobals globals;
@@ -322,27 +386,25 @@ int runBenchDraw(const BenchOptions& b)
 			auto made = makeUniqueMeshScene(globals, n, 2, u);
 			if (!made.ok())
 				return fail(made.error());
-			double ms[2] = {};
-			std::string picked;
-			for (int i = 0; i < 3; ++i)
+			// Indirect and megacall interleaved; auto only for what it picks (in its warm-up frame's update).
+			std::vector<Contender> contenders;
+			for (heap::DrawStrategy d :
+			     {heap::DrawStrategy::Indirect, heap::DrawStrategy::Megacall, heap::DrawStrategy::Auto})
 			{
 				runtime::RenderOptions options;
 				options.path = runtime::RenderPath::Heap;
-				options.heap.draw = i == 0   ? heap::DrawStrategy::Indirect
-				                    : i == 1 ? heap::DrawStrategy::Megacall
-				                             : heap::DrawStrategy::Auto;
+				options.heap.draw = d;
 				options.heap.max_chunk_bytes = b.max_chunk_bytes;
-				// Auto only for what it picks: one frame suffices (the strategy is chosen in the first update).
-				auto f = measure(dev, rt, fb, made->scene, globals, i < 2 ? b.reps : 0, options);
-				if (!f.ok())
-					return fail(f.error());
-				if (i < 2)
-					ms[i] = f->gpu_ms;
-				else
-					picked = f->heap.megacall_slots == 0   ? "indirect"
-					         : f->heap.indirect_slots == 0 ? "megacall"
-					                                       : "mixed";
+				contenders.push_back({&made->scene, options});
 			}
+			auto f = measureInterleaved(dev, *session, globals, made->scene.bounds, contenders, b.reps);
+			if (!f.ok())
+				return fail(f.error());
+			const double ms[2] = {(*f)[0].gpu_ms, (*f)[1].gpu_ms};
+			const heap::HeapStats& a = (*f)[2].heap;
+			const std::string picked = a.megacall_slots == 0   ? "indirect"
+			                           : a.indirect_slots == 0 ? "megacall"
+			                                                   : "mixed";
 			crossover.push_back({{"triangles", triangles},
 			                     {"vertices_per_record", 3 * triangles},
 			                     {"indirect_gpu_ms", ms[0]},

@@ -257,6 +257,11 @@ Result<BenchSession> BenchSession::create(gpu::Device& device)
 	return BenchSession{std::move(rt), std::move(fb)};
 }
 
+void placeStaticCamera(SceneGlobals& g, const math::Box3d& bounds, double aspect)
+{
+	placeCamera(g, bounds, 0, 1, aspect, ViewSpec{});
+}
+
 std::unique_ptr<runtime::RenderTask> benchTask(BenchSession& session,
                                                const std::vector<scene::RenderObjectPtr>& objects,
                                                const runtime::RenderOptions& options)

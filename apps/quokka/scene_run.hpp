@@ -105,6 +105,8 @@ struct BenchSession
 	runtime::Framebuffer framebuffer;
 	static Result<BenchSession> create(gpu::Device& device);
 };
+/// The camera of a render's first frame with the default view (what `runFrames` uses without orbiting).
+void placeStaticCamera(SceneGlobals& g, const math::Box3d& bounds, double aspect);
 /// A task drawing `objects` (an unordered set, read at the first run) after a clear to the benchmarks' background,
 /// for the session's framebuffer.
 std::unique_ptr<runtime::RenderTask> benchTask(BenchSession& session,

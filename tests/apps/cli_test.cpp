@@ -591,7 +591,7 @@ std::map<std::string, nlohmann::json> rowsBy(const nlohmann::json& rows, const s
 
 TEST(CliBench, DrawReportsEveryVariantAgainstTheBakedFloor)
 {
-	const CliRun run = runCli("bench draw --objects 200 --reps 1 --json");
+	const CliRun run = runCli("bench draw --objects 200 --reps 2 --json");
 	ASSERT_EQ(run.exit_code, 0) << run.err;
 	const auto j = nlohmann::json::parse(run.out);
 	EXPECT_EQ(j["bench"], "draw");
@@ -611,6 +611,12 @@ TEST(CliBench, DrawReportsEveryVariantAgainstTheBakedFloor)
 		for (const char* key : {"cpu_encode_ms", "gpu_ms", "frame_ms", "gpu_vs_baked"})
 			EXPECT_GT(r[key].get<double>(), 0.0) << name << "." << key;
 		EXPECT_GT(r["draw_calls"].get<int>(), 0) << name;
+		// Interleaved rounds: the median within its spread; ratios to the fastest variant of the run.
+		EXPECT_LE(r["gpu_min_ms"].get<double>(), r["gpu_ms"].get<double>()) << name;
+		EXPECT_GE(r["gpu_max_ms"].get<double>(), r["gpu_ms"].get<double>()) << name;
+		EXPECT_GE(r["gpu_vs_best"].get<double>(), 1.0) << name;
+		ASSERT_EQ(rows.count(r["best"].get<std::string>()), 1u) << name;
+		EXPECT_DOUBLE_EQ(rows[r["best"].get<std::string>()]["gpu_vs_best"].get<double>(), 1.0) << name;
 	}
 	EXPECT_EQ(rows["classic"]["path"], "classic");
 	EXPECT_EQ(rows["classic"]["draw_calls"], 200);
