@@ -140,15 +140,10 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 		// (The heap scenes exist from the first frame on: the derive dispatches of every later one are timed.)
 		for (heap::HeapScene* h : task->heapScenes())
 			h->setDeriveTimer(&derive_timer);
-		const auto t0 = std::chrono::steady_clock::now();
-		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
-		timer.begin(list);
-		QUOKKA_TRY(task->run(list, session.framebuffer));
-		timer.end(list);
-		QUOKKA_TRY(device.submitAndWait(std::move(list)));
+		QUOKKA_TRY_ASSIGN(timed, timedFrame(device, timer, *task, session.framebuffer));
 		Figures f;
-		f.frame_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-		QUOKKA_TRY_ASSIGN(timing, timer.resolve());
+		f.frame_ms = timed.wall_ms;
+		const gpu::FrameTiming& timing = timed.timing;
 		const runtime::TaskStats& s = task->stats();
 		f.update_us = 1000.0 * s.update_ms;
 		f.heap_update_us = 1000.0 * s.heap.update_ms;

@@ -13,7 +13,6 @@
 #include "scenes.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -76,23 +75,16 @@ Result<std::vector<Figures>> measureInterleaved(gpu::Device& device, BenchSessio
 	placeStaticCamera(g, bounds, double(fb.width) / double(fb.height));
 	gpu::FrameTimer timer(device);
 	std::vector<Live> live(contenders.size());
-	const auto frame = [&](Live& l, bool timed) -> Result<void>
+	const auto frame = [&](Live& l, bool counted) -> Result<void>
 	{
-		const auto t0 = std::chrono::steady_clock::now();
-		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
-		timer.begin(list);
-		QUOKKA_TRY(l.task->run(list, fb));
-		timer.end(list);
-		QUOKKA_TRY(device.submitAndWait(std::move(list)));
-		const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-		QUOKKA_TRY_ASSIGN(timing, timer.resolve());
+		QUOKKA_TRY_ASSIGN(timed, timedFrame(device, timer, *l.task, fb));
 		l.last = l.task->stats();
-		if (!timed)
+		if (!counted)
 			return {};
 		l.update.push_back(l.last.update_ms);
 		l.encode.push_back(l.last.encode_ms);
-		l.gpu.push_back(timing.ms);
-		l.wall.push_back(wall);
+		l.gpu.push_back(timed.timing.ms);
+		l.wall.push_back(timed.wall_ms);
 		return {};
 	};
 	for (size_t i = 0; i < contenders.size(); ++i)

@@ -115,14 +115,9 @@ Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vecto
 	std::vector<double> gpu, wall, encode;
 	for (uint32_t f = 0; f < reps + 2; ++f)
 	{
-		const auto t0 = std::chrono::steady_clock::now();
-		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
-		timer.begin(list);
-		QUOKKA_TRY(task->run(list, session.framebuffer));
-		timer.end(list);
-		QUOKKA_TRY(device.submitAndWait(std::move(list)));
-		const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-		QUOKKA_TRY_ASSIGN(timing, timer.resolve());
+		QUOKKA_TRY_ASSIGN(timed, timedFrame(device, timer, *task, session.framebuffer));
+		const double ms = timed.wall_ms;
+		const gpu::FrameTiming& timing = timed.timing;
 		const runtime::TaskStats& s = task->stats();
 		if (f == 0)
 		{

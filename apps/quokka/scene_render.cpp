@@ -257,6 +257,22 @@ Result<BenchSession> BenchSession::create(gpu::Device& device)
 	return BenchSession{std::move(rt), std::move(fb)};
 }
 
+Result<TimedFrame> timedFrame(gpu::Device& device, gpu::FrameTimer& timer, runtime::RenderTask& task,
+                              runtime::Framebuffer& fb)
+{
+	const auto t0 = std::chrono::steady_clock::now();
+	QUOKKA_TRY_ASSIGN(list, device.beginCommands());
+	timer.begin(list);
+	QUOKKA_TRY(task.run(list, fb));
+	timer.end(list);
+	QUOKKA_TRY(device.submitAndWait(std::move(list)));
+	TimedFrame f;
+	f.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+	QUOKKA_TRY_ASSIGN(timing, timer.resolve());
+	f.timing = timing;
+	return f;
+}
+
 void placeStaticCamera(SceneGlobals& g, const math::Box3d& bounds, double aspect)
 {
 	placeCamera(g, bounds, 0, 1, aspect, ViewSpec{});

@@ -11,6 +11,7 @@
 #include "render_common.hpp"
 #include "scenes.hpp"
 
+#include <quokka/gpu/timing.hpp>
 #include <quokka/runtime/runtime.hpp>
 
 namespace quokka::app
@@ -105,6 +106,14 @@ struct BenchSession
 	runtime::Framebuffer framebuffer;
 	static Result<BenchSession> create(gpu::Device& device);
 };
+/// One frame of `task` recorded, submitted and waited for: its wall time (recording to completion) and its timing.
+struct TimedFrame
+{
+	double wall_ms = 0;
+	gpu::FrameTiming timing;
+};
+Result<TimedFrame> timedFrame(gpu::Device& device, gpu::FrameTimer& timer, runtime::RenderTask& task,
+                              runtime::Framebuffer& fb);
 /// The camera of a render's first frame with the default view (what `runFrames` uses without orbiting).
 void placeStaticCamera(SceneGlobals& g, const math::Box3d& bounds, double aspect);
 /// A task drawing `objects` (an unordered set, read at the first run) after a clear to the benchmarks' background,
