@@ -351,7 +351,7 @@ Result<void> AtlasPool::grow(gpu::CommandList& list, Family family)
 	return {};
 }
 
-Result<void> AtlasPool::build(gpu::CommandList& list, const std::vector<Entry*>& entries)
+Result<void> AtlasPool::build(gpu::CommandList& list, std::span<Entry* const> entries)
 {
 	// The textures' texels in one host-visible buffer, each entry's image in a device work buffer; per level, one
 	// dispatch over every entry that has it.
@@ -500,7 +500,7 @@ Result<void> AtlasPool::upload(gpu::CommandList& list)
 			source += s;
 			work += w;
 		}
-		const std::vector<Entry*> batch(fresh.begin() + ptrdiff_t(first), fresh.begin() + ptrdiff_t(end));
+		const std::span<Entry* const> batch(fresh.data() + first, end - first);
 		QUOKKA_TRY(build(list, batch));
 		for (Entry* e : batch)
 			e->uploaded = true;

@@ -150,10 +150,10 @@ struct Slot
 
 /// The bucket's texture key — what an object's textures contribute to its bucket — and the textures it binds.
 ///
-/// Seam: today the key is the texture set itself, (texture, sampler) per binding, so objects with different textures
-/// draw from different buckets and every bucket pushes its own descriptors. An atlas or a bindless table changes only
-/// this type: the key becomes the atlas page (or nothing, with bindless), and the per-object texture rectangle or index
-/// becomes one more pooled uniform.
+/// Seam: the key is the texture set itself, (texture, sampler) per binding, so objects with different textures draw
+/// from different buckets and every bucket pushes its own descriptors. Objects drawn with an effect's atlas variant
+/// (Bucket::atlas) have no key: their entries are in their draw headers. A bindless table would do the same with an
+/// index per texture.
 struct TextureKey
 {
 	std::vector<const void*> words; ///< texture, sampler, texture, sampler, … (identities: equal words, same bucket)

@@ -120,17 +120,16 @@ private:
 	/// An object of an atlas bucket holds an entry per texture of its effect, and its header carries them.
 	void checkAtlasUse(const HeapObject& h, const std::string& name, const Bucket& b, size_t base)
 	{
-		bool refused = false;
-		const auto words = h.atlasWords(atlas_words_, refused);
-		atlas_objects_ += !words.empty();
-		atlas_refused_ += refused;
-		if (b.atlas != !words.empty() || (b.atlas && words.size() != b.indirect_effect->iface.textures.size()))
-			f_.add("atlas", name + ": holds " + std::to_string(words.size()) + " atlas entries in " +
+		const size_t entries = h.atlasEntries();
+		atlas_objects_ += entries != 0;
+		atlas_refused_ += h.atlasRefused();
+		if (b.atlas != (entries != 0) || (b.atlas && entries != b.indirect_effect->iface.textures.size()))
+			f_.add("atlas", name + ": holds " + std::to_string(entries) + " atlas entries in " +
 			                    (b.atlas ? "an atlas bucket" : "a bucket of bound textures"));
 		else if (b.atlas)
-			for (size_t i = 0; i < words.size(); ++i)
+			for (size_t i = 0; i < entries; ++i)
 				for (size_t k = 0; k < 4; ++k)
-					if (b.headers.words[base + h.entries.size() + 2 + 4 * i + k] != words[i][k])
+					if (b.headers.words[base + h.entries.size() + 2 + 4 * i + k] != h.atlasEntry(i)[k])
 						f_.add("atlas", name + ": header word " + std::to_string(h.entries.size() + 2 + 4 * i + k) +
 						                    " is not its atlas entry's");
 	}
@@ -446,7 +445,6 @@ private:
 	detail::Findings f_;
 	std::vector<const HeapObject*> placed_;
 	std::unordered_map<const Entry*, uint32_t> uses_;
-	std::vector<std::array<uint32_t, 4>> atlas_words_;
 	uint32_t atlas_objects_ = 0, atlas_refused_ = 0;
 };
 

@@ -448,17 +448,12 @@ public:
 		}
 	}
 	const detail::HeapCore* scene() const { return scene_; }
-	/// The atlas entries it samples (in its effect's texture order, as its draw header carries them); empty when it
-	/// binds its textures. `refused`: the atlas refused them.
-	std::span<const std::array<uint32_t, 4>> atlasWords(std::vector<std::array<uint32_t, 4>>& out, bool& refused) const
-	{
-		out.clear();
-		refused = atlas_ && atlas_->refused;
-		if (atlas_)
-			for (const AtlasTextures::Use& u : atlas_->uses)
-				out.push_back(u.words);
-		return out;
-	}
+	/// The atlas entries it samples (0 when it binds its textures), in its effect's texture order, and entry `i` as
+	/// its draw header carries it.
+	size_t atlasEntries() const { return atlas_ ? atlas_->uses.size() : 0; }
+	const std::array<uint32_t, 4>& atlasEntry(size_t i) const { return atlas_->uses[i].words; }
+	/// Placed with bound textures because the atlas refused its textures (or its effect has no atlas variant).
+	bool atlasRefused() const { return atlas_ && atlas_->refused; }
 
 	/// Vertices emitted per instance (whole primitives) and instances, 0 when hidden.
 	uint32_t count() const

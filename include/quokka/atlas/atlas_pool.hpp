@@ -27,6 +27,7 @@
 #include <list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -166,7 +167,7 @@ private:
 	std::optional<Placement> place(Family family, uint64_t id, uint32_t w, uint32_t h);
 	void evict(const Key& key);
 	Result<void> grow(gpu::CommandList& list, Family family);
-	Result<void> build(gpu::CommandList& list, const std::vector<Entry*>& entries);
+	Result<void> build(gpu::CommandList& list, std::span<Entry* const> entries);
 
 	gpu::Device* device_;
 	AtlasOptions options_;

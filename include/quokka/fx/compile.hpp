@@ -44,10 +44,6 @@ enum class PathVariant : uint8_t
 	HeapIndirectAtlas,
 	HeapMegacallAtlas,
 };
-inline constexpr bool isHeapVariant(PathVariant p)
-{
-	return p != PathVariant::Classic;
-}
 inline constexpr bool isMegacallVariant(PathVariant p)
 {
 	return p == PathVariant::HeapMegacall || p == PathVariant::HeapMegacallAtlas;
