@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numbers>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -36,7 +37,19 @@ struct Sample
 {
 	double update_ms = 0, heap_update_ms = 0, heap_upload_ms = 0, frame_ms = 0;
 	uint64_t upload_bytes = 0;
+	heap::HeapUpdatePhases phases; ///< heap_update_ms by step
 };
+
+/// What the heap holds in host memory: the process's malloc (hostAllocatedBytes) less the device's own memory where
+/// the device allocates it on the host (a CPU device).
+std::optional<int64_t> heapHostBytes(const gpu::Device& device)
+{
+	const std::optional<uint64_t> allocated = hostAllocatedBytes();
+	if (!allocated)
+		return std::nullopt;
+	const gpu::DeviceMemoryStats m = device.memoryStats();
+	return int64_t(*allocated) - (device.info().is_cpu ? int64_t(m.buffer_bytes + m.image_bytes) : 0);
+}
 
 /// How a frame waits for the GPU. `block` sleeps in the driver (vkWaitSemaphores), as an application does; `spin` polls
 /// the timeline, so the thread keeps its core — and the caches its data is in — through the GPU's work. Side by side
@@ -71,6 +84,7 @@ Result<Sample> frame(gpu::Device& device, runtime::RenderTask& task, runtime::Fr
 	s.update_ms = task.stats().update_ms;
 	s.heap_update_ms = task.stats().heap.update_ms;
 	s.heap_upload_ms = task.stats().heap.upload_ms;
+	s.phases = task.stats().heap.phases;
 	s.upload_bytes = task.stats().heap.upload_bytes;
 	return s;
 }
@@ -162,6 +176,7 @@ int runBenchUpdate(const BenchOptions& b)
 	adaptive::clist<scene::Command> commands;
 	commands.append(scene::clearCommand(math::V4f(0.06f, 0.07f, 0.09f, 1.0f)));
 	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(objects)});
+	const std::optional<int64_t> host_before = heapHostBytes(dev);
 	auto task = rt.compile(fb.signature, commands, options);
 
 	const char* draw_name = heap::strategyName(strategy.value());
@@ -174,6 +189,11 @@ int runBenchUpdate(const BenchOptions& b)
 	auto place = step([] {});
 	if (!place.ok())
 		return fail(place.error());
+	// Host memory of the compiled task with its n objects placed, beyond the scene's own (made before): what the
+	// renderer keeps per object. Staging pages the placement frame filled are counted (they are reused, not freed).
+	const std::optional<int64_t> host_after = heapHostBytes(dev);
+	const bool host_known = host_before && host_after;
+	const double host_per_object = host_known ? double(*host_after - *host_before) / double(n) : 0.0;
 	// One idle frame: the placement frame's deferred work (strategy choice, scans) must not land in the first figure.
 	auto first_idle = step([] {});
 	if (!first_idle.ok())
@@ -192,12 +212,23 @@ int runBenchUpdate(const BenchOptions& b)
 		}
 		idle.update_ms = median(std::move(ms));
 	}
+	const heap::HeapUpdatePhases& ph = place->phases;
 	if (!b.json)
-		std::printf("  placement: %.1f ms CPU update, %.1f MiB staged; idle frames: %.3f ms CPU update, %llu bytes\n\n"
-		            "  %-7s %6s %12s %14s %12s %10s %14s %14s %10s\n",
-		            place->update_ms, double(place->upload_bytes) / double(1 << 20), idle.update_ms,
-		            (unsigned long long)idle.upload_bytes, "op", "k", "update ms", "us/object", "heap ms", "upload ms",
-		            "upload bytes", "bytes/object", "kcyc/obj");
+	{
+		std::printf("  placement: %.1f ms CPU update (%.2f us/object), %.1f MiB staged; idle frames: %.3f ms CPU "
+		            "update, %llu bytes\n",
+		            place->update_ms, place->update_ms * 1000.0 / double(n),
+		            double(place->upload_bytes) / double(1 << 20), idle.update_ms,
+		            (unsigned long long)idle.upload_bytes);
+		std::printf("    by step, ms: pull %.1f, remove %.1f, read %.1f, acquire %.1f, attach %.1f, refresh %.1f, "
+		            "finish %.1f; upload %.1f\n",
+		            ph.pull_ms, ph.remove_ms, ph.read_ms, ph.acquire_ms, ph.attach_ms, ph.refresh_ms, ph.finish_ms,
+		            place->heap_upload_ms);
+		if (host_known)
+			std::printf("    host memory: %.0f bytes per placed object beyond the scene's own\n", host_per_object);
+		std::printf("\n  %-7s %6s %12s %14s %12s %10s %14s %14s %10s\n", "op", "k", "update ms", "us/object", "heap ms",
+		            "upload ms", "upload bytes", "bytes/object", "kcyc/obj");
+	}
 
 	mesh::Rng rng(7);
 	std::vector<uint32_t> order(n);
@@ -346,7 +377,20 @@ int runBenchUpdate(const BenchOptions& b)
 		j["reps"] = b.reps;
 		j["wait"] = b.update_wait;
 		j["generate_ms"] = generate_ms;
-		j["placement"] = {{"cpu_update_ms", place->update_ms}, {"upload_bytes", place->upload_bytes}};
+		j["placement"] = {{"cpu_update_ms", place->update_ms},
+		                  {"us_per_object", place->update_ms * 1000.0 / double(n)},
+		                  {"upload_bytes", place->upload_bytes},
+		                  {"phases_ms",
+		                   {{"pull", ph.pull_ms},
+		                    {"remove", ph.remove_ms},
+		                    {"read", ph.read_ms},
+		                    {"acquire", ph.acquire_ms},
+		                    {"attach", ph.attach_ms},
+		                    {"refresh", ph.refresh_ms},
+		                    {"finish", ph.finish_ms},
+		                    {"upload", place->heap_upload_ms}}},
+		                  {"host_bytes_per_object",
+		                   host_known ? nlohmann::ordered_json(host_per_object) : nlohmann::ordered_json(nullptr)}};
 		j["idle"] = {{"cpu_update_ms", idle.update_ms}, {"upload_bytes", idle.upload_bytes}};
 		j["results"] = std::move(results);
 		j["core_clock_ghz"] = clock;

@@ -1,5 +1,9 @@
 #include "render_common.hpp"
 
+#ifdef QUOKKA_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +32,24 @@ uint64_t availableHostBytes()
 		if (key == "MemAvailable:")
 			return kib * 1024;
 	return 0;
+}
+
+std::optional<uint64_t> hostAllocatedBytes()
+{
+#ifdef QUOKKA_JEMALLOC
+	// jemalloc refreshes its statistics when the epoch is written.
+	uint64_t epoch = 1;
+	size_t size = sizeof epoch;
+	if (mallctl("epoch", &epoch, &size, &epoch, size) != 0)
+		return std::nullopt;
+	size_t allocated = 0;
+	size = sizeof allocated;
+	if (mallctl("stats.allocated", &allocated, &size, nullptr, 0) != 0)
+		return std::nullopt;
+	return uint64_t(allocated);
+#else
+	return std::nullopt;
+#endif
 }
 
 double median(std::vector<double> values)

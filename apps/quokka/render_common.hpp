@@ -14,6 +14,8 @@
 
 #include "commands.hpp"
 
+#include <optional>
+
 namespace quokka::app
 {
 
@@ -22,6 +24,11 @@ std::string gib(uint64_t bytes);
 
 /// MemAvailable of /proc/meminfo in bytes: what can still be allocated without swapping; 0 when unknown.
 uint64_t availableHostBytes();
+
+/// Bytes the process's malloc holds for the application now (jemalloc's `stats.allocated`), or nullopt where the
+/// CLI runs on another malloc (sanitizer builds). On a CPU device this includes the device's memory (lavapipe
+/// allocates it on the host): subtract gpu::Device::memoryStats() to get the host's own share.
+std::optional<uint64_t> hostAllocatedBytes();
 
 /// Median of `values` (the upper one for even counts); 0 for none.
 double median(std::vector<double> values);

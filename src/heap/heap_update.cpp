@@ -49,16 +49,20 @@ public:
 
 	Result<void> run()
 	{
+		HeapUpdatePhases& t = stats_.phases;
 		result_ = detail::checkRouting(p_);
 		p_.compact();
 		pullChanges();
+		lap(t.pull_ms);
 		removeObjects();
 		collectDerived();
+		lap(t.remove_ms);
 		placeObjects();
 		p_.frame_adds.clear(); // (added_ points into it: placed now)
 		p_.frame_removals.clear();
 		p_.objects.flush();
 		p_.pool.flush();
+		lap(t.attach_ms);
 		repackChangedValues();
 		retryWaiting();
 		if (p_.gpu_derive)
@@ -68,10 +72,12 @@ public:
 		if (!p_.respecialise_queue.empty())
 			if (Result<void> r = p_.respecialiseGroups(); !r.ok() && result_.ok())
 				result_ = r;
+		lap(t.refresh_ms);
 		p_.sweep();
 		for (Slot* s : p_.dirty_slots)
 			p_.chooseStrategy(*s);
 		publishShape();
+		lap(t.finish_ms);
 		return std::move(result_);
 	}
 
@@ -199,14 +205,25 @@ private:
 		{
 			const size_t last = std::min(added_.size(), first + kBatch);
 			readBatch(first, last);
+			lap(stats_.phases.read_ms);
 			acquireBatch();
+			lap(stats_.phases.acquire_ms);
 			for (size_t j = 0; j < batch_.size(); ++j)
 			{
 				plans_[j] = HeapObject::Plan{}; // (drops the uniform values it holds)
 				if (batch_[j])
 					settle(batch_[j], batch_[j]->attach());
 			}
+			lap(stats_.phases.attach_ms);
 		}
+	}
+
+	/// Adds the time since the last lap to `phase` (HeapStats::phases).
+	void lap(double& phase)
+	{
+		const auto now = std::chrono::steady_clock::now();
+		phase += std::chrono::duration<double, std::milli>(now - lap_).count();
+		lap_ = now;
 	}
 
 	/// Makes the heap objects of additions [first, last) and reads their inputs into their plans.
@@ -422,6 +439,7 @@ private:
 	detail::HeapCore& p_;
 	HeapStats& stats_;
 	std::chrono::steady_clock::time_point started_;
+	std::chrono::steady_clock::time_point lap_ = started_; ///< the end of the last timed step (lap)
 	Result<void> result_;
 	/// The set's delta this frame (or, with add() calls, p_.frame_adds): added_ points into one of them.
 	decltype(std::declval<adaptive::SetReader<RenderObjectPtr>&>()->getChanges(Token{})) changes_;

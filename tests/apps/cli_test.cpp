@@ -669,6 +669,27 @@ TEST(CliBench, UpdateUploadsBytesProportionalToTheChange)
 	EXPECT_EQ(j["draw"], "auto");
 	EXPECT_EQ(j["wait"], "block");
 	EXPECT_EQ(j["idle"]["upload_bytes"], 0);
+	// The placement frame's steps: placement's three phases took time, and the steps are parts of the frame's update.
+	const auto& place = j["placement"];
+	const auto& phases = place["phases_ms"];
+	double steps = 0.0;
+	for (const char* step : {"pull", "remove", "read", "acquire", "attach", "refresh", "finish", "upload"})
+	{
+		ASSERT_TRUE(phases.contains(step)) << place.dump();
+		EXPECT_GE(phases[step].get<double>(), 0.0) << step;
+		steps += phases[step].get<double>();
+	}
+	for (const char* step : {"read", "acquire", "attach"})
+		EXPECT_GT(phases[step].get<double>(), 0.0) << step;
+	EXPECT_LE(steps, place["cpu_update_ms"].get<double>());
+	EXPECT_DOUBLE_EQ(place["us_per_object"].get<double>(), place["cpu_update_ms"].get<double>());
+	// Host memory per object: jemalloc's count where the CLI runs on it (null on a sanitizer's malloc); an object
+	// costs at least its records and at most a few kilobytes.
+	if (!place["host_bytes_per_object"].is_null())
+	{
+		EXPECT_GT(place["host_bytes_per_object"].get<double>(), 100.0);
+		EXPECT_LT(place["host_bytes_per_object"].get<double>(), 100000.0);
+	}
 	auto rows = rowsBy(j["results"], "op/k");
 	ASSERT_EQ(rows.size(), 8u) << j["results"].dump();
 	for (const char* op : {"add", "remove", "readd", "edit"})

@@ -105,6 +105,31 @@ struct HeapOptions
 };
 
 /// Counters of the last update() … encode(), plus the heap's current shape.
+/// Where update()'s CPU time went: its steps, in milliseconds (the sum is update_ms less a few microseconds of
+/// bookkeeping). Placement is three phases over batches of objects: read, acquire, attach.
+struct HeapUpdatePhases
+{
+	double pull_ms = 0.0;    ///< taking the membership's changes; sorting the additions by object id
+	double remove_ms = 0.0;  ///< releasing removed objects (arena space, pooled entries, records)
+	double read_ms = 0.0;    ///< placement: making the objects and reading their inputs (adaptive reads)
+	double acquire_ms = 0.0; ///< placement: arena space and pooled inputs — converting and staging the buffers
+	double attach_ms = 0.0;  ///< placement: buckets, slots, headers and draw records
+	double refresh_ms = 0.0; ///< re-packing changed shared values; re-reading objects whose inputs changed
+	double finish_ms = 0.0;  ///< strategy choice per changed slot, GPU-derive bookkeeping, the shape's counts
+
+	HeapUpdatePhases& operator+=(const HeapUpdatePhases& o)
+	{
+		pull_ms += o.pull_ms;
+		remove_ms += o.remove_ms;
+		read_ms += o.read_ms;
+		acquire_ms += o.acquire_ms;
+		attach_ms += o.attach_ms;
+		refresh_ms += o.refresh_ms;
+		finish_ms += o.finish_ms;
+		return *this;
+	}
+};
+
 struct HeapStats
 {
 	uint32_t added = 0;           ///< objects placed (update)
@@ -164,6 +189,7 @@ struct HeapStats
 	uint64_t live_bytes = 0;           ///< bytes of live allocations
 	uint64_t arena_capacity_bytes = 0; ///< GPU memory of the chunks' buffers (upload; an emptied chunk gives its back)
 	double update_ms = 0.0;
+	HeapUpdatePhases phases; ///< update_ms by step
 	double upload_ms = 0.0;  ///< CPU time of upload(): staging this frame's writes and shadow arrays
 	double prepare_ms = 0.0; ///< CPU time of prepare(): recording the chain, derive and megacall-scan dispatches
 	double encode_ms = 0.0;
@@ -212,6 +238,7 @@ struct HeapStats
 		arena_capacity_bytes += o.arena_capacity_bytes;
 		derived_uniforms += o.derived_uniforms;
 		update_ms += o.update_ms;
+		phases += o.phases;
 		upload_ms += o.upload_ms;
 		prepare_ms += o.prepare_ms;
 		encode_ms += o.encode_ms;
