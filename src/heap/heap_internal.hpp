@@ -372,6 +372,9 @@ public:
 		const fx::CompiledEffectPtr* effect = nullptr;
 		absl::InlinedVector<aval<UniformValue>, 8> uniforms;
 		absl::InlinedVector<inputs::DerivedRecipe, 8> recipes;
+		/// Its pipeline state (rules applied, or only checked where the device evaluates them): the slot it attaches
+		/// to. Not kept after placement — a slot holds its state, and a refresh reads it again.
+		scene::PipelineStateValues state;
 		/// The effect is being compiled in the background (inputs::Context::compiledEffect): nothing was read, the
 		/// object waits (detail::HeapCore::waiting) and is placed once the compile finished.
 		bool waiting = false;
@@ -381,11 +384,11 @@ public:
 	/// Phase 2: chooses the chunk and acquires the entries there (group fit), and the bucket; validates the draw.
 	Result<void> acquire(Plan& plan);
 	/// Phase 3: the draw header, the slot and the record.
-	Result<void> attach();
+	Result<void> attach(const Plan& plan);
 	/// Applies the changed inputs.
 	Result<void> refresh();
 	/// The slot of the object's state: by value, or with GPU routing and mode rules its route group's carrier.
-	Result<Slot*> routeState();
+	Result<Slot*> routeState(const scene::PipelineStateValues& state);
 	/// GPU routing: packs its rules' inputs beside its record in the route group.
 	void writeRouteInputs();
 	/// GPU routing: its rules applied on the CPU to its declared state (the error the device could only flag).
@@ -527,7 +530,7 @@ private:
 		}
 	}
 	Result<void> validateDraw();
-	Result<void> readState();
+	Result<void> readState(scene::PipelineStateValues& state);
 	/// Inputs changed since the last refresh (inline: an edit marks one or two, so an edited object allocates nothing).
 	using DirtyInputs = absl::InlinedVector<AdaptiveObject*, 2>;
 	/// Re-packs and stages the private uniform parts whose node is in `dirty`. Errors: a value changed its type.
@@ -549,7 +552,6 @@ private:
 	/// nothing; a growing std::vector made two allocations per add and two frees per removal).
 	absl::InlinedVector<Input, 2> inputs_;
 	DirtyInputs dirty_inputs_;
-	scene::PipelineStateValues state_;
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
 	/// GPU routing: the axes its mode rules derive (their leaves are read by its route group, not by it).
 	uint32_t routed_axes_ = 0;

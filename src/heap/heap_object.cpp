@@ -74,15 +74,15 @@ Result<void> HeapObject::validateDraw()
 	return {};
 }
 
-Result<void> HeapObject::readState()
+Result<void> HeapObject::readState(scene::PipelineStateValues& state)
 {
-	state_ = routed_axes_ ? object_->state.snapshot(Token{this}, routed_axes_) : object_->state.snapshot(Token{this});
+	state = routed_axes_ ? object_->state.snapshot(Token{this}, routed_axes_) : object_->state.snapshot(Token{this});
 	if (modes_)
 	{
 		if (scene_->options.gpu_routing)
 			QUOKKA_TRY(modes_->check(*object_, Token{this})); // (the device evaluates them: the declared state stays)
 		else
-			QUOKKA_TRY(modes_->apply(*object_, Token{this}, state_));
+			QUOKKA_TRY(modes_->apply(*object_, Token{this}, state));
 	}
 	return {};
 }
@@ -91,15 +91,15 @@ Result<void> HeapObject::applyRulesOnCpu()
 {
 	if (!modes_)
 		return {};
-	scene::PipelineStateValues state = slot && slot->route ? slot->route->declared : state_;
+	scene::PipelineStateValues state = slot && slot->route ? slot->route->declared : object_->state.snapshot(Token{});
 	return modes_->apply(*object_, Token{}, state);
 }
 
-Result<Slot*> HeapObject::routeState()
+Result<Slot*> HeapObject::routeState(const scene::PipelineStateValues& state)
 {
 	if (modes_ && scene_->options.gpu_routing)
-		return scene_->routedSlotFor(*bucket, state_, draw.indexed, *object_);
-	return scene_->slotFor(*bucket, state_, draw.indexed);
+		return scene_->routedSlotFor(*bucket, state, draw.indexed, *object_);
+	return scene_->slotFor(*bucket, state, draw.indexed);
 }
 
 void HeapObject::writeHeader()
@@ -215,7 +215,7 @@ Result<void> HeapObject::place()
 	if (r.ok())
 		r = acquire(plan);
 	if (r.ok())
-		r = attach();
+		r = attach(plan);
 	if (!r.ok())
 		unplace(); // left out until an input changes (its edges are kept)
 	return r;
@@ -292,7 +292,7 @@ Result<void> HeapObject::read(Plan& plan)
 			             for (const aval<UniformValue>& node : modes_->nodes())
 				             track(node.node().get(), kState);
 		             }
-		             QUOKKA_TRY(readState());
+		             QUOKKA_TRY(readState(plan.state));
 		             track(o.draw_call.node().get(), kDraw);
 		             draw = o.draw_call.getValue(Token{this});
 		             track(o.active.node().get(), kActive);
@@ -382,7 +382,7 @@ void HeapObject::releaseAtlas()
 	atlas_.reset();
 }
 
-Result<void> HeapObject::attach()
+Result<void> HeapObject::attach(const Plan& plan)
 {
 	return guarded(
 	    [&]() -> Result<void>
@@ -400,7 +400,7 @@ Result<void> HeapObject::attach()
 		    }
 		    placed = true;
 		    writeHeader();
-		    QUOKKA_TRY_ASSIGN(s, routeState());
+		    QUOKKA_TRY_ASSIGN(s, routeState(plan.state));
 		    attachToSlot(s);
 		    dirty_inputs_.clear();
 		    ++scene_->stats->added;
@@ -594,9 +594,10 @@ Result<void> HeapObject::refresh()
 		                }
 		                if (state)
 		                {
-			                QUOKKA_TRY(readState());
+			                scene::PipelineStateValues values;
+			                QUOKKA_TRY(readState(values));
 			                writeHeader();
-			                QUOKKA_TRY_ASSIGN(s, routeState());
+			                QUOKKA_TRY_ASSIGN(s, routeState(values));
 			                if (s != slot)
 			                {
 				                detachFromSlot();

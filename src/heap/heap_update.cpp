@@ -210,9 +210,9 @@ private:
 			lap(stats_.phases.acquire_ms);
 			for (size_t j = 0; j < batch_.size(); ++j)
 			{
-				plans_[j] = HeapObject::Plan{}; // (drops the uniform values it holds)
 				if (batch_[j])
-					settle(batch_[j], batch_[j]->attach());
+					settle(batch_[j], batch_[j]->attach(plans_[j]));
+				plans_[j] = HeapObject::Plan{}; // (drops the uniform values it holds)
 			}
 			lap(stats_.phases.attach_ms);
 		}
