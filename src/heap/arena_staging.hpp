@@ -68,7 +68,14 @@ public:
 	void retire(gpu::CommandList& list)
 	{
 		if (pages_.empty())
+		{
+			// A frame without arena writes: the page size halves too, and the pages retired lists gave back are trimmed
+			// now rather than at the next write — an idle scene does not keep its placement's staging (gigabytes of
+			// host-visible memory at 10^6 objects).
+			page_bytes_ = std::max(kMinPageBytes, page_bytes_ / 2);
+			trim();
 			return;
+		}
 		uint64_t total = 0;
 		std::vector<gpu::BufferHandle> used;
 		for (Page& p : pages_)
@@ -89,19 +96,36 @@ public:
 		    });
 	}
 
+	/// Dismantling the scene: drops one free page (or one that a retired list gave back). True while some remain.
+	bool dropFreePage()
+	{
+		if (!recycle_->empty())
+			recycle_->pop_back();
+		else if (!free_.empty())
+			free_.pop_back();
+		return !recycle_->empty() || !free_.empty();
+	}
+	/// Free pages (those that retired lists gave back included), for HeapScene::dismantleLeft.
+	size_t freePages() const { return free_.size() + recycle_->size(); }
+
 private:
-	Result<void> openPage(uint64_t size)
+	/// Takes the pages retired lists gave back; drops free pages far larger than the current page size (bounds the
+	/// host-visible memory kept after a frame of gigabytes, such as placing a whole scene), and the smallest free pages
+	/// beyond kKeptFree.
+	void trim()
 	{
 		for (gpu::BufferHandle& b : *recycle_)
 			free_.push_back(std::move(b));
 		recycle_->clear();
-		// Free pages far larger than the current page size are dropped (bounds the host-visible memory kept after a
-		// frame of gigabytes, such as placing a whole scene), and so are free pages beyond kKeptFree (the smallest).
 		std::erase_if(free_, [&](const gpu::BufferHandle& b) { return b->size() > 4 * page_bytes_; });
 		std::sort(free_.begin(), free_.end(),
 		          [](const gpu::BufferHandle& a, const gpu::BufferHandle& b) { return a->size() > b->size(); });
 		if (free_.size() > kKeptFree)
 			free_.resize(kKeptFree);
+	}
+	Result<void> openPage(uint64_t size)
+	{
+		trim();
 		// The smallest free page that holds the request.
 		for (size_t i = free_.size(); i-- > 0;)
 			if (free_[i]->size() >= size)

@@ -99,6 +99,14 @@ public:
 	bool kernelsReady(const inputs::DerivedUniforms::Derivation& d);
 
 	size_t records() const { return records_; }
+	size_t constituents() const { return constituents_.size(); }
+	/// Dismantling the scene (HeapScene::dismantle): drops up to `count` constituents. True while some remain.
+	bool drain(size_t count)
+	{
+		for (auto it = constituents_.begin(); count != 0 && it != constituents_.end(); --count)
+			constituents_.erase(it++); // (absl: erase leaves the other iterators valid)
+		return !constituents_.empty();
+	}
 	size_t links() const { return links_; }
 	size_t levels() const { return levels_.size(); }
 	/// HeapStats::derive_bytes: records and links with what they read and write.

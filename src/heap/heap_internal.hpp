@@ -77,6 +77,9 @@ public:
 	}
 	/// Drops every reference.
 	void clear();
+	/// Dismantling the scene (detail::HeapCore::closing): detaches and releases the objects of up to `count` table
+	/// slots from `cursor` on. True while objects remain.
+	bool drain(size_t& cursor, size_t count);
 	/// Files the deferred insertions.
 	void flush() { table_.flush(); }
 	std::string check() const { return table_.check(); }
@@ -248,6 +251,10 @@ struct detail::HeapCore : Arena
 	/// Set by ~HeapScene: objects leave without giving anything back one by one (their slots, blocks and pool entries
 	/// all go with the scene), which makes closing a scene of 10^6 objects a fraction of 10^6 removals.
 	bool closing = false;
+	/// HeapScene::dismantle's progress: the step (objects, pool entries, constants, GPU-derive constituents, derived
+	/// nodes, GPU-derive records, chunks, staging pages, done) and the table slot it continues from.
+	uint8_t dismantle_step = 0;
+	size_t dismantle_cursor = 0;
 	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`, compiled as `effect`) in `chunk`.
 	Result<Bucket*> bucketFor(const scene::RenderObject& o, const fx::Effect& source,
 	                          const fx::CompiledEffectPtr& effect, uint32_t chunk);

@@ -52,6 +52,16 @@ Ref<HeapObject> ObjectTable::take(const scene::RenderObject* o)
 	return Ref<HeapObject>::adopt(h); // (the table's reference, or null; h stays untouched, a removal prefetches it)
 }
 
+bool ObjectTable::drain(size_t& cursor, size_t count)
+{
+	return table_.drain(cursor, count,
+	                    [](HeapObject* h)
+	                    {
+		                    h->detach();
+		                    h->release();
+	                    });
+}
+
 void ObjectTable::clear()
 {
 	detail::PointerTable<HeapObject> old;

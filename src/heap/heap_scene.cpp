@@ -269,6 +269,95 @@ HeapScene::~HeapScene()
 	impl_->dirty_entries.clear();
 }
 
+bool HeapScene::dismantle(std::chrono::steady_clock::time_point deadline)
+{
+	detail::HeapCore& p = *impl_;
+	// From now on objects leave without giving anything back one by one (see ~HeapScene).
+	p.closing = true;
+	// Table slots (or map entries) per look at the clock: ~256 objects are ~0.1 ms on a fast core.
+	constexpr size_t kSlice = 256;
+	auto drained = [&](auto&& slice)
+	{
+		while (slice())
+			if (std::chrono::steady_clock::now() >= deadline)
+				return false;
+		p.dismantle_cursor = 0;
+		++p.dismantle_step;
+		return true;
+	};
+	size_t& cursor = p.dismantle_cursor;
+	switch (p.dismantle_step)
+	{
+	case 0:
+		if (!drained([&] { return p.objects.drain(cursor, kSlice); }))
+			return false;
+		// Objects whose inputs changed while they were placed: released with the objects' last references.
+		p.dirty_objects.clear();
+		p.dirty_entries.clear();
+		[[fallthrough]];
+	case 1:
+		if (!drained([&] { return p.pool.drain(cursor, kSlice); }))
+			return false;
+		[[fallthrough]];
+	case 2:
+		if (!drained(
+		        [&]
+		        {
+			        size_t n = kSlice;
+			        for (auto it = p.constants.begin(); n != 0 && it != p.constants.end(); --n)
+				        p.constants.erase(it++); // (absl: erase leaves the other iterators valid)
+			        return !p.constants.empty();
+		        }))
+			return false;
+		[[fallthrough]];
+	case 3:
+		if (!drained([&] { return p.gpu_derive && p.gpu_derive->drain(kSlice); }))
+			return false;
+		[[fallthrough]];
+	case 4:
+		if (!drained([&] { return p.derived.drop(kSlice); }))
+			return false;
+		[[fallthrough]];
+	case 5:
+		// The large arrays, a slice each: the GPU-derive records, then the chunks one by one (each frees its device
+		// memory and its allocator's bookkeeping), then the free staging pages.
+		if (!drained(
+		        [&]
+		        {
+			        p.gpu_derive.reset();
+			        return false;
+		        }))
+			return false;
+		[[fallthrough]];
+	case 6:
+		if (!drained(
+		        [&]
+		        {
+			        if (p.chunks.empty())
+				        return false;
+			        p.chunks.back()->allocator.reset(); // (dropped with the scene: no leak to report)
+			        p.chunks.pop_back();
+			        return !p.chunks.empty();
+		        }))
+			return false;
+		[[fallthrough]];
+	case 7:
+		if (!drained([&] { return p.pages.dropFreePage(); }))
+			return false;
+		[[fallthrough]];
+	default:
+		return true;
+	}
+}
+
+size_t HeapScene::dismantleLeft() const
+{
+	const detail::HeapCore& p = *impl_;
+	return p.objects.size() + p.pool.size() + p.constants.size() +
+	       (p.gpu_derive ? 1 + p.gpu_derive->constituents() : 0) + p.derived.size() + p.chunks.size() +
+	       p.pages.freePages();
+}
+
 size_t HeapScene::objectCount() const
 {
 	return impl_->objects.size();

@@ -454,6 +454,9 @@ private:
 
 Result<void> HeapScene::update()
 {
+	if (impl_->closing)
+		return makeError(ErrorCode::InvalidArgument,
+		                 "HeapScene::update after dismantle(): the scene is being torn down");
 	if (impl_->pushed_to_set_scene)
 	{
 		impl_->pushed_to_set_scene = false;

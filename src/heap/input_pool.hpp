@@ -271,6 +271,9 @@ public:
 	}
 	/// Files the deferred insertions.
 	void flush() { table_.flush(); }
+	size_t size() const { return table_.size(); }
+	/// Dismantling the scene: drops the entries of up to `count` table slots from `cursor` on. True while some remain.
+	bool drain(size_t& cursor, size_t count) { return table_.drain(cursor, count, dropPooled); }
 	/// Removes and drops `e` (which may destroy it).
 	void erase(Entry* e) { erase(e, PoolKeyHash{}(e->key)); }
 	/// erase() for a caller that hashed `e`'s key already (hashOf).

@@ -10,10 +10,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace quokka::heap::detail
@@ -131,6 +133,34 @@ public:
 			fn(pendingAt(k).ptr);
 	}
 	/// Empties the table and frees its slots (the elements are the caller's).
+	/// Dismantling: removes the elements of up to `count` slots from `cursor` on — and, once `cursor` reaches the end,
+	/// the deferred ones — handing each to `fn(T*)`, and advances `cursor`. True while elements remain. No backward
+	/// shift, so after the first call the table serves only further drains, size() and clear() (a caller tearing down
+	/// what the table indexes, in slices: `fn` may run any code that does not look at the table).
+	template <typename Fn>
+	bool drain(size_t& cursor, size_t count, Fn&& fn)
+	{
+		const size_t end = std::min(slots_.size(), cursor + count);
+		for (; cursor < end; ++cursor)
+			if (T* p = std::exchange(slots_[cursor].ptr, nullptr))
+			{
+				--size_;
+				fn(p);
+			}
+		if (cursor == slots_.size() && pending_count_ != 0)
+		{
+			std::array<T*, kLag> waiting{};
+			const size_t n = pending_count_;
+			for (size_t k = 0; k < n; ++k)
+				waiting[k] = pendingAt(k).ptr;
+			pending_count_ = 0;
+			pending_head_ = 0;
+			size_ -= n;
+			for (size_t k = 0; k < n; ++k)
+				fn(waiting[k]);
+		}
+		return size_ != 0;
+	}
 	void clear()
 	{
 		slots_.clear();

@@ -78,6 +78,13 @@ std::optional<UniformValue> uniformOf(const rules::Value& v)
 	return std::nullopt;
 }
 
+bool DerivedUniforms::drop(size_t count)
+{
+	for (auto it = derived_.begin(); count != 0 && it != derived_.end(); --count)
+		derived_.erase(it++); // (absl: erase leaves the other iterators valid)
+	return !derived_.empty();
+}
+
 size_t DerivedUniforms::collect()
 {
 	size_t dropped = 0;

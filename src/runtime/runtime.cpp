@@ -175,7 +175,20 @@ std::vector<heap::HeapScene*> RenderTask::heapScenes() const
 	return out;
 }
 
-RenderTask::~RenderTask() = default;
+RenderTask::~RenderTask()
+{
+	for (auto& [index, e] : entries_)
+		retire(e);
+}
+
+void RenderTask::retire(Entry& e)
+{
+	// The router (the leaves' one reader, pushing into the heap scene) goes first; the scene's teardown is the
+	// runtime's, a slice per frame.
+	e.router.reset();
+	if (e.heap)
+		runtime_->retire(std::move(e.heap));
+}
 
 void RenderTask::setHeapEnabled(adaptive::aval<bool> enabled)
 {
@@ -222,7 +235,11 @@ Result<bool> RenderTask::update()
 	for (const auto& [index, op] : reader_->pull())
 	{
 		changed = true;
-		entries_.erase(index);
+		if (auto it = entries_.find(index); it != entries_.end())
+		{
+			retire(it->second);
+			entries_.erase(it);
+		}
 		if (!op)
 			continue;
 		Entry e{*op, nullptr, nullptr, nullptr};
@@ -359,6 +376,12 @@ Result<void> RenderTask::run(gpu::CommandList& list, Framebuffer& fb)
 	// Background pipelines: a creation that failed fails the frame (as it would have in the foreground).
 	QUOKKA_TRY(runtime_->context().pipelineErrors());
 	stats_.pipelines_pending = runtime_->context().pendingPipelines();
+	if (!runtime_->retired_.empty())
+	{
+		const auto t2 = std::chrono::steady_clock::now();
+		stats_.retired_left = runtime_->collect(options_.teardown_budget_ms);
+		stats_.teardown_ms = msSince(t2);
+	}
 	return {};
 }
 
@@ -492,6 +515,39 @@ Result<std::unique_ptr<Runtime>> Runtime::create(gpu::Device& device)
 }
 
 Runtime::~Runtime() = default;
+
+void Runtime::retire(std::unique_ptr<heap::HeapScene> scene)
+{
+	retired_.push_back(std::move(scene));
+}
+
+size_t Runtime::collect(double budget_ms)
+{
+	using Clock = std::chrono::steady_clock;
+	// (A budget past a day, or an infinite one, means no deadline.)
+	const Clock::time_point deadline =
+	    !(budget_ms < 8.64e7) ? Clock::time_point::max()
+	                          : Clock::now() + std::chrono::duration_cast<Clock::duration>(
+	                                               std::chrono::duration<double, std::milli>(std::max(budget_ms, 0.0)));
+	// The oldest first; each call advances at least one slice (dismantle's promise), then stops at the deadline.
+	while (!retired_.empty())
+	{
+		if (!retired_.front()->dismantle(deadline))
+			break;
+		retired_.pop_front(); // (what is left costs O(buckets))
+		if (Clock::now() >= deadline)
+			break;
+	}
+	return retired();
+}
+
+size_t Runtime::retired() const
+{
+	size_t left = retired_.size();
+	for (const auto& scene : retired_)
+		left += scene->dismantleLeft();
+	return left;
+}
 
 std::unique_ptr<RenderTask> Runtime::compile(const scene::FramebufferSignature& signature,
                                              adaptive::alist<scene::Command> commands, RenderOptions options)

@@ -140,6 +140,10 @@ TEST_F(HeapRenderTest, DestroyingAHeapTaskLeavesNoNodeNoEdgeAndNoLeakReport)
 		EXPECT_GT(shared.node()->outputCount(), 0u);
 		testing::internal::CaptureStderr();
 		heap.reset();
+		// Dropping the task retires its heap scene to the runtime; collect() tears it down (no budget: all of it).
+		EXPECT_GE(runtime_->retired(), 40u);
+		EXPECT_EQ(runtime_->collect(), 0u);
+		EXPECT_EQ(runtime_->retired(), 0u);
 		const std::string said = testing::internal::GetCapturedStderr();
 		EXPECT_EQ(said, "");
 		EXPECT_EQ(shared.node()->outputCount(), 0u);
@@ -148,6 +152,115 @@ TEST_F(HeapRenderTest, DestroyingAHeapTaskLeavesNoNodeNoEdgeAndNoLeakReport)
 		EXPECT_LE(adaptive::liveObjectCount(), before) << "adaptive nodes of the heap outlived it";
 		shared_trafo.setValue(math::Trafo3d::translation(math::V3d(0, 0, 0.6))); // (no reader left to tell)
 	}
+}
+
+/// A dropped task's heap scene leaves the frame path: the drop is O(1) in its objects, and later frames of any task
+/// tear the scene down a slice at a time (RenderOptions::teardown_budget_ms; a budget of 0 still frees a slice per
+/// frame) until nothing is left — its objects' inputs lose their edges as it goes, nothing of it outlives the last
+/// slice, and collect() finishes what is left at once.
+TEST_F(HeapRenderTest, ADroppedTaskIsTornDownInSlicesByLaterFrames)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	constexpr int kObjects = 3000;
+	std::vector<RenderObjectPtr> objects;
+	std::vector<adaptive::aval<scene::UniformValue>> own;
+	for (int i = 0; i < kObjects; ++i)
+	{
+		const float x = -0.9f + 1.8f * float(i % 60) / 60.0f, y = -0.9f + 1.8f * float(i / 60) / 50.0f;
+		RenderObject o = litTriangle(lit, V3f(x, y, 0), V3f(x + 0.02f, y, 0), V3f(x, y + 0.03f, 0), rgba(200, 90, 40));
+		own.push_back(scene::uniform(cval<math::Trafo3d>(math::Trafo3d::translation(math::V3d(0, 0, 0.3)))));
+		o.uniforms["ModelTrafo"] = own.back();
+		objects.push_back(scene::makeRenderObject(std::move(o)));
+	}
+	runtime::RenderOptions options;
+	options.path = runtime::RenderPath::Heap;
+	options.teardown_budget_ms = 0.0; // one slice per frame
+	const int64_t before = adaptive::liveObjectCount();
+	auto big = task(RenderTree::ofObjects(adaptive::asetOf(objects)), options);
+	ASSERT_EQ(frame(*big), "");
+	ASSERT_EQ(big->stats().heap.objects, uint32_t(kObjects));
+	const Rgba8Image drawn = pixels();
+	EXPECT_GT(covered(drawn), 0u);
+	auto small = task(RenderTree::ofObjects(adaptive::asetOf(std::vector<RenderObjectPtr>{objects[0]})), options);
+	ASSERT_EQ(frame(*small), "");
+	EXPECT_EQ(small->stats().retired_left, 0u);
+	EXPECT_EQ(small->stats().teardown_ms, 0.0); // nothing retired: no teardown work
+
+	big.reset();
+	size_t left = runtime_->retired();
+	EXPECT_GE(left, size_t(kObjects)); // its objects, and their pooled entries and derived values
+	EXPECT_GT(own.back().node()->outputCount(), 0u) << "retired, not torn down yet";
+	int frames = 0;
+	while (left != 0)
+	{
+		ASSERT_EQ(frame(*small), "");
+		++frames;
+		const size_t now = small->stats().retired_left;
+		EXPECT_EQ(now, runtime_->retired());
+		ASSERT_LT(now, left) << "every frame frees a slice";
+		left = now;
+		ASSERT_LT(frames, 1000);
+	}
+	// 3000 objects in a table of ≥ 4096 slots, 256 slots a slice: at least 16 frames for the objects alone.
+	EXPECT_GE(frames, 16);
+	EXPECT_GT(own[0].node()->outputCount(), 0u); // (the small task's one object)
+	for (size_t i = 1; i < own.size(); ++i)
+		ASSERT_EQ(own[i].node()->outputCount(), 0u) << i;
+	EXPECT_EQ(frame(*small), "");
+	EXPECT_EQ(small->stats().teardown_ms, 0.0);
+	const Rgba8Image one = pixels();
+	EXPECT_GT(covered(one), 0u);
+	EXPECT_LT(covered(one), covered(drawn)) << "the small task draws its one object";
+
+	// collect() without a budget tears a dropped task down at once; the runtime's destruction frees what is left.
+	auto again = task(RenderTree::ofObjects(adaptive::asetOf(objects)), options);
+	ASSERT_EQ(frame(*again), "");
+	again.reset();
+	EXPECT_GT(runtime_->retired(), 0u);
+	EXPECT_EQ(runtime_->collect(), 0u);
+	small.reset();
+	EXPECT_EQ(runtime_->collect(), 0u);
+	for (const auto& u : own)
+		EXPECT_EQ(u.node()->outputCount(), 0u);
+	EXPECT_LE(adaptive::liveObjectCount(), before) << "adaptive nodes of the heap outlived it";
+	auto last = task(RenderTree::ofObjects(adaptive::asetOf(objects)), options);
+	ASSERT_EQ(frame(*last), "");
+	last.reset();
+	EXPECT_GT(runtime_->retired(), 0u); // (left to the runtime's destruction in TearDown: checked by ASan builds)
+}
+
+/// A heap scene being dismantled refuses updates; each dismantle() call frees at least one slice, even with a deadline
+/// that has passed, and dismantleLeft() counts down to 0.
+TEST_F(HeapRenderTest, DismantleMakesProgressPerCallAndRefusesUpdates)
+{
+	const fx::Effect lit = effectOf({fx::stock::trafo(), fx::stock::constantColor(), fx::stock::simpleLighting()});
+	heap::HeapScene s(runtime_->context(), signature_, heap::HeapOptions{});
+	for (int i = 0; i < 700; ++i)
+	{
+		RenderObject o = litTriangle(lit, V3f(0, 0, 0), V3f(0.1f, 0, 0), V3f(0, 0.1f, 0), rgba(200, 90, 40));
+		o.uniforms["ModelTrafo"] =
+		    scene::uniform(cval<math::Trafo3d>(math::Trafo3d::translation(math::V3d(0, 0, 0.001 * i))));
+		s.add(scene::makeRenderObject(std::move(o)));
+	}
+	ASSERT_TRUE(s.update().ok());
+	ASSERT_EQ(s.objectCount(), 700u);
+	size_t left = s.dismantleLeft();
+	EXPECT_GE(left, 700u);
+	int calls = 0;
+	const auto past = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+	while (!s.dismantle(past))
+	{
+		++calls;
+		ASSERT_LT(s.dismantleLeft(), left);
+		left = s.dismantleLeft();
+		ASSERT_LT(calls, 1000);
+	}
+	EXPECT_GE(calls, 3); // ≥ 1024 table slots for 700 objects, 256 a call
+	EXPECT_EQ(s.dismantleLeft(), 0u);
+	EXPECT_EQ(s.objectCount(), 0u);
+	const Result<void> r = s.update();
+	ASSERT_FALSE(r.ok());
+	EXPECT_NE(r.error().message.find("dismantle"), std::string::npos) << r.error().message;
 }
 
 TEST_F(HeapRenderTest, PlacingAnObjectCreatesItsNodeAndThreeForItsCameraRelativeTrafo)
@@ -172,7 +285,10 @@ TEST_F(HeapRenderTest, PlacingAnObjectCreatesItsNodeAndThreeForItsCameraRelative
 		auto heap = task(tree, modes()[1].options);
 		EXPECT_EQ(frame(*heap), "");
 		EXPECT_EQ(heap->stats().heap.objects, uint32_t(count));
-		return adaptive::liveObjectCount() - before;
+		const int64_t made = adaptive::liveObjectCount() - before;
+		heap.reset();
+		EXPECT_EQ(runtime_->collect(), 0u); // (torn down now: the next count starts from nothing of it)
+		return made;
 	};
 	const int64_t twenty = nodesPlacing(20), forty = nodesPlacing(40);
 	// The HeapObject: its own ModelTrafo and the NormalMatrix derived from it are parts of its private block,

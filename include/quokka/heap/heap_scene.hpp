@@ -19,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -312,6 +313,17 @@ public:
 	uint64_t maxChunkBytes() const;
 	const HeapOptions& options() const { return options_; }
 	size_t objectCount() const;
+
+	/// Tears the scene down in slices, until `deadline`: its objects leave their input nodes and are freed, then its
+	/// pooled entries, constant values, GPU-derive constituents and derived nodes. True once all are gone; destroying
+	/// the scene then costs O(buckets + chunks) instead of O(objects) — so a large scene leaves without a frame's
+	/// stall (runtime::Runtime retires a dropped task's scenes this way, a budget per frame). After the first call the
+	/// scene draws nothing and must not be updated, uploaded, prepared or encoded again; only dismantle() and
+	/// destruction may follow. Each call makes progress (at least one slice) whatever the deadline.
+	bool dismantle(std::chrono::steady_clock::time_point deadline);
+	/// What dismantle() has yet to free: objects, pooled entries, constants, GPU-derive constituents (and their
+	/// records, as one), derived nodes, arena chunks and free staging pages.
+	size_t dismantleLeft() const;
 
 	/// Diagnostics, over every chunk and every slot; each returns its findings (empty = clean).
 	/// validateHeap: allocator invariants, pool refcounts, every header ref inside its chunk and on a live allocation

@@ -117,6 +117,9 @@ public:
 	void clear() { derived_.clear(); }
 	/// Drops the interned nodes nobody else holds any more (objects removed): O(size). Returns how many.
 	size_t collect();
+	/// Dismantling an owner (a renderer scene being torn down in slices): drops up to `count` interned nodes, whichever
+	/// come first. True while some remain.
+	bool drop(size_t count);
 	size_t size() const { return derived_.size(); }
 
 private:

@@ -12,6 +12,8 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -73,6 +75,9 @@ struct RenderOptions
 	/// Path Heap: while false every object is drawn by the classic path (an A/B switch or a fallback: flipping it
 	/// moves the objects in the next frame, the image unchanged). Ignored by path Classic.
 	adaptive::aval<bool> heap_enabled = adaptive::constant(true);
+	/// CPU time each run() may spend tearing down retired heap scenes (Runtime::collect): those of dropped tasks and
+	/// of Render commands that left a task. Each run() makes some progress whatever the budget.
+	double teardown_budget_ms = 2.0;
 };
 
 /// Counters of the last RenderTask::run(), summed over its Render commands.
@@ -90,6 +95,8 @@ struct TaskStats
 	/// moved between the heap and the classic path so far (ObjectRouter), summed over the Render commands.
 	std::array<uint64_t, kRouteReasons> routing{};
 	uint64_t migrations = 0;
+	double teardown_ms = 0.0; ///< CPU: tearing down retired heap scenes (Runtime::collect; not part of update_ms)
+	size_t retired_left = 0;  ///< what retired heap scenes still hold after the frame (Runtime::retired)
 	/// Pipelines still being created in the background after the frame (inputs::Context::setBackgroundPipelines)
 	uint32_t pipelines_pending = 0;
 	/// Draws the frame left out because their effect or pipeline was not ready: classic objects, heap slots and heap
@@ -148,6 +155,8 @@ private:
 		std::unique_ptr<heap::HeapScene> heap;    ///< Render commands, path Heap
 		std::unique_ptr<ObjectRouter> router;     ///< path Heap: the one reader of the leaves, heap or classic
 	};
+	/// Hands an entry's heap scene to the runtime (Runtime::retire), its router destroyed first.
+	void retire(Entry& e);
 	Runtime* runtime_;
 	RenderOptions options_;
 	scene::FramebufferSignature signature_;
@@ -208,6 +217,16 @@ public:
 	std::shared_ptr<RenderTarget> renderTo(const scene::FramebufferSignature& signature,
 	                                       adaptive::alist<scene::Command> commands, adaptive::aval<math::V2i> size);
 
+	/// Teardown off the frame path. A dropped task's heap scenes, and the heap scene of a Render command that left its
+	/// task, are retired to the runtime instead of destroyed on the spot — destroying 10^6 objects takes a second —
+	/// and torn down in slices (heap::HeapScene::dismantle): every RenderTask::run() spends up to its
+	/// RenderOptions::teardown_budget_ms on them, and collect() spends up to `budget_ms` (by default: until nothing is
+	/// left — an application that stops rendering calls it). Returns what is left (retired()). The runtime's
+	/// destruction frees whatever is left. (Classic passes are destroyed with their task, at once.)
+	size_t collect(double budget_ms = std::numeric_limits<double>::infinity());
+	/// What retired heap scenes still hold (heap::HeapScene::dismantleLeft), plus one per scene: 0 once all are gone.
+	size_t retired() const;
+
 private:
 	friend class RenderTask;
 	friend class RenderTarget;
@@ -216,8 +235,13 @@ private:
 	/// Renders every allocated target whose scene changed, before the frame's own passes.
 	Result<uint32_t> renderTargets(gpu::CommandList& list);
 
+	/// Hands a heap scene that left its task to collect() (RenderTask's destructor and update()).
+	void retire(std::unique_ptr<heap::HeapScene> scene);
+
 	std::unique_ptr<inputs::Context> context_;
 	std::set<detail::RenderTargetState*> live_targets_; ///< targets whose framebuffer is allocated
+	/// Heap scenes being torn down (collect), the oldest first; destroyed before the context they use.
+	std::deque<std::unique_ptr<heap::HeapScene>> retired_;
 };
 
 } // namespace quokka::runtime
