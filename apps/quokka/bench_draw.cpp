@@ -48,6 +48,7 @@ struct Figures
 {
 	double update_ms = 0, encode_ms = 0, gpu_ms = 0, frame_ms = 0;
 	double gpu_min_ms = 0, gpu_max_ms = 0; ///< the spread of the GPU times the median was taken over
+	nlohmann::ordered_json cpu_frames;     ///< frameSpread of the CPU time (update + encode) per counted frame
 	uint32_t draw_calls = 0;
 	heap::HeapStats heap; ///< the last frame's (heap rows)
 };
@@ -108,6 +109,10 @@ Result<std::vector<Figures>> measureInterleaved(gpu::Device& device, BenchSessio
 			f.gpu_min_ms = *std::min_element(l.gpu.begin(), l.gpu.end());
 			f.gpu_max_ms = *std::max_element(l.gpu.begin(), l.gpu.end());
 		}
+		std::vector<double> cpu(l.update.size());
+		for (size_t k = 0; k < cpu.size(); ++k)
+			cpu[k] = l.update[k] + l.encode[k];
+		f.cpu_frames = frameSpread(std::move(cpu));
 		f.draw_calls = l.last.passes.draws + l.last.heap.draw_calls;
 		f.heap = l.last.heap;
 		out.push_back(f);
@@ -333,6 +338,7 @@ int runBenchDraw(const BenchOptions& b)
 			row["gpu_min_ms"] = f.gpu_min_ms;
 			row["gpu_max_ms"] = f.gpu_max_ms;
 			row["frame_ms"] = f.frame_ms;
+			row["cpu_frame_ms"] = f.cpu_frames;
 			row["draw_calls"] = f.draw_calls;
 			row["gpu_vs_baked"] = ratio(f.gpu_ms, floor);
 			row["gpu_vs_best"] = ratio(f.gpu_ms, fastest);

@@ -34,6 +34,32 @@ uint64_t availableHostBytes()
 	return 0;
 }
 
+nlohmann::ordered_json frameSpread(std::vector<double> ms)
+{
+	std::sort(ms.begin(), ms.end());
+	auto at = [&](double q) { return ms.empty() ? 0.0 : ms[std::min(ms.size() - 1, size_t(q * double(ms.size())))]; };
+	const double med = at(0.5), top = ms.empty() ? 0.0 : ms.back();
+	uint32_t bins[5] = {};
+	for (double v : ms)
+	{
+		const double r = med > 0.0 ? v / med : 1.0;
+		bins[r < 1.25 ? 0 : r < 2.0 ? 1 : r < 4.0 ? 2 : r < 8.0 ? 3 : 4]++;
+	}
+	nlohmann::ordered_json j;
+	j["frames"] = ms.size();
+	j["median"] = med;
+	j["p90"] = at(0.9);
+	j["p99"] = at(0.99);
+	j["max"] = top;
+	j["max_over_median"] = med > 0.0 ? top / med : 0.0;
+	j["histogram"] = {{"below_1.25x", bins[0]},
+	                  {"1.25x_2x", bins[1]},
+	                  {"2x_4x", bins[2]},
+	                  {"4x_8x", bins[3]},
+	                  {"8x_and_above", bins[4]}};
+	return j;
+}
+
 std::optional<uint64_t> hostAllocatedBytes()
 {
 #ifdef QUOKKA_JEMALLOC

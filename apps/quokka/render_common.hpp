@@ -19,6 +19,11 @@
 namespace quokka::app
 {
 
+/// How steady a series of per-frame CPU times is (the stutter figures): frames, median, p90, p99, max,
+/// max_over_median, and a histogram of the frames by their ratio to the median — "below_1.25x", "1.25x_2x", "2x_4x",
+/// "4x_8x", "8x_and_above" (counts). Empty series: frames 0 and zeros.
+nlohmann::ordered_json frameSpread(std::vector<double> ms);
+
 /// "1.5 GiB".
 std::string gib(uint64_t bytes);
 

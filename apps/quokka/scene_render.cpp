@@ -87,6 +87,16 @@ void useFileCamera(SceneGlobals& g, const gltf::Camera& camera, double aspect)
 	    });
 }
 
+/// Stutter figures (frameSpread) of a run's CPU time per frame (update + encode), the first frame — which places the
+/// scene — left out.
+nlohmann::ordered_json steadyCpu(const SceneRun& r)
+{
+	std::vector<double> steady;
+	for (size_t i = 1; i < r.per_frame.size(); ++i)
+		steady.push_back(r.per_frame[i].update_ms + r.per_frame[i].encode_ms);
+	return frameSpread(std::move(steady));
+}
+
 } // namespace
 
 Result<void> checkSceneFits(const RenderOptions& o)
@@ -282,6 +292,8 @@ std::unique_ptr<runtime::RenderTask> benchTask(BenchSession& session,
                                                const std::vector<scene::RenderObjectPtr>& objects,
                                                const runtime::RenderOptions& options)
 {
+	// Scenes of tasks dropped earlier are torn down now, not a slice at a time inside the frames measured next.
+	session.runtime->collect();
 	adaptive::cset<scene::RenderObjectPtr> set;
 	adaptive::transact([&] { set.unionWith(objects); });
 	adaptive::clist<scene::Command> commands;
@@ -459,6 +471,7 @@ int runRenderScene(const RenderOptions& o)
 			                  {"classic_update_ms", f.classic_update_ms},
 			                  {"classic_encode_ms", f.classic_encode_ms}});
 		j["per_frame"] = frames;
+		j["cpu_frame_ms"] = steadyCpu(r);
 		printRenderJson(j, dev, out.value());
 	}
 	else
@@ -474,6 +487,10 @@ int runRenderScene(const RenderOptions& o)
 		    p.draws + r.last.heap.draw_calls, p.pipeline_binds + r.last.heap.pipeline_binds,
 		    (unsigned long long)session->runtime->context().stats().pipelines_created, median(r.update_ms),
 		    r.update_ms.front(), median(r.frames.encode_ms), median(r.gpu_ms), gpu::timingSourceName(r.frames.source));
+		if (const nlohmann::ordered_json spread = steadyCpu(r); spread["frames"].get<size_t>() >= 2)
+			std::printf("  steady frames (%zu): CPU median %.3f ms, p99 %.3f ms, max %.3f ms (%.1fx the median)\n",
+			            spread["frames"].get<size_t>(), spread["median"].get<double>(), spread["p99"].get<double>(),
+			            spread["max"].get<double>(), spread["max_over_median"].get<double>());
 		if (o.background_pipelines)
 			std::printf("  background pipelines: all ready %.1f ms after the first frame began; %u draws waited in "
 			            "the first frame; %u completion frame(s)\n",

@@ -343,6 +343,15 @@ TEST(CliRender, GridSceneDrawsOneCallPerObjectAndReportsItsFrames)
 	EXPECT_EQ(j["per_frame"][1]["prepared"], 0);
 	EXPECT_EQ(j["per_frame"][2]["draw_calls"], 200);
 	EXPECT_EQ(j["per_frame"][2]["uniform_uploads"], 200);
+	// Stutter figures over the frames after the first: every frame counted once in the histogram, max ≥ median.
+	const auto& spread = j["cpu_frame_ms"];
+	ASSERT_EQ(spread["frames"], 2);
+	int counted = 0;
+	for (const auto& [bin, count] : spread["histogram"].items())
+		counted += count.get<int>();
+	EXPECT_EQ(counted, 2);
+	EXPECT_GE(spread["max"].get<double>(), spread["median"].get<double>());
+	EXPECT_GE(spread["max_over_median"].get<double>(), 1.0);
 	auto image = quokka::gpu::readPng(png);
 	ASSERT_TRUE(image.ok()) << image.error().message;
 	EXPECT_GT(nonBackground(*image), 128u * 96u / 20);
@@ -617,6 +626,8 @@ TEST(CliBench, DrawReportsEveryVariantAgainstTheBakedFloor)
 		EXPECT_GE(r["gpu_vs_best"].get<double>(), 1.0) << name;
 		ASSERT_EQ(rows.count(r["best"].get<std::string>()), 1u) << name;
 		EXPECT_DOUBLE_EQ(rows[r["best"].get<std::string>()]["gpu_vs_best"].get<double>(), 1.0) << name;
+		EXPECT_EQ(r["cpu_frame_ms"]["frames"], j["reps"]) << name; // (one per round)
+		EXPECT_GE(r["cpu_frame_ms"]["max_over_median"].get<double>(), 1.0) << name;
 	}
 	EXPECT_EQ(rows["classic"]["path"], "classic");
 	EXPECT_EQ(rows["classic"]["draw_calls"], 200);
