@@ -110,8 +110,10 @@ public:
 
 private:
 	/// Takes the pages retired lists gave back; drops free pages far larger than the current page size (bounds the
-	/// host-visible memory kept after a frame of gigabytes, such as placing a whole scene), and the smallest free pages
-	/// beyond kKeptFree.
+	/// host-visible memory kept after a frame of gigabytes, such as placing a whole scene); of the rest keeps the
+	/// kKeptFree − 1 largest (for the next large frame) and the smallest (for the small frames that follow a large one:
+	/// a frame's pages grow from the smallest size, so after placing a scene the small frames reuse its first page
+	/// instead of making one while the large pages are dropped — each a stall of a steady frame).
 	void trim()
 	{
 		for (gpu::BufferHandle& b : *recycle_)
@@ -121,7 +123,10 @@ private:
 		std::sort(free_.begin(), free_.end(),
 		          [](const gpu::BufferHandle& a, const gpu::BufferHandle& b) { return a->size() > b->size(); });
 		if (free_.size() > kKeptFree)
+		{
+			std::swap(free_[kKeptFree - 1], free_.back());
 			free_.resize(kKeptFree);
+		}
 	}
 	Result<void> openPage(uint64_t size)
 	{
