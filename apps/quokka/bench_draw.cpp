@@ -276,6 +276,17 @@ int runBenchDraw(const BenchOptions& b)
 	const bool cpu = dev.info().is_cpu;
 	const std::vector<uint32_t> counts = benchObjectCounts(b, dev);
 	const std::vector<Variant> variants = variantsOf(b);
+	// Every variant's task is alive while the variants are measured (interleaved); the baked variant copies the scene.
+	uint64_t host_per_object = 2 * kUniqueSceneHostBytes, device_per_object = 0;
+	for (const Variant& v : variants)
+	{
+		const bool classic = v.path != "heap";
+		host_per_object += classic ? kClassicTaskHostBytes : kHeapTaskHostBytes;
+		device_per_object += classic ? kClassicTaskDeviceBytes : kHeapTaskDeviceBytes;
+	}
+	for (uint32_t n : counts)
+		if (Result<void> fits = checkObjectsFit(dev, "bench draw", n, host_per_object, device_per_object); !fits.ok())
+			return fail(fits.error());
 	const char* timing = dev.info().gpu_timestamps_reliable ? "gpu" : "wall";
 	if (!b.json)
 		std::printf("quokka bench draw on %s (%s timing), unique-mesh scene (10-100 triangles per object, seed 1), "

@@ -198,6 +198,12 @@ int runBenchTextures(const BenchOptions& b)
 	const std::vector<uint32_t> texture_counts = !b.textures.empty() ? b.textures
 	                                             : cpu               ? std::vector<uint32_t>{10, 100}
 	                                                                 : std::vector<uint32_t>{10, 1000, 10000};
+	// Two object lists (shared and own textures) and one task at a time (heap or classic, whichever is larger).
+	for (uint32_t n : counts)
+		if (Result<void> fits = checkObjectsFit(dev, "bench textures", n, 2 * kUniqueSceneHostBytes + kHeapTaskHostBytes,
+		                                        kClassicTaskDeviceBytes);
+		    !fits.ok())
+			return fail(fits.error());
 	const uint32_t size = b.texture_size ? b.texture_size : cpu ? 64 : 256;
 	auto session = BenchSession::create(dev);
 	if (!session.ok())

@@ -140,9 +140,14 @@ int runBenchUpdate(const BenchOptions& b)
 	uint64_t pool = 0; // every timed add adds objects never placed before
 	for (uint32_t k : ks)
 		pool += uint64_t(k) * b.reps;
-	if (n + pool > 10'000'000)
-		return fail("bench update: " + std::to_string(n) + " objects + " + std::to_string(pool) +
-		            " to add exceed 10,000,000 (lower --reps or --objects)");
+	if (pool > n)
+		return fail("bench update: " + std::to_string(pool) + " objects to add (k × reps) exceed the scene's " +
+		            std::to_string(n) + " (lower --reps or --k)");
+	// The scene (with the objects to add) and one heap task over n of them.
+	if (Result<void> fits = checkObjectsFit(dev, "bench update", n + pool, kUniqueSceneHostBytes + kHeapTaskHostBytes,
+	                                        kHeapTaskDeviceBytes);
+	    !fits.ok())
+		return fail(fits.error());
 
 	// Objects [0, n) are placed first; [n, n + pool) are added by the add frames (they continue the grid).
 	SceneGlobals globals;

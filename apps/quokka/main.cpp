@@ -101,7 +101,7 @@ int main(int argc, char** argv)
 	                 "10000 on a CPU "
 	                 "device); update: "
 	                 "scene size (default 1000000; 20000 on a CPU device)")
-	    ->check(CLI::Range(1u, 10000000u));
+	    ->check(CLI::Range(1u, 100000000u));
 	bench_cmd
 	    ->add_option("--path", bench.path, "draw, camera, chain: only this render path (classic, heap); update: heap")
 	    ->check(CLI::IsMember({"classic", "heap"}));

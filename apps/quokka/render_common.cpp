@@ -60,6 +60,31 @@ nlohmann::ordered_json frameSpread(std::vector<double> ms)
 	return j;
 }
 
+Result<void> checkObjectsFit(const gpu::Device& device, const std::string& what, uint64_t objects,
+                             uint64_t host_per_object, uint64_t device_per_object)
+{
+	const bool cpu = device.info().is_cpu;
+	const uint64_t host = objects * (host_per_object + (cpu ? device_per_object : 0)) + (256ull << 20);
+	const uint64_t available = availableHostBytes();
+	auto perObject = [](uint64_t bytes) { return std::to_string((bytes + 512) / 1024) + " KiB per object"; };
+	if (available != 0 && host > available)
+		return makeError(ErrorCode::OutOfMemory,
+		                 what + ": " + std::to_string(objects) + " objects need about " + gib(host) +
+		                     " of host memory (" + perObject(host_per_object + (cpu ? device_per_object : 0)) +
+		                     "), " + gib(available) + " are available; use fewer objects");
+	if (!cpu)
+	{
+		const gpu::MemoryBudget budget = device.memoryBudget();
+		const uint64_t need = objects * device_per_object;
+		if (budget.available_bytes != 0 && need > budget.available_bytes)
+			return makeError(ErrorCode::OutOfMemory,
+			                 what + ": " + std::to_string(objects) + " objects need about " + gib(need) +
+			                     " of device memory (" + perObject(device_per_object) + "), " +
+			                     gib(budget.available_bytes) + " are available; use fewer objects");
+	}
+	return {};
+}
+
 std::optional<uint64_t> hostAllocatedBytes()
 {
 #ifdef QUOKKA_JEMALLOC

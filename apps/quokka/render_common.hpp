@@ -24,6 +24,21 @@ namespace quokka::app
 /// "4x_8x", "8x_and_above" (counts). Empty series: frames 0 and zeros.
 nlohmann::ordered_json frameSpread(std::vector<double> ms);
 
+/// Estimated memory of the benchmarks' unique-mesh scene and of one task drawing it, per object (measured at 10^5 and
+/// 10^6 objects: docs/benchmarks.md § load and scale). Host: the scene's meshes, objects and avals; a heap task's
+/// objects, entries and tables, and its placement's staging; a classic task's prepared objects. Device: a heap
+/// task's arena; a classic task's vertex and uniform buffers.
+constexpr uint64_t kUniqueSceneHostBytes = 1600;
+constexpr uint64_t kHeapTaskHostBytes = 3500 + 2000, kHeapTaskDeviceBytes = 2000;
+constexpr uint64_t kClassicTaskHostBytes = 3000, kClassicTaskDeviceBytes = 2500;
+
+/// A one-line OutOfMemory error when `objects` objects would need more host memory than is available
+/// (availableHostBytes) or more device memory than the device's budget — `host_per_object` and `device_per_object`
+/// bytes each (on a CPU device both are host memory) plus 256 MiB for the device, compilers and caches — naming
+/// `what` (the benchmark); otherwise nothing. Unknown availability passes.
+Result<void> checkObjectsFit(const gpu::Device& device, const std::string& what, uint64_t objects,
+                             uint64_t host_per_object, uint64_t device_per_object);
+
 /// "1.5 GiB".
 std::string gib(uint64_t bytes);
 

@@ -21,7 +21,7 @@ namespace quokka::app
 
 namespace
 {
-constexpr uint32_t kMaxObjects = 10'000'000;
+constexpr uint32_t kMaxObjects = 200'000'000; // (bench update adds objects beyond its 10^8)
 constexpr double kPitch = 3.0; // meshes reach at most 1.2 from their axis: 3 leaves a gap ≥ 0.6
 constexpr uint32_t kMaxTriangles = 100;
 constexpr uint32_t kPaletteSize = 16;
@@ -94,7 +94,7 @@ Result<UniqueMeshScene> makeUniqueMeshScene(const SceneGlobals& globals, uint32_
 {
 	if (objects == 0 || objects > kMaxObjects)
 		return makeError(ErrorCode::InvalidArgument,
-		                 "unique-mesh scene: object count " + std::to_string(objects) + " is outside 1…10,000,000");
+		                 "unique-mesh scene: object count " + std::to_string(objects) + " is outside 1…200,000,000");
 	if (options.triangles != 0 &&
 	    (options.triangles < 4 || options.triangles > kMaxTriangles || options.triangles % 2 != 0))
 		return makeError(ErrorCode::InvalidArgument, "unique-mesh scene: " + std::to_string(options.triangles) +

@@ -725,6 +725,24 @@ TEST(CliBench, UpdateUploadsBytesProportionalToTheChange)
 	EXPECT_GT(readd, 10.0 * rows["remove/100"]["bytes_per_object"].get<double>());
 }
 
+TEST(CliBench, UpToAHundredMillionObjectsAreAcceptedAndRefusedWithAClearErrorWhenTheyWouldNotFit)
+{
+	// 10^8 objects are within range; no test machine has the ~0.8 TiB they need, so each benchmark says so up front
+	// (exit 1, one line, nothing generated) instead of failing an allocation hours later.
+	for (const char* cmd : {"bench update --objects 100000000", "bench draw --objects 100000000",
+	                        "bench textures --objects 100000000"})
+	{
+		const CliRun run = runCli(cmd);
+		EXPECT_EQ(run.exit_code, 1) << cmd << ": " << run.err;
+		EXPECT_NE(run.err.find("objects need about"), std::string::npos) << cmd << ": " << run.err;
+		EXPECT_NE(run.err.find("use fewer objects"), std::string::npos) << cmd << ": " << run.err;
+		EXPECT_EQ(run.out, "") << cmd;
+	}
+	const CliRun over = runCli("bench update --objects 100000001");
+	EXPECT_EQ(over.exit_code, 2) << over.err;
+	EXPECT_NE(over.err.find("not in range"), std::string::npos) << over.err;
+}
+
 TEST(CliBench, UpdateOpAndKRestrictTheRows)
 {
 	// --k 7 3 (in that order, each capped at n/10 = 50) and --op edit remove: four rows, in k then op order. The frames
