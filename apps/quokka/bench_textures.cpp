@@ -200,8 +200,8 @@ int runBenchTextures(const BenchOptions& b)
 	                                                                 : std::vector<uint32_t>{10, 1000, 10000};
 	// Two object lists (shared and own textures) and one task at a time (heap or classic, whichever is larger).
 	for (uint32_t n : counts)
-		if (Result<void> fits = checkObjectsFit(dev, "bench textures", n, 2 * kUniqueSceneHostBytes + kHeapTaskHostBytes,
-		                                        kClassicTaskDeviceBytes);
+		if (Result<void> fits = checkObjectsFit(
+		        dev, "bench textures", n, 2 * kUniqueSceneHostBytes + kHeapTaskHostBytes, kClassicTaskDeviceBytes);
 		    !fits.ok())
 			return fail(fits.error());
 	const uint32_t size = b.texture_size ? b.texture_size : cpu ? 64 : 256;

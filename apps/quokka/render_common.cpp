@@ -68,10 +68,10 @@ Result<void> checkObjectsFit(const gpu::Device& device, const std::string& what,
 	const uint64_t available = availableHostBytes();
 	auto perObject = [](uint64_t bytes) { return std::to_string((bytes + 512) / 1024) + " KiB per object"; };
 	if (available != 0 && host > available)
-		return makeError(ErrorCode::OutOfMemory,
-		                 what + ": " + std::to_string(objects) + " objects need about " + gib(host) +
-		                     " of host memory (" + perObject(host_per_object + (cpu ? device_per_object : 0)) +
-		                     "), " + gib(available) + " are available; use fewer objects");
+		return makeError(ErrorCode::OutOfMemory, what + ": " + std::to_string(objects) + " objects need about " +
+		                                             gib(host) + " of host memory (" +
+		                                             perObject(host_per_object + (cpu ? device_per_object : 0)) +
+		                                             "), " + gib(available) + " are available; use fewer objects");
 	if (!cpu)
 	{
 		const gpu::MemoryBudget budget = device.memoryBudget();

@@ -22,7 +22,7 @@ namespace quokka::app
 namespace
 {
 constexpr uint32_t kMaxObjects = 200'000'000; // (bench update adds objects beyond its 10^8)
-constexpr double kPitch = 3.0; // meshes reach at most 1.2 from their axis: 3 leaves a gap ≥ 0.6
+constexpr double kPitch = 3.0;                // meshes reach at most 1.2 from their axis: 3 leaves a gap ≥ 0.6
 constexpr uint32_t kMaxTriangles = 100;
 constexpr uint32_t kPaletteSize = 16;
 

@@ -28,6 +28,7 @@
 
 #include "gpu_array.hpp"
 #include "heap_base.hpp"
+#include <quokka/base/erase_some.hpp>
 #include <quokka/derived/derive_kernel.hpp>
 #include <quokka/heap/heap_scene.hpp>
 #include <quokka/inputs/derived_uniforms.hpp>
@@ -101,12 +102,7 @@ public:
 	size_t records() const { return records_; }
 	size_t constituents() const { return constituents_.size(); }
 	/// Dismantling the scene (HeapScene::dismantle): drops up to `count` constituents. True while some remain.
-	bool drain(size_t count)
-	{
-		for (auto it = constituents_.begin(); count != 0 && it != constituents_.end(); --count)
-			constituents_.erase(it++); // (absl: erase leaves the other iterators valid)
-		return !constituents_.empty();
-	}
+	bool drain(size_t count) { return eraseSome(constituents_, drain_cursor_, count); }
 	size_t links() const { return links_; }
 	size_t levels() const { return levels_.size(); }
 	/// HeapStats::derive_bytes: records and links with what they read and write.
@@ -174,6 +170,7 @@ private:
 	std::shared_ptr<ChainJob> chain_job_;
 	uint32_t stride_ = derived::recordStride(2);
 	absl::flat_hash_map<const void*, Ref<Constituent>> constituents_;
+	std::optional<decltype(constituents_)::iterator> drain_cursor_; ///< drain()'s place
 	std::vector<Ref<Constituent>>
 	    queued_; ///< changed since the last refresh (held: a release may drop the table's hold)
 	GpuArray slots_{gpu::BufferUsage::Storage, "heap derive constituents", {}, {}, {}, false};

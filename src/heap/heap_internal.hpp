@@ -22,6 +22,7 @@
 #include "pointer_table.hpp"
 #include <quokka/base/assert.hpp>
 #include <quokka/base/block_cache.hpp>
+#include <quokka/base/erase_some.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/heap_scene.hpp>
 #include <quokka/heap/megacall_scan.hpp>
@@ -255,6 +256,7 @@ struct detail::HeapCore : Arena
 	/// nodes, GPU-derive records, chunks, staging pages, done) and the table slot it continues from.
 	uint8_t dismantle_step = 0;
 	size_t dismantle_cursor = 0;
+	std::optional<decltype(constants)::iterator> constants_cursor; ///< (eraseSome)
 	/// The bucket of `o` drawn with `source` (Context::objectEffect of `o`, compiled as `effect`) in `chunk`.
 	Result<Bucket*> bucketFor(const scene::RenderObject& o, const fx::Effect& source,
 	                          const fx::CompiledEffectPtr& effect, uint32_t chunk);

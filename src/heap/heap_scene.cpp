@@ -2,6 +2,7 @@
 // inputs are in input_pool.cpp, buckets and slots in buckets.cpp, the heap objects in heap_object.cpp and
 // placement.cpp, update() in heap_update.cpp, upload() in heap_upload.cpp, prepare() and encode() in heap_encode.cpp,
 // validateHeap() in heap_diagnostics.cpp.
+#include <quokka/base/erase_some.hpp>
 #include <quokka/heap/heap_scene.hpp>
 
 #include <algorithm>
@@ -300,14 +301,7 @@ bool HeapScene::dismantle(std::chrono::steady_clock::time_point deadline)
 			return false;
 		[[fallthrough]];
 	case 2:
-		if (!drained(
-		        [&]
-		        {
-			        size_t n = kSlice;
-			        for (auto it = p.constants.begin(); n != 0 && it != p.constants.end(); --n)
-				        p.constants.erase(it++); // (absl: erase leaves the other iterators valid)
-			        return !p.constants.empty();
-		        }))
+		if (!drained([&] { return eraseSome(p.constants, p.constants_cursor, kSlice); }))
 			return false;
 		[[fallthrough]];
 	case 3:

@@ -1,5 +1,6 @@
 // The standard derived uniforms on the CPU: the plan of an effect's names, the interned derived nodes and the
 // recipes a renderer pools itself.
+#include <quokka/base/erase_some.hpp>
 #include <quokka/inputs/derived_uniforms.hpp>
 
 #include <algorithm>
@@ -80,9 +81,7 @@ std::optional<UniformValue> uniformOf(const rules::Value& v)
 
 bool DerivedUniforms::drop(size_t count)
 {
-	for (auto it = derived_.begin(); count != 0 && it != derived_.end(); --count)
-		derived_.erase(it++); // (absl: erase leaves the other iterators valid)
-	return !derived_.empty();
+	return eraseSome(derived_, drop_cursor_, count);
 }
 
 size_t DerivedUniforms::collect()

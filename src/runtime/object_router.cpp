@@ -50,6 +50,15 @@ ObjectRouter::ObjectRouter(adaptive::aset<scene::RenderObjectPtr> objects, heap:
 
 ObjectRouter::~ObjectRouter() = default;
 
+bool ObjectRouter::dismantle(std::chrono::steady_clock::time_point deadline)
+{
+	constexpr size_t kSlice = 256;
+	while (eraseSome(routed_, dismantle_cursor_, kSlice))
+		if (std::chrono::steady_clock::now() >= deadline)
+			return false;
+	return true;
+}
+
 void ObjectRouter::setHeapEnabled(adaptive::aval<bool> heap_enabled)
 {
 	heap_enabled_ = std::move(heap_enabled);

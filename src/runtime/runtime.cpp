@@ -183,11 +183,9 @@ RenderTask::~RenderTask()
 
 void RenderTask::retire(Entry& e)
 {
-	// The router (the leaves' one reader, pushing into the heap scene) goes first; the scene's teardown is the
-	// runtime's, a slice per frame.
-	e.router.reset();
+	// Their teardown is the runtime's, a slice per frame (the classic pass goes with the entry).
 	if (e.heap)
-		runtime_->retire(std::move(e.heap));
+		runtime_->retire(std::move(e.router), std::move(e.heap));
 }
 
 void RenderTask::setHeapEnabled(adaptive::aval<bool> enabled)
@@ -516,9 +514,9 @@ Result<std::unique_ptr<Runtime>> Runtime::create(gpu::Device& device)
 
 Runtime::~Runtime() = default;
 
-void Runtime::retire(std::unique_ptr<heap::HeapScene> scene)
+void Runtime::retire(std::unique_ptr<ObjectRouter> router, std::unique_ptr<heap::HeapScene> scene)
 {
-	retired_.push_back(std::move(scene));
+	retired_.push_back({std::move(router), std::move(scene)});
 }
 
 size_t Runtime::collect(double budget_ms)
@@ -532,7 +530,16 @@ size_t Runtime::collect(double budget_ms)
 	// The oldest first; each call advances at least one slice (dismantle's promise), then stops at the deadline.
 	while (!retired_.empty())
 	{
-		if (!retired_.front()->dismantle(deadline))
+		Retired& r = retired_.front();
+		if (r.router)
+		{
+			if (!r.router->dismantle(deadline))
+				break;
+			r.router.reset(); // (its set reader and classic set)
+			if (Clock::now() >= deadline)
+				break;
+		}
+		if (!r.heap->dismantle(deadline))
 			break;
 		retired_.pop_front(); // (what is left costs O(buckets))
 		if (Clock::now() >= deadline)
@@ -544,8 +551,8 @@ size_t Runtime::collect(double budget_ms)
 size_t Runtime::retired() const
 {
 	size_t left = retired_.size();
-	for (const auto& scene : retired_)
-		left += scene->dismantleLeft();
+	for (const Retired& r : retired_)
+		left += (r.router ? r.router->dismantleLeft() : 0) + r.heap->dismantleLeft();
 	return left;
 }
 

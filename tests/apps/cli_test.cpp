@@ -729,8 +729,8 @@ TEST(CliBench, UpToAHundredMillionObjectsAreAcceptedAndRefusedWithAClearErrorWhe
 {
 	// 10^8 objects are within range; no test machine has the ~0.8 TiB they need, so each benchmark says so up front
 	// (exit 1, one line, nothing generated) instead of failing an allocation hours later.
-	for (const char* cmd : {"bench update --objects 100000000", "bench draw --objects 100000000",
-	                        "bench textures --objects 100000000"})
+	for (const char* cmd :
+	     {"bench update --objects 100000000", "bench draw --objects 100000000", "bench textures --objects 100000000"})
 	{
 		const CliRun run = runCli(cmd);
 		EXPECT_EQ(run.exit_code, 1) << cmd << ": " << run.err;

@@ -17,6 +17,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/inlined_vector.h>
 
+#include <quokka/base/erase_some.hpp>
 #include <quokka/base/result.hpp>
 #include <quokka/fx/standard_uniforms.hpp>
 #include <quokka/inputs/object_inputs.hpp>
@@ -145,6 +146,8 @@ private:
 	/// A flat map: at 10^6 objects it holds ~10^6 per-object derived values (NormalMatrix, …), where a node-based map's
 	/// chain walk costs several cache misses per lookup.
 	absl::flat_hash_map<Key, adaptive::aval<scene::UniformValue>> derived_;
+	/// drop()'s place in derived_ (nothing is interned while an owner is dismantled).
+	std::optional<decltype(derived_)::iterator> drop_cursor_;
 	bool gpu_recipes_ = false;
 	/// The one node standing for every absent trafo: derived values are interned by their input nodes, so a fresh
 	/// identity per lookup would give every object without a ModelTrafo its own NormalMatrix node and table entry.

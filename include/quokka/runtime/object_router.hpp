@@ -13,7 +13,9 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 
 #include <quokka/adaptive/aset.hpp>
 #include <quokka/adaptive/aval.hpp>
+#include <quokka/base/erase_some.hpp>
 #include <quokka/heap/heap_scene.hpp>
 #include <quokka/scene/render_object.hpp>
 
@@ -74,6 +77,13 @@ public:
 	/// and the classic set exactly the others; one line per violation.
 	std::vector<std::string> validate() const;
 
+	/// Teardown in slices (Runtime::collect): forgets its objects a slice at a time until `deadline`, at least one
+	/// slice per call; true once none is left (destroying it then frees its set reader and classic set). After the
+	/// first call it must not route again; the heap scene it fed is not touched.
+	bool dismantle(std::chrono::steady_clock::time_point deadline);
+	/// The objects dismantle() has yet to forget.
+	size_t dismantleLeft() const { return routed_.size(); }
+
 private:
 	struct Watch;
 	struct Routed
@@ -93,7 +103,8 @@ private:
 	adaptive::Ref<Watch> enabled_watch_;
 	bool enabled_ = true;
 	absl::flat_hash_map<const scene::RenderObject*, Routed> routed_;
-	std::vector<const scene::RenderObject*> dirty_; ///< objects whose watched buffers changed
+	std::optional<decltype(routed_)::iterator> dismantle_cursor_; ///< (eraseSome)
+	std::vector<const scene::RenderObject*> dirty_;               ///< objects whose watched buffers changed
 	adaptive::cset<scene::RenderObjectPtr> classic_;
 	std::vector<scene::RenderObjectPtr> classic_add_, classic_remove_;
 	std::array<uint64_t, kRouteReasons> counts_{};

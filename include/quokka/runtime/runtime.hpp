@@ -155,7 +155,7 @@ private:
 		std::unique_ptr<heap::HeapScene> heap;    ///< Render commands, path Heap
 		std::unique_ptr<ObjectRouter> router;     ///< path Heap: the one reader of the leaves, heap or classic
 	};
-	/// Hands an entry's heap scene to the runtime (Runtime::retire), its router destroyed first.
+	/// Hands an entry's router and heap scene to the runtime (Runtime::retire).
 	void retire(Entry& e);
 	Runtime* runtime_;
 	RenderOptions options_;
@@ -218,11 +218,12 @@ public:
 	                                       adaptive::alist<scene::Command> commands, adaptive::aval<math::V2i> size);
 
 	/// Teardown off the frame path. A dropped task's heap scenes, and the heap scene of a Render command that left its
-	/// task, are retired to the runtime instead of destroyed on the spot — destroying 10^6 objects takes a second —
-	/// and torn down in slices (heap::HeapScene::dismantle): every RenderTask::run() spends up to its
-	/// RenderOptions::teardown_budget_ms on them, and collect() spends up to `budget_ms` (by default: until nothing is
-	/// left — an application that stops rendering calls it). Returns what is left (retired()). The runtime's
-	/// destruction frees whatever is left. (Classic passes are destroyed with their task, at once.)
+	/// task, are retired to the runtime with their routers instead of destroyed on the spot — destroying 10^6 objects
+	/// takes a second — and torn down in slices (ObjectRouter::dismantle, then heap::HeapScene::dismantle): every
+	/// RenderTask::run() spends up to its RenderOptions::teardown_budget_ms on them, and collect() spends up to
+	/// `budget_ms` (by default: until nothing is left — an application that stops rendering calls it). Returns what is
+	/// left (retired()). The runtime's destruction frees whatever is left. (Classic passes are destroyed with their
+	/// task, at once.)
 	size_t collect(double budget_ms = std::numeric_limits<double>::infinity());
 	/// What retired heap scenes still hold (heap::HeapScene::dismantleLeft), plus one per scene: 0 once all are gone.
 	size_t retired() const;
@@ -235,13 +236,20 @@ private:
 	/// Renders every allocated target whose scene changed, before the frame's own passes.
 	Result<uint32_t> renderTargets(gpu::CommandList& list);
 
-	/// Hands a heap scene that left its task to collect() (RenderTask's destructor and update()).
-	void retire(std::unique_ptr<heap::HeapScene> scene);
+	/// Hands the router and heap scene of a Render command that left its task to collect() (RenderTask's destructor
+	/// and update()).
+	void retire(std::unique_ptr<ObjectRouter> router, std::unique_ptr<heap::HeapScene> scene);
 
 	std::unique_ptr<inputs::Context> context_;
 	std::set<detail::RenderTargetState*> live_targets_; ///< targets whose framebuffer is allocated
-	/// Heap scenes being torn down (collect), the oldest first; destroyed before the context they use.
-	std::deque<std::unique_ptr<heap::HeapScene>> retired_;
+	/// What collect() tears down, the oldest first: a router (forgotten first: it points at the scene) and its heap
+	/// scene; destroyed before the context they use.
+	struct Retired
+	{
+		std::unique_ptr<ObjectRouter> router;
+		std::unique_ptr<heap::HeapScene> heap;
+	};
+	std::deque<Retired> retired_;
 };
 
 } // namespace quokka::runtime
