@@ -131,14 +131,19 @@ Buffer::~Buffer()
 	VkDevice dev = device_->vk();
 	VkBuffer buffer = buffer_;
 	VkDeviceMemory memory = memory_;
-	// Deferred: submissions made so far may still read or write this buffer.
-	device_->destroyLater(
-	    [dev, buffer, memory]
-	    {
-		    vkDestroyBuffer(dev, buffer, nullptr);
-		    if (memory)
-			    vkFreeMemory(dev, memory, nullptr);
-	    });
+	// Deferred: submissions made so far may still read or write this buffer. Freeing a large allocation takes
+	// milliseconds (the driver returns its pages): off the thread that dropped it.
+	auto destroy = [dev, buffer, memory]
+	{
+		vkDestroyBuffer(dev, buffer, nullptr);
+		if (memory)
+			vkFreeMemory(dev, memory, nullptr);
+	};
+	constexpr uint64_t kOffThreadBytes = 16ull << 20;
+	if (allocation_size_ >= kOffThreadBytes)
+		device_->destroyOffThread(std::move(destroy));
+	else
+		device_->destroyLater(std::move(destroy));
 }
 
 void Buffer::flush(uint64_t offset, uint64_t size) const

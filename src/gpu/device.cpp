@@ -606,6 +606,9 @@ Device::~Device()
 	{
 		vkDeviceWaitIdle(device_);
 		collect(UINT64_MAX);
+		if (reaper_)
+			reaper_->waitIdle(); // (destructions handed to it: done before the device goes)
+		reaper_.reset();
 		if (stats_.live_buffers || stats_.live_images)
 		{
 			std::fprintf(stderr, "quokka: Device destroyed with %llu live buffers (%llu bytes) and %llu live images\n",
@@ -819,6 +822,12 @@ void Device::retireAfter(uint64_t value, std::function<void()> fn)
 		}
 	}
 	fn();
+}
+
+void Device::destroyOffThread(std::function<void()> fn)
+{
+	std::call_once(reaper_once_, [this] { reaper_ = std::make_unique<base::WorkQueue>(1); });
+	destroyLater([this, fn = std::move(fn)]() mutable { reaper_->submit(std::move(fn)); });
 }
 
 void Device::collect(uint64_t completed)

@@ -1,7 +1,9 @@
 #include "gpu_fixture.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/command_list.hpp>
@@ -166,6 +168,38 @@ TEST_F(DeviceTest, DroppedCommandListIsRecycledAndRunsItsRetirements)
 	auto list = device().beginCommands();
 	ASSERT_TRUE(list.ok());
 	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+}
+
+/// Destructions that are slow themselves run off the thread that dropped the object, once due: a large buffer's
+/// accounting is gone at once, its Vulkan objects are destroyed on the device's reaper thread, and destroying the
+/// device waits for every destruction handed to the reaper.
+TEST(DeviceReaper, SlowDestructionsRunOffThreadAndTheDeviceWaitsForThem)
+{
+	auto device = Device::create(testDeviceDesc());
+	ASSERT_TRUE(device.ok()) << device.error().message;
+	Device& d = *device.value();
+	const std::thread::id owner = std::this_thread::get_id();
+	std::atomic<int> ran{0};
+	std::atomic<bool> elsewhere{false};
+	{
+		auto big = d.createBuffer({32u << 20, BufferUsage::Storage, MemoryDomain::DeviceLocal, "big"});
+		ASSERT_TRUE(big.ok()) << big.error().message;
+		EXPECT_EQ(d.memoryStats().live_buffers, 1u);
+		big.value().reset(); // (nothing submitted: due at once, handed to the reaper)
+		EXPECT_EQ(d.memoryStats().live_buffers, 0u);
+		EXPECT_EQ(d.memoryStats().buffer_bytes, 0u);
+	}
+	for (int i = 0; i < 3; ++i)
+		d.destroyOffThread(
+		    [&]
+		    {
+			    elsewhere = elsewhere || std::this_thread::get_id() != owner;
+			    ++ran;
+		    });
+	EXPECT_EQ(d.validationErrorCount(), 0u);
+	device.value().reset();
+	EXPECT_EQ(ran.load(), 3) << "every destruction ran before the device went";
+	EXPECT_TRUE(elsewhere.load());
 }
 
 TEST(DevicePipelineCache, IsWrittenToTheCacheDirectoryAndReloaded)

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include <quokka/base/work_queue.hpp>
 #include <quokka/gpu/vk.hpp>
 
 namespace quokka::gpu
@@ -215,6 +216,11 @@ public:
 	void retireAfter(uint64_t value, std::function<void()> fn);
 	/// Queues `fn` to run once all work submitted so far completed (deferred destruction).
 	void destroyLater(std::function<void()> fn) { retireAfter(last_submitted_, std::move(fn)); }
+	/// destroyLater() for a destruction that is slow itself (freeing hundreds of MiB of device memory takes
+	/// milliseconds): once due, `fn` runs on a background thread, not in the frame that dropped the object. `fn` may
+	/// only destroy Vulkan objects no other thread uses (Vulkan synchronises destruction per object). The device's
+	/// destruction waits for it.
+	void destroyOffThread(std::function<void()> fn);
 
 	// ---- convenience transfers (each one submits and waits; for set-up, tests and tools, not per frame) ----------
 
@@ -293,6 +299,8 @@ private:
 	std::atomic<uint64_t> last_completed_{0};
 	std::mutex retire_mutex_;
 	std::vector<Retirement> retirements_; // in non-decreasing `value` order
+	std::once_flag reaper_once_;
+	std::unique_ptr<base::WorkQueue> reaper_; ///< destroyOffThread's thread (made on first use)
 	VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
 	std::unique_ptr<ShaderCompiler> shader_compiler_;
 	DeviceMemoryStats stats_;
