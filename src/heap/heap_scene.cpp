@@ -277,6 +277,9 @@ bool HeapScene::dismantle(std::chrono::steady_clock::time_point deadline)
 	p.closing = true;
 	// Table slots (or map entries) per look at the clock: ~256 objects are ~0.1 ms on a fast core.
 	constexpr size_t kSlice = 256;
+	// True when the step is done and the next may start: before the deadline, or past it while this call has freed
+	// nothing yet (every call frees something until all is gone; a step found empty does not count).
+	const size_t before = dismantleLeft();
 	auto drained = [&](auto&& slice)
 	{
 		while (slice())
@@ -284,7 +287,7 @@ bool HeapScene::dismantle(std::chrono::steady_clock::time_point deadline)
 				return false;
 		p.dismantle_cursor = 0;
 		++p.dismantle_step;
-		return true;
+		return std::chrono::steady_clock::now() < deadline || dismantleLeft() == before;
 	};
 	size_t& cursor = p.dismantle_cursor;
 	switch (p.dismantle_step)
@@ -292,11 +295,11 @@ bool HeapScene::dismantle(std::chrono::steady_clock::time_point deadline)
 	case 0:
 		if (!drained([&] { return p.objects.drain(cursor, kSlice); }))
 			return false;
+		[[fallthrough]];
+	case 1:
 		// Objects whose inputs changed while they were placed: released with the objects' last references.
 		p.dirty_objects.clear();
 		p.dirty_entries.clear();
-		[[fallthrough]];
-	case 1:
 		if (!drained([&] { return p.pool.drain(cursor, kSlice); }))
 			return false;
 		[[fallthrough]];
