@@ -1,4 +1,3 @@
-#include <cstdio>
 // heap_update.cpp — HeapScene::update(): one frame's changes, as named steps (FrameUpdate).
 #include <algorithm>
 #include <array>
@@ -471,13 +470,6 @@ Result<void> HeapScene::update()
 	FrameUpdate frame(*impl_, stats_);
 	Result<void> result = frame.run();
 	stats_.update_ms = msSince(t0);
-	if (stats_.update_ms > 0.1)
-	{
-		const auto& t = stats_.phases;
-		std::fprintf(
-		    stderr, "TMP update %.3f pull %.3f remove %.3f read %.3f acq %.3f att %.3f refresh %.3f finish %.3f\n",
-		    stats_.update_ms, t.pull_ms, t.remove_ms, t.read_ms, t.acquire_ms, t.attach_ms, t.refresh_ms, t.finish_ms);
-	}
 	return result;
 }
 
