@@ -11,6 +11,8 @@
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
 
+#include <quokka/base/work_queue.hpp>
+
 #include <quokka/base/file_io.hpp>
 #include <quokka/gpu/shader.hpp>
 

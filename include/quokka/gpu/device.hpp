@@ -15,8 +15,12 @@
 #include <string_view>
 #include <vector>
 
-#include <quokka/base/work_queue.hpp>
 #include <quokka/gpu/vk.hpp>
+
+namespace quokka::base
+{
+class WorkQueue;
+}
 
 namespace quokka::gpu
 {

@@ -105,7 +105,6 @@ struct HeapOptions
 	HeapTuning tuning; ///< EXPERIMENTAL
 };
 
-/// Counters of the last update() … encode(), plus the heap's current shape.
 /// Where update()'s CPU time went: its steps, in milliseconds (the sum is update_ms less a few microseconds of
 /// bookkeeping). Placement is three phases over batches of objects: read, acquire, attach.
 struct HeapUpdatePhases
@@ -131,6 +130,7 @@ struct HeapUpdatePhases
 	}
 };
 
+/// Counters of the last update() … encode(), plus the heap's current shape.
 struct HeapStats
 {
 	uint32_t added = 0;           ///< objects placed (update)
@@ -315,8 +315,9 @@ public:
 	size_t objectCount() const;
 
 	/// Tears the scene down in slices, until `deadline`: its objects leave their input nodes and are freed, then its
-	/// pooled entries, constant values, GPU-derive constituents and derived nodes. True once all are gone; destroying
-	/// the scene then costs O(buckets + chunks) instead of O(objects) — so a large scene leaves without a frame's
+	/// pooled entries, constant values, GPU-derive constituents and derived nodes, the GPU-derive records, the arena
+	/// chunks one by one and the free staging pages. True once all are gone; destroying the scene then costs
+	/// O(buckets) instead of O(objects) — so a large scene leaves without a frame's
 	/// stall (runtime::Runtime retires a dropped task's scenes this way, a budget per frame). After the first call the
 	/// scene draws nothing and must not be updated, uploaded, prepared or encoded again; only dismantle() and
 	/// destruction may follow. Each call makes progress (at least one slice) whatever the deadline.
