@@ -384,7 +384,10 @@ Result<void> Device::createLogicalDevice()
 	// Properties.
 	VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
 	VkPhysicalDevicePushDescriptorPropertiesKHR push{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};
+	VkPhysicalDeviceDescriptorIndexingProperties indexing{
+	    VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_PROPERTIES};
 	driver.pNext = &push;
+	push.pNext = &indexing;
 	VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
 	props2.pNext = &driver;
 	vkGetPhysicalDeviceProperties2(physical_, &props2);
@@ -407,6 +410,15 @@ Result<void> Device::createLogicalDevice()
 	info_.max_image_dimension_2d = l.maxImageDimension2D;
 	info_.max_memory_allocation_count = l.maxMemoryAllocationCount;
 	info_.max_push_descriptors = push.maxPushDescriptors;
+	{
+		// (The limits count every set of a pipeline layout: room is left for the other sets' resources.)
+		const uint32_t limit = std::min(
+		    {indexing.maxDescriptorSetUpdateAfterBindSampledImages, indexing.maxDescriptorSetUpdateAfterBindSamplers,
+		     indexing.maxPerStageDescriptorUpdateAfterBindSampledImages,
+		     indexing.maxPerStageDescriptorUpdateAfterBindSamplers, indexing.maxPerStageUpdateAfterBindResources});
+		info_.max_bindless_textures =
+		    limit > 2 * kBindlessReserve ? std::min(limit - kBindlessReserve, kMaxBindlessTextures) : 0;
+	}
 	info_.framebuffer_color_sample_counts = l.framebufferColorSampleCounts & l.framebufferDepthSampleCounts;
 	info_.timestamp_period_ns = l.timestampPeriod;
 	vkGetPhysicalDeviceMemoryProperties(physical_, &memory_props_);
@@ -460,7 +472,11 @@ Result<void> Device::createLogicalDevice()
 	features_.scalar_block_layout = have.v12.scalarBlockLayout;
 	features_.descriptor_indexing =
 	    have.v12.runtimeDescriptorArray && have.v12.shaderSampledImageArrayNonUniformIndexing &&
-	    have.v12.descriptorBindingPartiallyBound && have.v12.descriptorBindingSampledImageUpdateAfterBind;
+	    have.v12.descriptorBindingPartiallyBound && have.v12.descriptorBindingSampledImageUpdateAfterBind &&
+	    have.v12.descriptorBindingUpdateUnusedWhilePending && have.v12.descriptorBindingVariableDescriptorCount &&
+	    info_.max_bindless_textures > 0;
+	if (!features_.descriptor_indexing)
+		info_.max_bindless_textures = 0;
 	features_.mesh_shader = has_mesh && have.mesh.meshShader && have.mesh.taskShader;
 	features_.timestamps = l.timestampComputeAndGraphics && info_.timestamp_valid_bits > 0;
 	info_.gpu_timestamps_reliable = features_.timestamps && !info_.is_cpu;
@@ -512,7 +528,8 @@ Result<void> Device::createLogicalDevice()
 		want.v12.shaderSampledImageArrayNonUniformIndexing = VK_TRUE;
 		want.v12.descriptorBindingPartiallyBound = VK_TRUE;
 		want.v12.descriptorBindingSampledImageUpdateAfterBind = VK_TRUE;
-		want.v12.descriptorBindingVariableDescriptorCount = have.v12.descriptorBindingVariableDescriptorCount;
+		want.v12.descriptorBindingUpdateUnusedWhilePending = VK_TRUE;
+		want.v12.descriptorBindingVariableDescriptorCount = VK_TRUE;
 	}
 	want.v13.dynamicRendering = VK_TRUE;
 	want.v13.synchronization2 = VK_TRUE;
@@ -570,6 +587,24 @@ Result<void> Device::createLogicalDevice()
 	sem_info.pNext = &type_info;
 	QUOKKA_VK_TRY(vkCreateSemaphore(device_, &sem_info, nullptr, &timeline_));
 	setDebugName(VK_OBJECT_TYPE_SEMAPHORE, uint64_t(timeline_), "quokka.timeline");
+	if (features_.descriptor_indexing)
+	{
+		const VkDescriptorBindingFlags flags =
+		    VK_DESCRIPTOR_BINDING_PARTIALLY_BOUND_BIT | VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT |
+		    VK_DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING_BIT | VK_DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT_BIT;
+		VkDescriptorSetLayoutBindingFlagsCreateInfo binding_flags{
+		    VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO};
+		binding_flags.bindingCount = 1;
+		binding_flags.pBindingFlags = &flags;
+		const VkDescriptorSetLayoutBinding binding{0, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+		                                           info_.max_bindless_textures, VK_SHADER_STAGE_ALL, nullptr};
+		VkDescriptorSetLayoutCreateInfo layout{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+		layout.pNext = &binding_flags;
+		layout.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT;
+		layout.bindingCount = 1;
+		layout.pBindings = &binding;
+		QUOKKA_VK_TRY(vkCreateDescriptorSetLayout(device_, &layout, nullptr, &bindless_layout_));
+	}
 	return {};
 }
 
@@ -626,6 +661,8 @@ Device::~Device()
 			                     free_command_buffers_.data());
 		vkDestroyCommandPool(device_, command_pool_, nullptr);
 		vkDestroySemaphore(device_, timeline_, nullptr);
+		if (bindless_layout_)
+			vkDestroyDescriptorSetLayout(device_, bindless_layout_, nullptr);
 		vkDestroyDevice(device_, nullptr);
 	}
 	if (messenger_)

@@ -73,7 +73,8 @@ Result<ShaderReflection> reflectSpirv(std::span<const uint32_t> spirv, VkShaderS
 			for (unsigned d = 0; d < spvc_type_get_num_array_dimensions(type); ++d)
 			{
 				const unsigned n = spvc_type_get_array_dimension(type, d);
-				b.count *= n ? n : 1; // runtime arrays (0) count as 1 here; bindless layouts live in higher modules
+				b.count *= n ? n : 1;
+				b.runtime_array = b.runtime_array || n == 0;
 			}
 			out.bindings.push_back(b);
 		}
@@ -149,6 +150,7 @@ Result<void> buildLayout(Device& device, Pipeline& pipeline, std::span<const Sta
 					                     " has different descriptor types in different stages");
 				it->second.stages |= b.stages;
 				it->second.count = std::max(it->second.count, b.count);
+				it->second.runtime_array = it->second.runtime_array || b.runtime_array;
 			}
 		}
 		if (r->push_constant_size)
@@ -173,6 +175,27 @@ Result<void> buildLayout(Device& device, Pipeline& pipeline, std::span<const Sta
 	set_layouts.assign(max_set, VK_NULL_HANDLE);
 	for (uint32_t set = 0; set < max_set; ++set)
 	{
+		const auto in_set = [&](const DescriptorBinding& b) { return b.set == set; };
+		if (auto rt = std::find_if(bindings.begin(), bindings.end(),
+		                           [&](const DescriptorBinding& b) { return in_set(b) && b.runtime_array; });
+		    rt != bindings.end())
+		{
+			// A bindless set: the device's one layout, so that every bindless table binds to this pipeline.
+			if (set == 0 || rt->binding != 0 || rt->type != VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER ||
+			    std::count_if(bindings.begin(), bindings.end(), in_set) != 1)
+				return makeError(ErrorCode::InvalidArgument,
+				                 "the unsized array" + (rt->name.empty() ? "" : " '" + rt->name + "'") + " at set " +
+				                     std::to_string(set) + ", binding " + std::to_string(rt->binding) +
+				                     " is not a bindless set: an array of combined image samplers alone at binding "
+				                     "0 of a set other than 0");
+			if (!device.bindlessLayout())
+				return makeError(ErrorCode::MissingFeature,
+				                 "the unsized array at set " + std::to_string(set) +
+				                     " needs bindless textures (descriptor indexing), which " + device.info().name +
+				                     " lacks");
+			set_layouts[set] = device.bindlessLayout();
+			continue;
+		}
 		std::vector<VkDescriptorSetLayoutBinding> vk_bindings;
 		for (const DescriptorBinding& b : bindings)
 			if (b.set == set)
@@ -370,15 +393,16 @@ Pipeline::~Pipeline()
 	VkPipeline pipeline = pipeline_;
 	VkPipelineLayout layout = layout_;
 	std::vector<VkDescriptorSetLayout> sets = set_layouts_;
+	VkDescriptorSetLayout shared = device_->bindlessLayout(); // (the device's, not the pipeline's)
 	device_->destroyLater(
-	    [dev, pipeline, layout, sets]
+	    [dev, pipeline, layout, sets, shared]
 	    {
 		    if (pipeline)
 			    vkDestroyPipeline(dev, pipeline, nullptr);
 		    if (layout)
 			    vkDestroyPipelineLayout(dev, layout, nullptr);
 		    for (VkDescriptorSetLayout s : sets)
-			    if (s)
+			    if (s && s != shared)
 				    vkDestroyDescriptorSetLayout(dev, s, nullptr);
 	    });
 }

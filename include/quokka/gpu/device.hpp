@@ -25,6 +25,11 @@ class WorkQueue;
 namespace quokka::gpu
 {
 
+/// The most textures a bindless table may hold on any device (DeviceInfo::max_bindless_textures is at most this).
+inline constexpr uint32_t kMaxBindlessTextures = 1u << 20;
+/// Descriptors a pipeline with a bindless set may have besides it (the device's limits count all of a layout's sets).
+inline constexpr uint32_t kBindlessReserve = 64;
+
 class Buffer;
 class Image;
 class Sampler;
@@ -101,10 +106,12 @@ struct DeviceFeatures
 	bool shader_int16 = false;
 	bool buffer_device_address = false;
 	bool scalar_block_layout = false;
-	bool descriptor_indexing = false; ///< runtime arrays + non-uniform indexing + update-after-bind of sampled images
-	bool mesh_shader = false;         ///< VK_EXT_mesh_shader (mesh + task)
-	bool timestamps = false;          ///< timestampComputeAndGraphics and timestampValidBits > 0
-	bool memory_budget = false;       ///< VK_EXT_memory_budget: memoryBudget() reports what the driver allows now
+	/// Bindless textures (BindlessTable): runtime arrays, non-uniform indexing of sampled images, partially bound,
+	/// update-after-bind and update-unused-while-pending bindings of sampled images, variable descriptor counts.
+	bool descriptor_indexing = false;
+	bool mesh_shader = false;   ///< VK_EXT_mesh_shader (mesh + task)
+	bool timestamps = false;    ///< timestampComputeAndGraphics and timestampValidBits > 0
+	bool memory_budget = false; ///< VK_EXT_memory_budget: memoryBudget() reports what the driver allows now
 };
 
 /// Device-local memory the application may still use.
@@ -136,6 +143,9 @@ struct DeviceInfo
 	uint32_t max_image_dimension_2d = 0;
 	uint32_t max_memory_allocation_count = 0;
 	uint32_t max_push_descriptors = 0;
+	/// Textures one bindless table may hold (the update-after-bind limits, at most kMaxBindlessTextures; 0 without
+	/// DeviceFeatures::descriptor_indexing).
+	uint32_t max_bindless_textures = 0;
 	VkSampleCountFlags framebuffer_color_sample_counts = 0;
 	float timestamp_period_ns = 0.0f;
 	uint32_t timestamp_valid_bits = 0;
@@ -181,6 +191,12 @@ public:
 	VkQueue queue() const { return queue_; }
 	uint32_t queueFamily() const { return queue_family_; }
 	VkPipelineCache pipelineCache() const { return pipeline_cache_; }
+	/// The one layout of bindless texture sets (with DeviceFeatures::descriptor_indexing, else VK_NULL_HANDLE):
+	/// binding 0, an array of DeviceInfo::max_bindless_textures combined image samplers visible to every stage,
+	/// partially bound, update-after-bind, updatable while unused by pending work, of variable count. A pipeline whose
+	/// shaders declare a runtime array of samplers (`layout(set = N, binding = 0) uniform sampler2D t[];`, N > 0)
+	/// gets this layout for set N, so every BindlessTable's set binds to every such pipeline.
+	VkDescriptorSetLayout bindlessLayout() const { return bindless_layout_; }
 
 	// ---- objects -------------------------------------------------------------------------------------------------
 
@@ -297,6 +313,7 @@ private:
 	VkCommandPool command_pool_ = VK_NULL_HANDLE;
 	std::vector<VkCommandBuffer> free_command_buffers_;
 	VkSemaphore timeline_ = VK_NULL_HANDLE;
+	VkDescriptorSetLayout bindless_layout_ = VK_NULL_HANDLE;
 	/// Atomics, and retirements_ under retire_mutex_: a pipeline created on a worker thread (inputs::Context's
 	/// background compiles) may retire objects (a failed creation's layout) from there.
 	std::atomic<uint64_t> last_submitted_{0};

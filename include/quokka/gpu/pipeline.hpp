@@ -2,10 +2,11 @@
 //
 // Descriptor set layouts and push-constant ranges are reflected from the stages with spirv-cross (never
 // hand-kept tables). Set 0 is a push-descriptor set (VK_KHR_push_descriptor), written per draw/dispatch with
-// pushBuffer()/pushDescriptors(); other sets are ordinary layouts for the modules above. Graphics pipelines target
-// dynamic rendering and take viewport, scissor, cull mode, front face, depth test/write/compare, depth bias and
-// stencil as dynamic state (Vulkan 1.3), so flipping those needs no new pipeline. All pipelines go through the
-// device's VkPipelineCache.
+// pushBuffer()/pushDescriptors(); other sets are ordinary layouts for the modules above, except that a set holding an
+// unsized array of combined image samplers at binding 0 gets the device's bindless layout (Device::bindlessLayout()).
+// Graphics pipelines target dynamic rendering and take viewport, scissor, cull mode, front face, depth
+// test/write/compare, depth bias and stencil as dynamic state (Vulkan 1.3), so flipping those needs no new pipeline.
+// All pipelines go through the device's VkPipelineCache.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,8 @@ struct DescriptorBinding
 	uint32_t count = 1;
 	VkShaderStageFlags stages = 0;
 	std::string name;
+	/// An unsized array (`sampler2D t[]`): a bindless set (Device::bindlessLayout()); `count` is 1 then.
+	bool runtime_array = false;
 };
 
 struct ComputePipelineDesc
