@@ -4,6 +4,8 @@
 //             measured against;
 //   shared-bound — the same with the atlas off: the one texture sampled by the hardware alone;
 //   atlas   — the heap with the T textures packed into its atlas (objects differing in textures share a draw);
+//   bindless — the heap with the T textures in its bindless table (where the device has descriptor indexing: objects
+//             differing in textures share a draw, sampled by the hardware);
 //   bound   — the heap with the atlas off: one bucket, and a draw, per texture;
 //   classic — one draw per object.
 // Reported per row: draw calls, the first frame's CPU update per object (placement, atlas acquisitions included),
@@ -228,17 +230,21 @@ int runBenchTextures(const BenchOptions& b)
 			const auto shared_objects = makeObjects(n, {textures.front()}, effect);
 			const auto objects = makeObjects(n, textures, effect);
 			double shared_gpu = 0.0, shared_bound_gpu = 0.0;
-			for (const char* variant : {"shared", "shared-bound", "atlas", "bound", "classic"})
+			for (const char* variant : {"shared", "shared-bound", "atlas", "bindless", "bound", "classic"})
 			{
 				const std::string v = variant;
 				if (!b.path.empty() && (v == "classic") != (b.path == "classic"))
 					continue;
+				if (v == "bindless" && !dev.features().descriptor_indexing)
+					continue; // (the device has no bindless textures)
 				runtime::RenderOptions options;
 				if (v != "classic")
 				{
 					options.path = runtime::RenderPath::Heap;
 					options.heap.max_chunk_bytes = b.max_chunk_bytes;
-					options.heap.atlas = v != "bound" && v != "shared-bound";
+					options.heap.textures = v == "bindless"                       ? heap::HeapTextures::Bindless
+					                        : v == "bound" || v == "shared-bound" ? heap::HeapTextures::Bound
+					                                                              : heap::HeapTextures::Atlas;
 					options.heap.atlas_options = atlas_options;
 				}
 				const bool shared = v == "shared" || v == "shared-bound";

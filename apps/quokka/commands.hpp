@@ -74,7 +74,7 @@ struct RenderOptions
 	bool quiet = false;                ///< `--quiet`: no progress on stderr
 	bool background_pipelines = false; ///< `--background-pipelines`: frames do not wait for pipeline creation
 	std::string heap_switch;           ///< `--heap on|off`: the heap path's heap_enabled (implies `--path heap`)
-	std::string atlas = "on";          ///< `--atlas on|off`: the heap's texture atlas (HeapOptions::atlas)
+	std::string textures = "auto";     ///< `--textures auto|bindless|atlas|bound` (HeapOptions::textures)
 	bool explain_routing = false;      ///< `--explain-routing`: objects per routing reason (heap path)
 	std::string origin;                ///< `--origin X,Y,Z`: the scene (and its camera) moved by this offset in metres
 

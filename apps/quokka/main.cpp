@@ -53,10 +53,12 @@ int main(int argc, char** argv)
 	                 "implies --path heap)")
 	    ->check(CLI::IsMember({"on", "off"}));
 	render_cmd
-	    ->add_option("--atlas", render.atlas,
-	                 "on|off: the heap path packs textures into an atlas (on, the default: objects differing only in "
-	                 "their textures share a draw) or binds each texture set in its own bucket (off)")
-	    ->check(CLI::IsMember({"on", "off"}));
+	    ->add_option("--textures", render.textures,
+	                 "auto|bindless|atlas|bound: how the heap path draws textures — a bindless table (where the device "
+	                 "has descriptor indexing) or an atlas, so that objects differing only in their textures share a "
+	                 "draw, or bound per draw in a bucket per texture set; auto (the default): bindless where the "
+	                 "device allows, else atlas")
+	    ->check(CLI::IsMember({"auto", "bindless", "atlas", "bound"}));
 	render_cmd->add_flag("--explain-routing", render.explain_routing,
 	                     "heap path: print how many objects each routing reason sends where");
 	render_cmd->add_option("--draw", render.draw, "heap draw strategy: auto, indirect, megacall")
@@ -221,8 +223,8 @@ int main(int argc, char** argv)
 		if (render_cmd->count("--origin") > 0)
 			if (auto origin = originOf(render); !origin.ok())
 				return usage(origin.error().message);
-		if (render_cmd->count("--atlas") > 0 && render.path != "heap" && render_cmd->count("--heap") == 0)
-			return usage("--atlas applies to the heap path (--path heap or --heap on|off)");
+		if (render_cmd->count("--textures") > 0 && render.path != "heap" && render_cmd->count("--heap") == 0)
+			return usage("--textures applies to the heap path (--path heap or --heap on|off)");
 		if (render_cmd->count("--heap") > 0 && render.path == "classic" && render_cmd->count("--path") > 0)
 			return usage("--heap on|off switches the heap path: it cannot be combined with --path classic");
 		if ((render_cmd->count("--heap") > 0 || render.explain_routing) &&

@@ -378,7 +378,10 @@ int runRenderScene(const RenderOptions& o)
 	if (!options.ok())
 		return fail(options.error());
 	options->heap_enabled = adaptive::constant(o.heap_switch != "off");
-	options->heap.atlas = o.atlas != "off";
+	auto textures = heap::parseTextures(o.textures);
+	if (!textures.ok())
+		return fail(textures.error());
+	options->heap.textures = textures.value();
 	auto view = viewSpecOf(o);
 	if (!view.ok())
 		return fail(view.error());
@@ -428,6 +431,10 @@ int runRenderScene(const RenderOptions& o)
 			             {"atlas_refused", h.atlas_refused},
 			             {"atlas_entries", h.atlas_entries},
 			             {"atlas_bytes", h.atlas_bytes},
+			             {"textures", heap::texturesName(h.texture_path)},
+			             {"bindless_objects", h.bindless_objects},
+			             {"bindless_refused", h.bindless_refused},
+			             {"bindless_entries", h.bindless_entries},
 			             {"live_bytes", h.live_bytes},
 			             {"arena_capacity_bytes", h.arena_capacity_bytes},
 			             {"draw_calls", h.draw_calls}};
@@ -509,10 +516,15 @@ int runRenderScene(const RenderOptions& o)
 					std::printf("  routing: %llu objects %s %s\n", (unsigned long long)r.last.routing[k],
 					            k == 0 ? "drawn by the" : "on the classic path:",
 					            runtime::routeReasonName(runtime::RouteReason(k)));
-			if (o.explain_routing)
-				std::printf("  textures: %u heap objects sample the atlas (%u entries, %.1f MiB), %u bind theirs "
+			if (o.explain_routing && h.texture_path == heap::HeapTextures::Bindless)
+				std::printf("  textures (bindless): %u heap objects index the table (%u entries), %u bind theirs "
+				            "because the table was full or their effect has no bindless variant\n",
+				            h.bindless_objects, h.bindless_entries, h.bindless_refused);
+			else if (o.explain_routing)
+				std::printf("  textures (%s): %u heap objects sample the atlas (%u entries, %.1f MiB), %u bind theirs "
 				            "because the atlas refused them\n",
-				            h.atlas_objects, h.atlas_entries, double(h.atlas_bytes) / double(1 << 20), h.atlas_refused);
+				            heap::texturesName(h.texture_path), h.atlas_objects, h.atlas_entries,
+				            double(h.atlas_bytes) / double(1 << 20), h.atlas_refused);
 		}
 		std::printf("  wrote %s\n", out.value().c_str());
 	}

@@ -232,10 +232,12 @@ Result<bool> SlotRouting::respecialise(Slot& carrier)
 Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const fx::Effect& source,
                                             const fx::CompiledEffectPtr& effect, uint32_t chunk)
 {
-	// An atlas variant samples the atlas's pages: the object's textures are in its draw header, not in the key.
+	// An atlas or bindless variant samples the atlas's pages or the scene's table: the object's textures are in its
+	// draw header, not in the key.
 	const bool atlas = fx::isAtlasVariant(effect->path);
+	const bool shared = fx::textureHeaderWords(effect->path) != 0;
 	TextureKey textures;
-	if (!atlas)
+	if (!shared)
 	{
 		Result<TextureKey> bound = TextureKey::of(*context, o, effect->iface.textures);
 		if (!bound.ok())
@@ -253,9 +255,10 @@ Result<Bucket*> detail::HeapCore::bucketFor(const scene::RenderObject& o, const 
 	b->indirect_effect = effect;
 	b->header_words = effect->iface.header_words;
 	b->atlas = atlas;
+	b->bindless = fx::isBindlessVariant(effect->path);
 	b->textures = std::move(textures.textures);
 	b->samplers = std::move(textures.samplers);
-	if (!atlas)
+	if (!shared)
 		for (const fx::TextureBinding& t : effect->iface.textures)
 			b->texture_bindings.push_back(t.binding);
 	b->serial = next_bucket_serial++;

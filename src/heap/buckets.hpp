@@ -203,10 +203,9 @@ struct Bucket
 	std::vector<uint32_t> texture_bindings;
 	/// Its effect is an atlas variant: the atlas's pages are bound, each object's entries are in its draw header.
 	bool atlas = false;
-	fx::PathVariant megacallVariant() const
-	{
-		return atlas ? fx::PathVariant::HeapMegacallAtlas : fx::PathVariant::HeapMegacall;
-	}
+	/// Its effect is a bindless variant: the scene's table is bound, each object's entries are in its draw header.
+	bool bindless = false;
+	fx::PathVariant megacallVariant() const { return fx::megacallVariantOf(indirect_effect->path); }
 	std::vector<std::unique_ptr<Slot>> slots;
 	/// Mode keys (and index kinds) already resolved to a slot: one hash lookup per object, however many states the
 	/// bucket holds, and no PipelineRequest built for a state seen before.

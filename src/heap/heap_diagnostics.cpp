@@ -132,6 +132,24 @@ private:
 					if (b.headers.words[base + h.entries.size() + 2 + 4 * i + k] != h.atlasEntry(i)[k])
 						f_.add("atlas", name + ": header word " + std::to_string(h.entries.size() + 2 + 4 * i + k) +
 						                    " is not its atlas entry's");
+		// The same for a bindless bucket and its table entries.
+		const std::span<const uint32_t> held = h.bindlessEntries();
+		bindless_objects_ += !held.empty();
+		bindless_refused_ += h.bindlessRefused();
+		for (uint32_t e : held)
+		{
+			if (e >= bindless_uses_.size())
+				bindless_uses_.resize(e + 1);
+			++bindless_uses_[e];
+		}
+		if (b.bindless != !held.empty() || (b.bindless && held.size() != b.indirect_effect->iface.textures.size()))
+			f_.add("bindless", name + ": holds " + std::to_string(held.size()) + " bindless entries in " +
+			                       (b.bindless ? "a bindless bucket" : "a bucket of bound textures"));
+		else
+			for (size_t i = 0; i < held.size(); ++i)
+				if (b.headers.words[base + h.entries.size() + 2 + i] != held[i])
+					f_.add("bindless", name + ": header word " + std::to_string(h.entries.size() + 2 + i) +
+					                       " is not its bindless entry");
 	}
 
 	/// The atlas's packings and refcounts, and the scene's counts of objects drawn through it.
@@ -144,6 +162,13 @@ private:
 			f_.add("atlas", std::to_string(atlas_objects_) + " placed objects hold atlas entries and " +
 			                    std::to_string(atlas_refused_) + " were refused, but the scene counts " +
 			                    std::to_string(p_.atlas_objects) + " and " + std::to_string(p_.atlas_refused));
+		if (p_.bindless)
+			for (const std::string& line : p_.bindless->validate(bindless_uses_))
+				f_.add("bindless", line);
+		if (bindless_objects_ != p_.bindless_objects || bindless_refused_ != p_.bindless_refused)
+			f_.add("bindless", std::to_string(bindless_objects_) + " placed objects hold bindless entries and " +
+			                       std::to_string(bindless_refused_) + " were refused, but the scene counts " +
+			                       std::to_string(p_.bindless_objects) + " and " + std::to_string(p_.bindless_refused));
 	}
 
 	/// The private block: its parts tile it in order, each used once by this object, in its bucket's chunk.
@@ -446,6 +471,8 @@ private:
 	std::vector<const HeapObject*> placed_;
 	std::unordered_map<const Entry*, uint32_t> uses_;
 	uint32_t atlas_objects_ = 0, atlas_refused_ = 0;
+	uint32_t bindless_objects_ = 0, bindless_refused_ = 0;
+	std::vector<uint32_t> bindless_uses_; ///< holders per bindless entry, as the objects count them
 };
 
 } // namespace

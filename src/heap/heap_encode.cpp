@@ -28,6 +28,12 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 	gpu::Device& device = p.context->device();
 	const auto t0 = std::chrono::steady_clock::now();
 	auto timed = absl::MakeCleanup([&] { stats_.prepare_ms = msSince(t0); });
+	if (p.bindless)
+	{
+		// (After Context::upload: the textures placed this frame have their images.)
+		QUOKKA_TRY_ASSIGN(waited, p.bindless->sync());
+		stats_.bindless_waits = waited ? 1 : 0;
+	}
 	if (p.gpu_derive)
 		QUOKKA_TRY(p.gpu_derive->dispatch(list, stats_));
 	std::vector<ScanJob> jobs;
@@ -328,6 +334,9 @@ private:
 			writes_.push_back(w);
 		}
 		pipeline.pushDescriptors(list_, writes_);
+		// (Bound after set 0: pushing a set-0 layout of another pipeline's may disturb the sets above it.)
+		if (b.bindless && pipeline.setLayout(fx::kHeapBindlessSet))
+			p_.bindless->table().bind(list_, pipeline, fx::kHeapBindlessSet);
 	}
 
 	void draw(const Chunk& chunk, const Slot& s, bool mega)

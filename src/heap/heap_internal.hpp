@@ -34,6 +34,7 @@
 #include "arena.hpp"
 #include "arena_staging.hpp"
 #include "attribute_convert.hpp"
+#include "bindless_textures.hpp"
 #include "buckets.hpp"
 #include "derived_step.hpp"
 #include "gpu_array.hpp"
@@ -278,10 +279,11 @@ struct detail::HeapCore : Arena
 	Result<const RouteKernelJob*> routeKernel(const modes::RouteSpec& spec);
 	/// The heap-indirect compile of `effect` (cached by effect id: no hashing of the request per object).
 	/// An effect compiled for the heap, with its uniforms planned (DerivedUniforms resolves objects against the plan).
-	/// The atlas variant of a textured effect (fx::PathVariant::HeapIndirectAtlas), compiled by Context::runJob —
-	/// at once, or on a worker with background pipelines. Never fails: an effect the variant cannot be made of (a
-	/// texture used otherwise than by sampling it) leaves `compiled` null and its objects bind their textures.
-	struct AtlasEffectJob : inputs::BackgroundJob
+	/// The atlas or bindless variant of a textured effect (fx::PathVariant::HeapIndirectAtlas or
+	/// HeapIndirectBindless, as the scene draws textures), compiled by Context::runJob — at once, or on a worker with
+	/// background pipelines. Never fails: an effect the variant cannot be made of (a cube map; for the atlas a texture
+	/// used otherwise than by sampling it) leaves `compiled` null and its objects bind their textures.
+	struct TextureVariantJob : inputs::BackgroundJob
 	{
 		fx::CompiledEffectPtr compiled;
 		std::string refused; ///< why the variant could not be made
@@ -290,8 +292,9 @@ struct detail::HeapCore : Arena
 	{
 		fx::CompiledEffectPtr compiled;
 		inputs::UniformPlan uniforms;
-		/// With HeapOptions::atlas, for an effect that samples only 2D textures; else null.
-		std::shared_ptr<AtlasEffectJob> atlas;
+		/// Drawing textures through the atlas or the bindless table, for an effect that samples only 2D textures;
+		/// else null.
+		std::shared_ptr<TextureVariantJob> variant;
 	};
 	/// The HeapEffect of `effect`, or null while it compiles in the background (inputs::Context::compiledEffect).
 	Result<const HeapEffect*> heapEffect(const fx::Effect& effect);
@@ -349,6 +352,15 @@ struct detail::HeapCore : Arena
 	uint32_t atlas_objects = 0; ///< objects holding atlas entries now
 	uint32_t atlas_refused = 0; ///< objects placed with bound textures because the atlas refused theirs
 	uint64_t atlas_uploads_seen = 0;
+	/// HeapOptions::textures resolved for the device (never Auto); with Bindless requested on a device without
+	/// descriptor indexing, update() fails with `textures_error`.
+	HeapTextures texture_path = HeapTextures::Bound;
+	std::string textures_error;
+	/// The scene's bindless table (HeapTextures::Bindless), made by the first object that needs it.
+	std::unique_ptr<BindlessTextures> bindless;
+	Result<BindlessTextures*> bindlessTextures();
+	uint32_t bindless_objects = 0; ///< objects holding bindless entries now
+	uint32_t bindless_refused = 0; ///< objects placed with bound textures because the table was full
 };
 
 /// One object in the heap. Reads its draw call, active flag, pipeline-state leaves and buffers (uniform values are
@@ -377,7 +389,8 @@ public:
 	{
 		const fx::Effect* source = nullptr;
 		const detail::HeapCore::HeapEffect* planned = nullptr;
-		/// The compile it is drawn with: planned->compiled, or the atlas variant when the atlas took its textures.
+		/// The compile it is drawn with: planned->compiled, or the texture variant when the atlas or the bindless
+		/// table took its textures.
 		const fx::CompiledEffectPtr* effect = nullptr;
 		absl::InlinedVector<aval<UniformValue>, 8> uniforms;
 		absl::InlinedVector<inputs::DerivedRecipe, 8> recipes;
@@ -462,10 +475,17 @@ public:
 	const detail::HeapCore* scene() const { return scene_; }
 	/// The atlas entries it samples (0 when it binds its textures), in its effect's texture order, and entry `i` as
 	/// its draw header carries it.
-	size_t atlasEntries() const { return atlas_ ? atlas_->uses.size() : 0; }
-	const std::array<uint32_t, 4>& atlasEntry(size_t i) const { return atlas_->uses[i].words; }
-	/// Placed with bound textures because the atlas refused its textures (or its effect has no atlas variant).
-	bool atlasRefused() const { return atlas_ && atlas_->refused; }
+	size_t atlasEntries() const { return textures_ ? textures_->uses.size() : 0; }
+	const std::array<uint32_t, 4>& atlasEntry(size_t i) const { return textures_->uses[i].words; }
+	/// Its bindless table entries (empty when it binds its textures or uses the atlas), in its effect's texture order.
+	std::span<const uint32_t> bindlessEntries() const
+	{
+		return textures_ ? std::span<const uint32_t>(textures_->entries) : std::span<const uint32_t>();
+	}
+	/// Placed with bound textures because the atlas (the bindless table) refused its textures or its effect has no
+	/// atlas (bindless) variant.
+	bool atlasRefused() const { return textures_ && textures_->refused && !textures_->bindless; }
+	bool bindlessRefused() const { return textures_ && textures_->refused && textures_->bindless; }
 
 	/// Vertices emitted per instance (whole primitives) and instances, 0 when hidden.
 	uint32_t count() const
@@ -549,9 +569,13 @@ private:
 	/// their atlas entries. False, with nothing held, when the atlas refuses one (it binds them instead). Errors: a
 	/// texture the effect samples and the object lacks; texels that do not match the texture's size.
 	Result<bool> acquireAtlas(const fx::EffectInterface& iface);
-	/// Counts it as refused by the atlas (HeapStats::atlas_refused) while it is placed with bound textures.
-	void refuseAtlas();
-	void releaseAtlas();
+	/// With a bindless variant of its effect: the table entries of its textures and samplers (no subscription: a
+	/// texture's new value keeps its entry). False, with nothing held, when the table is full. Errors: a texture the
+	/// effect samples and the object lacks; as Context::sampler.
+	Result<bool> acquireBindless(const fx::EffectInterface& iface);
+	/// Counts it as refused (HeapStats::atlas_refused or bindless_refused) while it is placed with bound textures.
+	void refuseTextures();
+	void releaseTextures();
 	void attachToSlot(Slot* s);
 	void detachFromSlot();
 
@@ -565,8 +589,9 @@ private:
 	/// GPU routing: the axes its mode rules derive (their leaves are read by its route group, not by it).
 	uint32_t routed_axes_ = 0;
 	std::unique_ptr<modes::ModeInputs> modes_; ///< the inputs of its mode rules (only with rules)
-	/// The atlas entries it holds (only while drawn through the atlas), in the effect's texture order.
-	struct AtlasTextures
+	/// The atlas entries or bindless table entries it holds (only while drawn through them), in the effect's texture
+	/// order, or its refusal.
+	struct SharedTextures
 	{
 		struct Use
 		{
@@ -574,10 +599,12 @@ private:
 			scene::SamplerState sampler;
 			std::array<uint32_t, 4> words; ///< the entry as the draw header carries it
 		};
-		absl::InlinedVector<Use, 2> uses;
-		bool refused = false; ///< counted in detail::HeapCore::atlas_refused
+		absl::InlinedVector<Use, 2> uses;         ///< atlas entries
+		absl::InlinedVector<uint32_t, 4> entries; ///< bindless table entries (the draw header's words)
+		bool bindless = false;
+		bool refused = false; ///< counted in detail::HeapCore::atlas_refused or bindless_refused
 	};
-	std::unique_ptr<AtlasTextures> atlas_;
+	std::unique_ptr<SharedTextures> textures_;
 };
 
 // The arena's small steps, inline: placement calls them for every allocation.

@@ -129,8 +129,10 @@ void HeapObject::writeHeader()
 	words[entries.size()] = uint32_t(vertex_base);
 	words[entries.size() + 1] = draw.first_instance;
 	if (bucket->atlas)
-		for (size_t i = 0; i < atlas_->uses.size(); ++i)
-			std::copy_n(atlas_->uses[i].words.data(), 4, words.data() + entries.size() + 2 + 4 * i);
+		for (size_t i = 0; i < textures_->uses.size(); ++i)
+			std::copy_n(textures_->uses[i].words.data(), 4, words.data() + entries.size() + 2 + 4 * i);
+	if (bucket->bindless)
+		std::copy(textures_->entries.begin(), textures_->entries.end(), words.data() + entries.size() + 2);
 	h.set(base, words.data(), words.size());
 	scene_->markHeaders(bucket);
 }
@@ -247,22 +249,22 @@ Result<void> HeapObject::read(Plan& plan)
 	plan.source = source;
 	plan.planned = planned;
 	plan.effect = &planned->compiled;
-	const fx::CompiledEffectPtr* atlas_effect = nullptr;
-	if (planned->atlas)
+	const fx::CompiledEffectPtr* variant = nullptr;
+	if (planned->variant)
 	{
-		if (planned->atlas->pending())
+		if (planned->variant->pending())
 		{
-			plan.waiting = true; // (its atlas variant compiles in the background)
+			plan.waiting = true; // (its texture variant compiles in the background)
 			return {};
 		}
-		if (planned->atlas->compiled)
-			atlas_effect = &planned->atlas->compiled;
+		if (planned->variant->compiled)
+			variant = &planned->variant->compiled;
 	}
-	// (The atlas variant has the same uniforms and attributes, in the same order: only the textures differ.)
+	// (The texture variant has the same uniforms and attributes, in the same order: only the textures differ.)
 	const fx::EffectInterface& iface = planned->compiled->iface;
-	QUOKKA_ASSERT(!atlas_effect || ((*atlas_effect)->iface.uniforms.size() == iface.uniforms.size() &&
-	                                (*atlas_effect)->iface.attributes.size() == iface.attributes.size()),
-	              "an effect's atlas variant reads other uniforms or attributes than its plain compile");
+	QUOKKA_ASSERT(!variant || ((*variant)->iface.uniforms.size() == iface.uniforms.size() &&
+	                           (*variant)->iface.attributes.size() == iface.attributes.size()),
+	              "an effect's texture variant reads other uniforms or attributes than its plain compile");
 	inputs_.clear();
 	views_.clear();
 	Result<void> read =
@@ -307,14 +309,16 @@ Result<void> HeapObject::read(Plan& plan)
 		             draw = o.draw_call.getValue(Token{this});
 		             track(o.active.node().get(), kActive);
 		             active = o.active.getValue(Token{this});
-		             if (atlas_effect)
+		             if (variant)
 		             {
-			             QUOKKA_TRY_ASSIGN(took, acquireAtlas((*atlas_effect)->iface));
+			             const fx::EffectInterface& vi = (*variant)->iface;
+			             QUOKKA_TRY_ASSIGN(took, fx::isBindlessVariant((*variant)->path) ? acquireBindless(vi)
+			                                                                             : acquireAtlas(vi));
 			             if (took)
-				             plan.effect = atlas_effect;
+				             plan.effect = variant;
 		             }
-		             else if (planned->atlas)
-			             refuseAtlas(); // (its effect has no atlas variant: AtlasEffectJob::refused says why)
+		             else if (planned->variant)
+			             refuseTextures(); // (its effect has no variant: TextureVariantJob::refused says why)
 		             return {};
 	             });
 	if (!read.ok())
@@ -332,9 +336,9 @@ Result<void> HeapObject::read(Plan& plan)
 
 Result<bool> HeapObject::acquireAtlas(const fx::EffectInterface& iface)
 {
-	QUOKKA_ASSERT(!atlas_, "atlas entries acquired twice");
+	QUOKKA_ASSERT(!textures_, "atlas entries acquired twice");
 	const scene::RenderObject& o = *object_;
-	auto uses = std::make_unique<AtlasTextures>();
+	auto uses = std::make_unique<SharedTextures>();
 	uses->uses.reserve(iface.textures.size());
 	for (const fx::TextureBinding& t : iface.textures)
 	{
@@ -349,7 +353,7 @@ Result<bool> HeapObject::acquireAtlas(const fx::EffectInterface& iface)
 	QUOKKA_TRY_ASSIGN(pool, scene_->atlasPool());
 	for (size_t i = 0; i < uses->uses.size(); ++i)
 	{
-		AtlasTextures::Use& u = uses->uses[i];
+		SharedTextures::Use& u = uses->uses[i];
 		Result<std::optional<atlas::Placement>> got = pool->acquire(u.texture, u.sampler);
 		if (!got.ok() || !*got)
 		{
@@ -357,39 +361,74 @@ Result<bool> HeapObject::acquireAtlas(const fx::EffectInterface& iface)
 				pool->release(uses->uses[j].texture, uses->uses[j].sampler);
 			if (!got.ok())
 				return fail("texture '" + iface.textures[i].name + "': " + got.error().message);
-			refuseAtlas();
+			refuseTextures();
 			return false;
 		}
 		u.words = atlas::packEntry(**got, u.sampler);
 		if ((*got)->family == atlas::Family::Srgb)
 			u.words[0] |= fx::kHeapAtlasSrgbBit;
 	}
-	atlas_ = std::move(uses);
+	textures_ = std::move(uses);
 	++scene_->atlas_objects;
 	return true;
 }
 
-void HeapObject::refuseAtlas()
+Result<bool> HeapObject::acquireBindless(const fx::EffectInterface& iface)
 {
-	atlas_ = std::make_unique<AtlasTextures>(); // (remembers the refusal: counted while it is placed)
-	atlas_->refused = true;
-	++scene_->atlas_refused;
+	QUOKKA_ASSERT(!textures_, "bindless entries acquired twice");
+	std::vector<Ref<inputs::TextureResource>> textures;
+	std::vector<gpu::SamplerHandle> samplers;
+	if (Result<void> r = scene_->context->objectTextures(*object_, iface.textures, textures, samplers); !r.ok())
+		return fail(r.error().message);
+	QUOKKA_TRY_ASSIGN(table, scene_->bindlessTextures());
+	auto held = std::make_unique<SharedTextures>();
+	held->bindless = true;
+	for (size_t i = 0; i < textures.size(); ++i)
+	{
+		const std::optional<uint32_t> e = table->acquire(textures[i], samplers[i]);
+		if (!e)
+		{
+			for (uint32_t taken : held->entries)
+				table->release(taken);
+			refuseTextures();
+			return false;
+		}
+		held->entries.push_back(*e);
+	}
+	textures_ = std::move(held);
+	++scene_->bindless_objects;
+	return true;
 }
 
-void HeapObject::releaseAtlas()
+void HeapObject::refuseTextures()
 {
-	if (!atlas_)
+	textures_ = std::make_unique<SharedTextures>(); // (remembers the refusal: counted while it is placed)
+	textures_->refused = true;
+	textures_->bindless = scene_->texture_path == HeapTextures::Bindless;
+	++(textures_->bindless ? scene_->bindless_refused : scene_->atlas_refused);
+}
+
+void HeapObject::releaseTextures()
+{
+	if (!textures_)
 		return;
-	if (atlas_->refused)
-		--scene_->atlas_refused;
+	if (textures_->refused)
+		--(textures_->bindless ? scene_->bindless_refused : scene_->atlas_refused);
+	else if (textures_->bindless)
+	{
+		--scene_->bindless_objects;
+		if (!scene_->closing)
+			for (uint32_t e : textures_->entries)
+				scene_->bindless->release(e);
+	}
 	else
 	{
 		--scene_->atlas_objects;
 		if (!scene_->closing)
-			for (const AtlasTextures::Use& u : atlas_->uses)
+			for (const SharedTextures::Use& u : textures_->uses)
 				scene_->atlas_pool->release(u.texture, u.sampler);
 	}
-	atlas_.reset();
+	textures_.reset();
 }
 
 Result<void> HeapObject::attach(const Plan& plan)
@@ -478,7 +517,7 @@ void HeapObject::prefetch(PrefetchStage stage) const
 
 void HeapObject::unplace()
 {
-	releaseAtlas();
+	releaseTextures();
 	if (scene_->closing)
 	{
 		// The scene goes, and its slots, blocks and entries with it: nothing to give back one by one.

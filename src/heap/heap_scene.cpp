@@ -64,6 +64,35 @@ Result<DrawStrategy> parseStrategy(const std::string& name)
 	return makeError(ErrorCode::InvalidArgument, "unknown draw strategy '" + name + "' (auto, indirect, megacall)");
 }
 
+const char* texturesName(HeapTextures t)
+{
+	switch (t)
+	{
+	case HeapTextures::Auto:
+		return "auto";
+	case HeapTextures::Bindless:
+		return "bindless";
+	case HeapTextures::Atlas:
+		return "atlas";
+	case HeapTextures::Bound:
+		return "bound";
+	}
+	return "?";
+}
+
+Result<HeapTextures> parseTextures(const std::string& name)
+{
+	for (HeapTextures t : {HeapTextures::Auto, HeapTextures::Bindless, HeapTextures::Atlas, HeapTextures::Bound})
+		if (name == texturesName(t))
+			return t;
+	return makeError(ErrorCode::InvalidArgument, "unknown texture path '" + name + "' (auto, bindless, atlas, bound)");
+}
+
+HeapTextures HeapScene::textures() const
+{
+	return impl_->texture_path;
+}
+
 uint64_t HeapScene::maxChunkBytes() const
 {
 	return impl_->max_chunk_bytes;
@@ -97,27 +126,29 @@ Result<const detail::HeapCore::HeapEffect*> detail::HeapCore::heapEffect(const f
 	for (const fx::UniformMember& m : compiled->iface.uniforms)
 		names.push_back(m.name);
 	inputs::UniformPlan plan(names);
-	std::shared_ptr<AtlasEffectJob> atlas;
-	const auto& textures = compiled->iface.textures;
-	if (options.atlas && !textures.empty() &&
-	    std::all_of(textures.begin(), textures.end(),
+	std::shared_ptr<TextureVariantJob> variant;
+	const auto& sampled = compiled->iface.textures;
+	if (textures_error.empty() && texture_path != HeapTextures::Bound && !sampled.empty() &&
+	    std::all_of(sampled.begin(), sampled.end(),
 	                [](const fx::TextureBinding& t) { return t.kind == fx::TexKind::Sampler2D; }))
 	{
-		// The atlas variant: at once, or on a worker (its objects wait for it as for their effect).
-		atlas = std::make_shared<AtlasEffectJob>();
-		context->runJob(atlas,
-		                [job = atlas.get(), &compiler = context->effects(), effect, outputs = outputs]() -> Result<void>
-		                {
-			                Result<fx::CompiledEffectPtr> r =
-			                    compiler.compile(effect, outputs, fx::PathVariant::HeapIndirectAtlas);
-			                if (r.ok())
-				                job->compiled = std::move(r.value());
-			                else
-				                job->refused = r.error().message;
-			                return {};
-		                });
+		// The texture variant: at once, or on a worker (its objects wait for it as for their effect).
+		const fx::PathVariant path = texture_path == HeapTextures::Bindless ? fx::PathVariant::HeapIndirectBindless
+		                                                                    : fx::PathVariant::HeapIndirectAtlas;
+		variant = std::make_shared<TextureVariantJob>();
+		context->runJob(
+		    variant,
+		    [job = variant.get(), &compiler = context->effects(), effect, outputs = outputs, path]() -> Result<void>
+		    {
+			    Result<fx::CompiledEffectPtr> r = compiler.compile(effect, outputs, path);
+			    if (r.ok())
+				    job->compiled = std::move(r.value());
+			    else
+				    job->refused = r.error().message;
+			    return {};
+		    });
 	}
-	return &heap_effects.emplace(effect.id(), HeapEffect{std::move(compiled), std::move(plan), std::move(atlas)})
+	return &heap_effects.emplace(effect.id(), HeapEffect{std::move(compiled), std::move(plan), std::move(variant)})
 	            .first->second;
 }
 
@@ -131,6 +162,17 @@ Result<atlas::AtlasPool*> detail::HeapCore::atlasPool()
 		atlas_sampler = std::move(sampler);
 	}
 	return atlas_pool.get();
+}
+
+Result<detail::BindlessTextures*> detail::HeapCore::bindlessTextures()
+{
+	if (!bindless)
+	{
+		const uint32_t capacity = std::min(options.bindless_capacity, device->info().max_bindless_textures);
+		QUOKKA_TRY_ASSIGN(made, BindlessTextures::create(*context, std::max(capacity, 1u)));
+		bindless = std::move(made);
+	}
+	return bindless.get();
 }
 
 void detail::HeapCore::wait(const Ref<HeapObject>& h)
@@ -226,6 +268,13 @@ HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signa
 	p.device = &context.device();
 	p.pages.bind(context.device());
 	p.routing.emplace(context, p.signature, options.draw);
+	const bool bindless = context.device().features().descriptor_indexing;
+	p.texture_path = options.textures;
+	if (p.texture_path == HeapTextures::Auto)
+		p.texture_path = bindless ? HeapTextures::Bindless : HeapTextures::Atlas;
+	if (p.texture_path == HeapTextures::Bindless && !bindless)
+		p.textures_error = "bindless textures (HeapOptions::textures) need descriptor indexing, which " +
+		                   context.device().info().name + " lacks (use auto, atlas or bound)";
 }
 
 HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signature,

@@ -422,6 +422,10 @@ private:
 		stats_.buckets = uint32_t(p_.bucket_order.size());
 		stats_.atlas_objects = p_.atlas_objects;
 		stats_.atlas_refused = p_.atlas_refused;
+		stats_.texture_path = p_.texture_path;
+		stats_.bindless_objects = p_.bindless_objects;
+		stats_.bindless_refused = p_.bindless_refused;
+		stats_.bindless_entries = p_.bindless ? p_.bindless->entries() : 0;
 		stats_.waiting_objects = uint32_t(p_.waiting.size());
 		const bool slots_changed = std::exchange(p_.shape_changed, false);
 		if (std::exchange(p_.blocks_changed, false) || slots_changed)
@@ -463,6 +467,8 @@ Result<void> HeapScene::update()
 		return makeError(ErrorCode::InvalidArgument, "HeapScene::add/remove on a scene built over a set: its set is "
 		                                             "its membership (change the set, or build the scene without one)");
 	}
+	if (!impl_->textures_error.empty())
+		return makeError(ErrorCode::MissingFeature, impl_->textures_error);
 	const auto t0 = std::chrono::steady_clock::now();
 	const HeapStats keep = stats_;
 	stats_ = HeapStats{};

@@ -666,6 +666,8 @@ Result<void> TextureResource::update(gpu::CommandList& list)
 	const scene::TextureData data = *value;
 	if (data.image)
 	{
+		if (image_ != data.image)
+			context_->noteTextureImageChange();
 		image_ = data.image; // already on the GPU (renderTo)
 		owned_ = false;
 		return {};
@@ -696,6 +698,7 @@ Result<void> TextureResource::update(gpu::CommandList& list)
 		image_ = std::move(image);
 		owned_ = true;
 		++s.texture_images;
+		context_->noteTextureImageChange();
 	}
 	QUOKKA_TRY(gpu::recordImageUpload(list, *image_, data.rgba8->data(), bytes));
 	++s.texture_uploads;

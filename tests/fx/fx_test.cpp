@@ -586,4 +586,52 @@ TEST_F(EffectCompile, PerInstanceUniformsAreInstanceAttributesAndFlatVaryingsInB
 	}
 }
 
+/// The heap's texture variants put each texture's entry in the draw header after the two draw words — an atlas entry
+/// (4 words) or a bindless table index (1 word, the body sampling `qk_bindless` non-uniformly) — and refuse a cube
+/// map, which neither an atlas nor a table of 2D textures holds.
+TEST_F(EffectCompile, TextureVariantsCarryEachTexturesEntryInTheDrawHeader)
+{
+	EffectCompiler compiler(device().shaderCompiler());
+	auto effect = compose("textured", stock::trafo(), stock::constantColor(), stock::diffuseTexture());
+	ASSERT_TRUE(effect.ok());
+	auto plain = compiler.compile(effect.value(), {}, PathVariant::HeapIndirect);
+	ASSERT_TRUE(plain.ok()) << plain.error().message;
+	const EffectInterface& base = plain.value()->iface;
+	ASSERT_EQ(base.textures.size(), 1u);
+	const uint32_t draw_words = uint32_t(base.uniforms.size() + base.attributes.size()) + 2;
+	EXPECT_EQ(base.header_words, draw_words);
+	for (PathVariant path : {PathVariant::HeapIndirectAtlas, PathVariant::HeapMegacallAtlas,
+	                         PathVariant::HeapIndirectBindless, PathVariant::HeapMegacallBindless})
+	{
+		auto compiled = compiler.compile(effect.value(), {}, path);
+		ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+		const EffectInterface& i = compiled.value()->iface;
+		EXPECT_EQ(i.header_words, draw_words + textureHeaderWords(path));
+		ASSERT_EQ(i.textures.size(), 1u);
+		EXPECT_EQ(i.textures[0].binding, draw_words) << "the entry's first header word";
+		EXPECT_EQ(i.uniforms.size(), base.uniforms.size());
+		EXPECT_EQ(i.attributes.size(), base.attributes.size());
+		const bool bindless = isBindlessVariant(path);
+		EXPECT_EQ(compiled.value()->fragment_glsl.find("qk_bindless[nonuniformEXT(qk_tex_DiffuseColorTexture)]") !=
+		              std::string::npos,
+		          bindless);
+		EXPECT_EQ(megacallVariantOf(path) == path, isMegacallVariant(path));
+	}
+	auto cube = compose("cube", stock::trafo(),
+	                    std::make_shared<const Stage>(Stage::fragment("sky")
+	                                                      .reads({{"Normals", V3f}})
+	                                                      .writes({{"Colors", V4f}})
+	                                                      .texture("Sky", TexKind::SamplerCube)
+	                                                      .glsl("\ts.Colors = texture(Sky, s.Normals);")));
+	ASSERT_TRUE(cube.ok()) << cube.error().message;
+	for (PathVariant path : {PathVariant::HeapIndirectAtlas, PathVariant::HeapIndirectBindless})
+	{
+		auto refused = compiler.compile(cube.value(), {}, path);
+		ASSERT_FALSE(refused.ok());
+		EXPECT_EQ(refused.error().code, ErrorCode::Unsupported);
+		EXPECT_NE(refused.error().message.find("'Sky' is not a 2D texture"), std::string::npos);
+	}
+	EXPECT_TRUE(compiler.compile(cube.value(), {}, PathVariant::HeapIndirect).ok());
+}
+
 } // namespace quokka::fx::test

@@ -43,14 +43,38 @@ enum class PathVariant : uint8_t
 	/// its own) fails to compile in this variant.
 	HeapIndirectAtlas,
 	HeapMegacallAtlas,
+	/// The heap variants with bindless textures (gpu::BindlessTable, DeviceFeatures::descriptor_indexing): every active
+	/// texture (2D only) is an entry of the table bound at set kHeapBindlessSet (`sampler2D qk_bindless[]`), its index
+	/// one u32 appended to the draw header in EffectInterface::textures order (TextureBinding::binding = that header
+	/// word). The stage bodies use the texture as a sampler2D — every texture function, hardware sampling — through a
+	/// macro that indexes the table non-uniformly. Objects whose textures differ share a draw.
+	HeapIndirectBindless,
+	HeapMegacallBindless,
 };
 inline constexpr bool isMegacallVariant(PathVariant p)
 {
-	return p == PathVariant::HeapMegacall || p == PathVariant::HeapMegacallAtlas;
+	return p == PathVariant::HeapMegacall || p == PathVariant::HeapMegacallAtlas ||
+	       p == PathVariant::HeapMegacallBindless;
 }
 inline constexpr bool isAtlasVariant(PathVariant p)
 {
 	return p == PathVariant::HeapIndirectAtlas || p == PathVariant::HeapMegacallAtlas;
+}
+inline constexpr bool isBindlessVariant(PathVariant p)
+{
+	return p == PathVariant::HeapIndirectBindless || p == PathVariant::HeapMegacallBindless;
+}
+/// The megacall variant drawing what `indirect` (a heap indirect variant) draws.
+inline constexpr PathVariant megacallVariantOf(PathVariant indirect)
+{
+	return isAtlasVariant(indirect)      ? PathVariant::HeapMegacallAtlas
+	       : isBindlessVariant(indirect) ? PathVariant::HeapMegacallBindless
+	                                     : PathVariant::HeapMegacall;
+}
+/// Draw-header words per texture: an atlas entry (4), a bindless index (1), none for bound textures.
+inline constexpr uint32_t textureHeaderWords(PathVariant p)
+{
+	return isAtlasVariant(p) ? 4 : isBindlessVariant(p) ? 1 : 0;
 }
 
 /// Heap variants: the draw header of one draw is `header_words` u32: one arena ref (byte offset of the allocation
@@ -58,9 +82,11 @@ inline constexpr bool isAtlasVariant(PathVariant p)
 /// header word), then one per active attribute (InterfaceVariable::location = the header word; bit 0 of the ref set =
 /// per-instance), then the vertex base (int: base vertex of indexed draws, first vertex of non-indexed ones; read by
 /// the megacall only) and the first instance (added to the instance index of per-instance attributes); atlas variants
-/// append each texture's entry (4 words).
+/// append each texture's entry (4 words), bindless variants each texture's table index (1 word).
 inline constexpr uint32_t kHeapTextureBinding = 4;
 inline constexpr uint32_t kHeapAtlasBinding = 4;
+/// The set of the bindless variants' texture table (set 0 is the heap's push-descriptor set).
+inline constexpr uint32_t kHeapBindlessSet = 1;
 /// The family bit of an atlas entry's first word (the rest is the page layer): set for the sRGB pages.
 inline constexpr uint32_t kHeapAtlasSrgbBit = 0x80000000u;
 inline constexpr uint32_t kHeapPerInstanceBit = 1;

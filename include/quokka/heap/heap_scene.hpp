@@ -47,6 +47,18 @@ const char* strategyName(DrawStrategy strategy);
 /// Parses "auto" | "indirect" | "megacall".
 Result<DrawStrategy> parseStrategy(const std::string& name);
 
+/// How the heap draws textured objects (HeapOptions::textures).
+enum class HeapTextures : uint8_t
+{
+	Auto,     ///< Bindless where the device has descriptor indexing, else Atlas
+	Bindless, ///< a table of textures the shaders index (gpu::BindlessTable); needs descriptor indexing
+	Atlas,    ///< textures packed into the pages of an atlas (atlas::AtlasPool), sampled in software
+	Bound,    ///< each texture set bound per draw: its own bucket and draw
+};
+const char* texturesName(HeapTextures textures);
+/// Parses "auto" | "bindless" | "atlas" | "bound".
+Result<HeapTextures> parseTextures(const std::string& name);
+
 /// Thresholds inside the heap, exposed for measurement and tests. EXPERIMENTAL: fields, meanings and defaults may
 /// change in any release without notice; the defaults are the best measured on the H200 (docs/benchmarks.md).
 struct HeapTuning
@@ -93,14 +105,24 @@ struct HeapOptions
 	/// toggle) re-specialises the group, not each object.
 	/// false: the rules are evaluated on the CPU and each object moves between slots by value, as the classic path.
 	bool gpu_routing = true;
-	/// Textures through an atlas (atlas::AtlasPool, one per scene): an object whose effect samples only 2D textures
-	/// and whose textures are RGBA8 texels on the host has them packed into the atlas's pages and sampled there
-	/// (fx::PathVariant::HeapIndirectAtlas), so objects that differ only in their textures share a bucket and a draw.
-	/// An object the atlas refuses — a texture on the GPU already (a render target), larger than a page, no room even
-	/// after evicting idle entries and growing — or whose effect uses a texture otherwise than by sampling it, is drawn
-	/// with its textures bound: its own bucket per texture set (never an error, never a dropped object).
-	/// false: every texture set its own bucket.
-	bool atlas = true;
+	/// How objects whose effect samples only 2D textures are drawn, so that objects differing only in their textures
+	/// share a bucket and a draw:
+	/// - Bindless: the scene's table of textures (gpu::BindlessTable, one entry per texture and sampler, shared by the
+	///   objects using them) is bound once; each object's draw header holds its textures' entries and the shaders
+	///   index the table (fx::PathVariant::HeapIndirectBindless): hardware sampling, any texture on the GPU (renderTo
+	///   images too), every texture function. A texture changing its value keeps its entry (a new size or format
+	///   rewrites the entry once the frames in flight retired).
+	/// - Atlas: textures that are RGBA8 texels on the host are packed into the atlas's pages and sampled there in
+	///   software (fx::PathVariant::HeapIndirectAtlas); a texture changing its value re-places its objects.
+	/// - Bound: every texture set its own bucket and draw.
+	/// An object the table or atlas refuses — the table full; for the atlas a texture on the GPU already, larger
+	/// than a page, no room even after evicting idle entries and growing — or whose effect uses a texture otherwise
+	/// (a cube map; for the atlas, a texture passed to a function of its own) is drawn with its textures bound: its
+	/// own bucket per texture set (never an error, never a dropped object). Auto: Bindless where the device has
+	/// descriptor indexing, else Atlas. Bindless on a device without it: update() fails (MissingFeature).
+	HeapTextures textures = HeapTextures::Auto;
+	/// Entries of the bindless table (distinct texture and sampler pairs); at most DeviceInfo::max_bindless_textures.
+	uint32_t bindless_capacity = 1u << 16;
 	atlas::AtlasOptions atlas_options;
 	HeapTuning tuning; ///< EXPERIMENTAL
 };
@@ -171,7 +193,15 @@ struct HeapStats
 	/// Objects whose textures the atlas refused, or whose effect has no atlas variant (see HeapOptions::atlas): drawn
 	/// with their textures bound
 	uint32_t atlas_refused = 0;
-	uint32_t atlas_entries = 0;    ///< textures held by the atlas (in use or idle)
+	uint32_t atlas_entries = 0; ///< textures held by the atlas (in use or idle)
+	/// How the scene draws textures (HeapScene::textures(); summed stats: the first scene's).
+	HeapTextures texture_path = HeapTextures::Auto;
+	uint32_t bindless_objects = 0; ///< objects whose textures are entries of the bindless table
+	/// Objects drawn with bound textures because the bindless table was full or their effect has no bindless variant.
+	uint32_t bindless_refused = 0;
+	uint32_t bindless_entries = 0; ///< distinct (texture, sampler) pairs in the bindless table
+	/// Frames that waited for the frames in flight before rewriting the entry of a texture whose image was replaced.
+	uint32_t bindless_waits = 0;
 	uint64_t atlas_bytes = 0;      ///< device memory of the atlas's pages
 	uint32_t derived_uniforms = 0; ///< derived uniform nodes interned (collected under add/remove churn)
 	uint32_t derive_records = 0;   ///< uniform values the derive kernel computes
@@ -215,6 +245,12 @@ struct HeapStats
 		atlas_objects += o.atlas_objects;
 		atlas_refused += o.atlas_refused;
 		atlas_entries += o.atlas_entries;
+		if (texture_path == HeapTextures::Auto)
+			texture_path = o.texture_path;
+		bindless_objects += o.bindless_objects;
+		bindless_refused += o.bindless_refused;
+		bindless_entries += o.bindless_entries;
+		bindless_waits += o.bindless_waits;
 		atlas_bytes += o.atlas_bytes;
 		compactions += o.compactions;
 		chunks_skipped += o.chunks_skipped;
@@ -312,6 +348,8 @@ public:
 	/// whose buffers do not fit one is drawn by the classic path (runtime::ObjectRouter).
 	uint64_t maxChunkBytes() const;
 	const HeapOptions& options() const { return options_; }
+	/// How this scene draws textured objects: HeapOptions::textures with Auto resolved for the device.
+	HeapTextures textures() const;
 	size_t objectCount() const;
 
 	/// Tears the scene down in slices, until `deadline`: its objects leave their input nodes and are freed, then its

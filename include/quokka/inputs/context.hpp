@@ -243,6 +243,10 @@ public:
 	void forgetTexture(const adaptive::AdaptiveObject* node);
 	BufferArena& dataArena() { return data_arena_; }
 	ContextStats& mutableStats() { return stats_; }
+	/// Counts the times a TextureResource's image changed (made, replaced by a new size or format, a new renderTo
+	/// image): a renderer that keeps image views (a bindless table) looks at its textures again only when it moved.
+	uint64_t textureImageChanges() const { return texture_image_changes_; }
+	void noteTextureImageChange() { ++texture_image_changes_; }
 
 private:
 	explicit Context(gpu::Device& device);
@@ -303,6 +307,7 @@ private:
 	std::vector<uint32_t> dirty_uniform_pages_;
 	std::vector<adaptive::Ref<BufferResource>> dirty_buffers_;
 	std::vector<adaptive::Ref<TextureResource>> dirty_textures_;
+	uint64_t texture_image_changes_ = 0;
 	ContextStats stats_;
 };
 
