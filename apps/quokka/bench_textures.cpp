@@ -8,11 +8,13 @@
 //             differing in textures share a draw, sampled by the hardware);
 //   bound   — the heap with the atlas off: one bucket, and a draw, per texture;
 //   classic — one draw per object.
-// Reported per row: draw calls, the first frame's CPU update per object (placement, atlas acquisitions included),
-// the median GPU, frame and encode time of steady frames, GPU time over the shared and shared-bound rows', the atlas's
-// entries,
-// layers and bytes. A second table times the atlas's upload alone: T textures acquired and uploaded in one submission
-// (mips and gutters built by its kernel, copied into the pages), as texel bytes per second of wall and GPU time.
+// The variants of one (N, T) are measured interleaved: each placed and settled, then rounds of one steady frame per
+// variant, the round's first rotating. Reported per row: draw calls, the first frame's CPU update per object
+// (placement, atlas or table acquisitions included; the textures are uploaded by the first variant that samples them),
+// the median GPU, frame and encode time of the steady frames, GPU time over the shared and shared-bound rows', the
+// atlas's or table's entries and the atlas's bytes. A second table times the atlas's upload alone: T textures acquired
+// and uploaded in one submission (mips and gutters built by its kernel, copied into the pages), as texel bytes per
+// second of wall and GPU time (of the textures it had room for, when it is full).
 #include "commands.hpp"
 #include "render_common.hpp"
 #include "scene_run.hpp"
@@ -105,51 +107,84 @@ struct Row
 	double gpu_ms = 0, frame_ms = 0, encode_us = 0;
 	uint32_t atlas_entries = 0;
 	uint64_t atlas_bytes = 0;
+	uint32_t bindless_entries = 0;
 };
 
-/// The first frame (placement) and `reps` steady frames of `objects` with `options`.
-Result<Row> measure(gpu::Device& device, BenchSession& session, const std::vector<scene::RenderObjectPtr>& objects,
-                    const runtime::RenderOptions& options, uint32_t reps)
+/// One variant of a row group: its objects (own textures or the shared one) and options.
+struct Variant
 {
-	auto task = benchTask(session, objects, options);
-	gpu::FrameTimer timer(device);
-	Row row;
-	std::vector<double> gpu, wall, encode;
-	for (uint32_t f = 0; f < reps + 2; ++f)
+	std::string name;
+	const std::vector<scene::RenderObjectPtr>* objects;
+	runtime::RenderOptions options;
+};
+
+/// Every variant's task placed (its first frame timed: placement; the textures are uploaded by the first variant that
+/// samples them, as the tasks share the session's context) and settled by a second frame, then `reps` rounds of one
+/// steady frame per variant, the round's first variant rotating — a GPU state change (clocks, caches) reaches every
+/// variant alike instead of biasing whichever ran after it. Rows in variant order.
+Result<std::vector<Row>> measureInterleaved(gpu::Device& device, BenchSession& session,
+                                            const std::vector<Variant>& variants, uint32_t reps)
+{
+	struct Live
 	{
-		QUOKKA_TRY_ASSIGN(timed, timedFrame(device, timer, *task, session.framebuffer));
-		const double ms = timed.wall_ms;
-		const gpu::FrameTiming& timing = timed.timing;
-		const runtime::TaskStats& s = task->stats();
-		if (f == 0)
+		std::unique_ptr<runtime::RenderTask> task;
+		std::vector<double> gpu, wall, encode;
+		Row row;
+	};
+	gpu::FrameTimer timer(device);
+	std::vector<Live> live(variants.size());
+	const auto frame = [&](Live& l, bool counted) -> Result<void>
+	{
+		QUOKKA_TRY_ASSIGN(timed, timedFrame(device, timer, *l.task, session.framebuffer));
+		const runtime::TaskStats& s = l.task->stats();
+		l.row.draw_calls = s.heap.draw_calls + s.passes.draws;
+		l.row.buckets = s.heap.buckets;
+		l.row.atlas_entries = s.heap.atlas_entries;
+		l.row.atlas_bytes = s.heap.atlas_bytes;
+		l.row.bindless_entries = s.heap.bindless_entries;
+		if (counted)
 		{
-			row.place_ms = s.update_ms;
-			row.place_us_per_object = 1000.0 * s.update_ms / double(objects.size());
+			l.gpu.push_back(timed.timing.ms);
+			l.wall.push_back(timed.wall_ms);
+			l.encode.push_back(1000.0 * s.encode_ms);
 		}
-		if (f < 2)
-			continue; // (the second frame settles what the first deferred)
-		gpu.push_back(timing.ms);
-		wall.push_back(ms);
-		encode.push_back(1000.0 * s.encode_ms);
-		row.draw_calls = s.heap.draw_calls + s.passes.draws;
-		row.buckets = s.heap.buckets;
-		row.atlas_entries = s.heap.atlas_entries;
-		row.atlas_bytes = s.heap.atlas_bytes;
+		return {};
+	};
+	for (size_t i = 0; i < variants.size(); ++i)
+	{
+		Live& l = live[i];
+		l.task = benchTask(session, *variants[i].objects, variants[i].options);
+		QUOKKA_TRY(frame(l, false));
+		const runtime::TaskStats& s = l.task->stats();
+		l.row.place_ms = s.update_ms;
+		l.row.place_us_per_object = 1000.0 * s.update_ms / double(variants[i].objects->size());
+		if (variants[i].options.path == runtime::RenderPath::Heap && s.heap.objects != variants[i].objects->size())
+			return makeError(ErrorCode::Unsupported, "bench textures: the heap holds " +
+			                                             std::to_string(s.heap.objects) + " of " +
+			                                             std::to_string(variants[i].objects->size()) + " objects");
+		QUOKKA_TRY(frame(l, false)); // (the second frame settles what the first deferred)
 	}
-	row.gpu_ms = median(gpu);
-	row.frame_ms = median(wall);
-	row.encode_us = median(encode);
-	if (options.path == runtime::RenderPath::Heap && task->stats().heap.objects != objects.size())
-		return makeError(ErrorCode::Unsupported, "bench textures: the heap holds " +
-		                                             std::to_string(task->stats().heap.objects) + " of " +
-		                                             std::to_string(objects.size()) + " objects");
-	return row;
+	for (uint32_t r = 0; r < reps; ++r)
+		for (size_t k = 0; k < live.size(); ++k)
+			QUOKKA_TRY(frame(live[(r + k) % live.size()], true));
+	std::vector<Row> rows;
+	for (size_t i = 0; i < live.size(); ++i)
+	{
+		Row row = live[i].row;
+		row.variant = variants[i].name;
+		row.gpu_ms = median(live[i].gpu);
+		row.frame_ms = median(live[i].wall);
+		row.encode_us = median(live[i].encode);
+		rows.push_back(row);
+	}
+	return rows;
 }
 
 struct UploadRow
 {
 	uint32_t textures = 0, size = 0;
-	uint64_t texel_bytes = 0;
+	uint32_t placed = 0, refused = 0; ///< textures the atlas took, and those it had no room for
+	uint64_t texel_bytes = 0;         ///< of the placed textures
 	double wall_ms = 0, gpu_ms = 0;
 	uint32_t layers = 0;
 };
@@ -170,8 +205,13 @@ Result<UploadRow> measureUpload(gpu::Device& device, const std::vector<adaptive:
 		row.texel_bytes += data.rgba8->size();
 		QUOKKA_TRY_ASSIGN(placed, pool->acquire(data, scene::SamplerState{}));
 		if (!placed)
-			return makeError(ErrorCode::OutOfMemory, "bench textures: the atlas has no room for " +
-			                                             std::to_string(textures.size()) + " textures");
+		{
+			// (The atlas is full: the figure is the throughput of what it took, said so in the row.)
+			row.refused = uint32_t(textures.size()) - row.placed;
+			row.texel_bytes -= data.rgba8->size();
+			break;
+		}
+		++row.placed;
 	}
 	QUOKKA_TRY_ASSIGN(list, device.beginCommands());
 	timer.begin(list);
@@ -229,7 +269,7 @@ int runBenchTextures(const BenchOptions& b)
 		{
 			const auto shared_objects = makeObjects(n, {textures.front()}, effect);
 			const auto objects = makeObjects(n, textures, effect);
-			double shared_gpu = 0.0, shared_bound_gpu = 0.0;
+			std::vector<Variant> variants;
 			for (const char* variant : {"shared", "shared-bound", "atlas", "bindless", "bound", "classic"})
 			{
 				const std::string v = variant;
@@ -248,37 +288,44 @@ int runBenchTextures(const BenchOptions& b)
 					options.heap.atlas_options = atlas_options;
 				}
 				const bool shared = v == "shared" || v == "shared-bound";
-				auto row = measure(dev, *session, shared ? shared_objects : objects, options, b.reps);
-				if (!row.ok())
-					return fail(row.error());
-				row->objects = n;
-				row->textures = shared ? 1 : t;
-				row->variant = v;
+				variants.push_back({v, shared ? &shared_objects : &objects, options});
+			}
+			auto measured = measureInterleaved(dev, *session, variants, b.reps);
+			if (!measured.ok())
+				return fail(measured.error());
+			double shared_gpu = 0.0, shared_bound_gpu = 0.0;
+			for (Row& row : measured.value())
+			{
+				const std::string& v = row.variant;
+				const bool shared = v == "shared" || v == "shared-bound";
+				row.objects = n;
+				row.textures = shared ? 1 : t;
 				if (v == "shared")
-					shared_gpu = row->gpu_ms;
+					shared_gpu = row.gpu_ms;
 				if (v == "shared-bound")
-					shared_bound_gpu = row->gpu_ms;
-				const double ratio = shared_gpu > 0.0 ? row->gpu_ms / shared_gpu : 0.0;
-				const double ratio_bound = shared_bound_gpu > 0.0 ? row->gpu_ms / shared_bound_gpu : 0.0;
+					shared_bound_gpu = row.gpu_ms;
+				const double ratio = shared_gpu > 0.0 ? row.gpu_ms / shared_gpu : 0.0;
+				const double ratio_bound = shared_bound_gpu > 0.0 ? row.gpu_ms / shared_bound_gpu : 0.0;
 				if (!b.json)
 					std::printf("  %8u %8u %-12s %7u %8u %11.2f %9.3f %9.3f %10.1f %7.2f %7.2f %8u %9.1f\n", n,
-					            row->textures, variant, row->draw_calls, row->buckets, row->place_us_per_object,
-					            row->gpu_ms, row->frame_ms, row->encode_us, ratio, ratio_bound, row->atlas_entries,
-					            double(row->atlas_bytes) / double(1 << 20));
+					            row.textures, v.c_str(), row.draw_calls, row.buckets, row.place_us_per_object,
+					            row.gpu_ms, row.frame_ms, row.encode_us, ratio, ratio_bound,
+					            row.atlas_entries + row.bindless_entries, double(row.atlas_bytes) / double(1 << 20));
 				rows.push_back(nlohmann::ordered_json{{"objects", n},
-				                                      {"textures", row->textures},
+				                                      {"textures", row.textures},
 				                                      {"variant", v},
-				                                      {"draw_calls", row->draw_calls},
-				                                      {"buckets", row->buckets},
-				                                      {"place_ms", row->place_ms},
-				                                      {"place_us_per_object", row->place_us_per_object},
-				                                      {"gpu_ms", row->gpu_ms},
-				                                      {"frame_ms", row->frame_ms},
-				                                      {"encode_us", row->encode_us},
+				                                      {"draw_calls", row.draw_calls},
+				                                      {"buckets", row.buckets},
+				                                      {"place_ms", row.place_ms},
+				                                      {"place_us_per_object", row.place_us_per_object},
+				                                      {"gpu_ms", row.gpu_ms},
+				                                      {"frame_ms", row.frame_ms},
+				                                      {"encode_us", row.encode_us},
 				                                      {"gpu_over_shared", ratio},
 				                                      {"gpu_over_shared_bound", ratio_bound},
-				                                      {"atlas_entries", row->atlas_entries},
-				                                      {"atlas_bytes", row->atlas_bytes}});
+				                                      {"atlas_entries", row.atlas_entries},
+				                                      {"atlas_bytes", row.atlas_bytes},
+				                                      {"bindless_entries", row.bindless_entries}});
 			}
 		}
 		auto up = measureUpload(dev, textures, atlas_options);
@@ -287,6 +334,8 @@ int runBenchTextures(const BenchOptions& b)
 		const double gb = double(up->texel_bytes) / 1e9;
 		uploads.push_back(nlohmann::ordered_json{
 		    {"textures", t},
+		    {"placed", up->placed},
+		    {"refused", up->refused},
 		    {"texture_size", size},
 		    {"texel_bytes", up->texel_bytes},
 		    {"wall_ms", up->wall_ms},
@@ -294,11 +343,12 @@ int runBenchTextures(const BenchOptions& b)
 		    {"wall_gb_per_s", gb / (up->wall_ms / 1000.0)},
 		    {"layers", up->layers}});
 		if (!b.json)
-			std::printf("  upload: %u textures, %.1f MB of texels in %.2f ms (%.2f GB/s wall%s), %u layers\n", t,
-			            double(up->texel_bytes) / 1e6, up->wall_ms, gb / (up->wall_ms / 1000.0),
-			            up->gpu_ms >= 0.0 ? (", " + std::to_string(gb / (up->gpu_ms / 1000.0)) + " GB/s GPU").c_str()
-			                              : "",
-			            up->layers);
+			std::printf(
+			    "  upload: %u textures%s, %.1f MB of texels in %.2f ms (%.2f GB/s wall%s), %u layers\n", up->placed,
+			    up->refused ? (" (" + std::to_string(up->refused) + " more refused: the atlas is full)").c_str() : "",
+			    double(up->texel_bytes) / 1e6, up->wall_ms, gb / (up->wall_ms / 1000.0),
+			    up->gpu_ms >= 0.0 ? (", " + std::to_string(gb / (up->gpu_ms / 1000.0)) + " GB/s GPU").c_str() : "",
+			    up->layers);
 	}
 	if (b.json)
 	{

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device campaign for load and scale (#41) and textures at scale (#40), not CI: one call of the device tool.
 #   here:  scripts/build && ../shared/tools/device/pack.sh build/bin/quokka build/bin/quokka_heap_tests \
-#            build/bin/quokka_atlas_gpu_tests && strip .devcarry/bin/*
+#            build/bin/quokka_atlas_gpu_tests build/bin/quokka_gpu_tests && strip .devcarry/bin/*
 #   there: bash scripts/device/scale.sh [PART...]   (parts: thp textures draw update; default: all, in that order)
 # Each part's full output goes to $OUT/<part>.txt (JSON where the benchmark has it); the summary lines are printed.
 # Parts stop at their own time limits so that one slow part leaves time for the rest of a 10-minute call.
@@ -26,9 +26,11 @@ for part in "${parts[@]}"; do
     textures) # #40: draw calls and GPU time against one shared texture, 10^4/10^5 objects x 10/10^3/10^4 textures
       run 200 quokka bench textures --objects 10000 100000 --reps 5 --json > "$out/textures.json" 2> "$out/textures.err"
       echo "bench textures rc=$?"; tail -3 "$out/textures.err"
-      run 60 quokka_heap_tests --gtest_filter='HeapTexture*:*Textures*' > "$out/heaptex.txt" 2>&1
+      run 60 quokka_heap_tests --gtest_filter='HeapTexture*:HeapBindless*:*Textures*' > "$out/heaptex.txt" 2>&1
       grep -E "worst|OK|FAILED|PASSED" "$out/heaptex.txt" | head -20
-      run 60 quokka_atlas_gpu_tests > "$out/atlas.txt" 2>&1; tail -2 "$out/atlas.txt" ;;
+      run 60 quokka_atlas_gpu_tests > "$out/atlas.txt" 2>&1; tail -2 "$out/atlas.txt"
+      QUOKKA_REQUIRE_BINDLESS=1 run 60 quokka_gpu_tests --gtest_filter='Bindless*' > "$out/bindless.txt" 2>&1
+      tail -2 "$out/bindless.txt" ;;
     draw) # auto against the best variant, interleaved, 10^3..10^6
       run 240 quokka bench draw --objects 1000 10000 100000 1000000 --reps 7 --json > "$out/draw.json" 2> "$out/draw.err"
       echo "bench draw rc=$?"; tail -3 "$out/draw.err" ;;

@@ -876,17 +876,18 @@ TEST(CliBench, ChainRowsShowTheDeviceComposingWhatARootMoveChanges)
 	expectOneLineError(runCli("bench chain --depth 1"), "--depth");
 }
 
-// bench textures: per (textures, objects) the shared, shared-bound, atlas, bound and classic rows — the atlas and the
-// shared texture draw once whatever the texture count, bound textures once per texture, classic once per object — and
-// the upload.
-TEST(CliBench, TexturesRowsDrawOnceThroughTheAtlasWhateverTheTextureCount)
+// bench textures: per (textures, objects) the shared, shared-bound, atlas, bindless (where the device has it), bound
+// and classic rows — the atlas, the bindless table and the shared texture draw once whatever the texture count, bound
+// textures once per texture, classic once per object — and the upload.
+TEST(CliBench, TexturesRowsDrawOnceThroughTheAtlasOrTheBindlessTableWhateverTheTextureCount)
 {
 	const CliRun run = runCli("bench textures --objects 60 --textures 3 20 --texture-size 16 --reps 1 --json");
 	ASSERT_EQ(run.exit_code, 0) << run.err;
 	const auto j = nlohmann::json::parse(run.out);
 	EXPECT_EQ(j["benchmark"], "textures");
 	EXPECT_EQ(j["texture_size"].get<int>(), 16);
-	ASSERT_EQ(j["rows"].size(), 10u) << j["rows"].dump();
+	// (shared, shared-bound, atlas, bindless where the device has it, bound, classic) per texture count.
+	ASSERT_TRUE(j["rows"].size() == 10u || j["rows"].size() == 12u) << j["rows"].dump();
 	for (const auto& row : j["rows"])
 	{
 		const std::string v = row["variant"];
@@ -899,6 +900,12 @@ TEST(CliBench, TexturesRowsDrawOnceThroughTheAtlasWhateverTheTextureCount)
 			EXPECT_EQ(row["draw_calls"].get<int>(), 1) << row.dump();
 			EXPECT_EQ(row["atlas_entries"].get<int>(), textures) << row.dump();
 		}
+		else if (v == "bindless")
+		{
+			EXPECT_EQ(row["draw_calls"].get<int>(), 1) << row.dump();
+			EXPECT_EQ(row["bindless_entries"].get<int>(), textures) << row.dump();
+			EXPECT_EQ(row["atlas_entries"].get<int>(), 0) << row.dump();
+		}
 		else if (v == "bound" || v == "shared-bound")
 		{
 			EXPECT_EQ(row["draw_calls"].get<int>(), textures) << row.dump();
@@ -909,6 +916,8 @@ TEST(CliBench, TexturesRowsDrawOnceThroughTheAtlasWhateverTheTextureCount)
 	}
 	ASSERT_EQ(j["uploads"].size(), 2u);
 	EXPECT_EQ(j["uploads"][1]["texel_bytes"].get<int>(), 20 * 16 * 16 * 4);
+	EXPECT_EQ(j["uploads"][1]["placed"].get<int>(), 20);
+	EXPECT_EQ(j["uploads"][1]["refused"].get<int>(), 0);
 	EXPECT_GT(j["uploads"][1]["wall_gb_per_s"].get<double>(), 0.0);
 	expectOneLineError(runCli("bench textures --textures 0"), "--textures");
 }
