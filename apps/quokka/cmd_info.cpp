@@ -38,6 +38,7 @@ int runInfo(const InfoOptions& options)
 	    {"max_image_dimension_2d", i.max_image_dimension_2d},
 	    {"max_memory_allocation_count", i.max_memory_allocation_count},
 	    {"max_push_descriptors", i.max_push_descriptors},
+	    {"max_bindless_textures", i.max_bindless_textures},
 	    {"timestamp_period_ns", i.timestamp_period_ns},
 	    {"timestamp_valid_bits", i.timestamp_valid_bits},
 	};
