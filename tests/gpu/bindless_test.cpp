@@ -26,13 +26,8 @@ protected:
 	void SetUp() override
 	{
 		GpuTest::SetUp();
-		if (!device().features().descriptor_indexing)
-		{
-			// (scripts/test's second run asks for it: a driver that lost it must not pass by skipping.)
-			const char* required = std::getenv("QUOKKA_REQUIRE_BINDLESS");
-			ASSERT_FALSE(required && std::string(required) == "1") << device().info().name << " lacks bindless";
+		if (skipWithoutBindless(device()))
 			GTEST_SKIP() << device().info().name << " has no descriptor indexing (bindless textures)";
-		}
 	}
 
 	/// A 1×1 texture of one colour.

@@ -26,6 +26,18 @@ inline DeviceDesc testDeviceDesc()
 	return desc;
 }
 
+/// True when the tests of bindless textures must skip on `device` (no descriptor indexing). scripts/test's second run
+/// sets QUOKKA_REQUIRE_BINDLESS=1: there a device without it fails the test instead, so that a driver which lost the
+/// feature cannot pass by skipping. Use as `if (skipWithoutBindless(device())) GTEST_SKIP() << ...;`.
+inline bool skipWithoutBindless(const Device& device)
+{
+	if (device.features().descriptor_indexing)
+		return false;
+	const char* required = std::getenv("QUOKKA_REQUIRE_BINDLESS");
+	EXPECT_FALSE(required && std::string(required) == "1") << device.info().name << " lacks bindless textures";
+	return true;
+}
+
 class GpuTest : public ::testing::Test
 {
 public:

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 namespace quokka::heap::test
 {
@@ -118,6 +117,45 @@ protected:
 		return objects;
 	}
 
+	/// A copy of `o` moved to cell `i` of the 8 × 8 grid (a quad covering the whole cell).
+	static RenderObjectPtr inCell(const RenderObjectPtr& o, uint32_t i)
+	{
+		RenderObject copy = *o;
+		const float cell = 2.0f / 8.0f, x0 = -1.0f + cell * float(i % 8), y0 = -1.0f + cell * float(i / 8);
+		const std::vector<V3f> p = {
+		    {x0, y0, 0.5f}, {x0 + cell, y0, 0.5f}, {x0 + cell, y0 + cell, 0.5f}, {x0, y0 + cell, 0.5f}};
+		copy.attributes["Positions"] = scene::BufferView::of(p, VK_FORMAT_R32G32B32_SFLOAT);
+		return scene::makeRenderObject(std::move(copy));
+	}
+
+	/// trafo, constantColor and a stage that passes its texture to a function of its own (halving what it samples):
+	/// an effect the atlas has no variant of.
+	fx::Effect halfTextureEffect()
+	{
+		auto helper = std::make_shared<const fx::Stage>(
+		    fx::Stage::fragment("test.halfTexture")
+		        .reads({{"DiffuseColorCoordinates", fx::V2f}, {"Colors", fx::V4f}})
+		        .writes({{"Colors", fx::V4f}})
+		        .texture("DiffuseColorTexture")
+		        .helpers("vec4 halfOf(sampler2D t, vec2 uv) { return 0.5 * texture(t, uv); }")
+		        .glsl("\ts.Colors *= halfOf(DiffuseColorTexture, s.DiffuseColorCoordinates);"));
+		return effectOf({fx::stock::trafo(), fx::stock::constantColor(), helper});
+	}
+
+	/// Copies of `objects` drawn with `effect`.
+	static std::vector<RenderObjectPtr> withEffect(const std::vector<RenderObjectPtr>& objects,
+	                                               const fx::Effect& effect)
+	{
+		std::vector<RenderObjectPtr> out;
+		for (const RenderObjectPtr& o : objects)
+		{
+			RenderObject copy = *o;
+			copy.effect = effect;
+			out.push_back(scene::makeRenderObject(std::move(copy)));
+		}
+		return out;
+	}
+
 	static runtime::RenderOptions heapOptions(DrawStrategy d)
 	{
 		runtime::RenderOptions options;
@@ -197,25 +235,10 @@ TEST_F(HeapTextureTest, ObjectsTheFullAtlasRefusesAreDrawnWithBoundTexturesAndTh
 TEST_F(HeapTextureTest, AnEffectWithoutAnAtlasVariantBindsItsTexturesAndDrawsLikeClassic)
 {
 	const auto sampled = grid(16);
-	auto helper = std::make_shared<const fx::Stage>(
-	    fx::Stage::fragment("test.halfTexture")
-	        .reads({{"DiffuseColorCoordinates", fx::V2f}, {"Colors", fx::V4f}})
-	        .writes({{"Colors", fx::V4f}})
-	        .texture("DiffuseColorTexture")
-	        .helpers("vec4 halfOf(sampler2D t, vec2 uv) { return 0.5 * texture(t, uv); }")
-	        .glsl("\ts.Colors *= halfOf(DiffuseColorTexture, s.DiffuseColorCoordinates);"));
-	const fx::Effect effect = effectOf({fx::stock::trafo(), fx::stock::constantColor(), helper});
+	const std::vector<RenderObjectPtr> halved = withEffect(sampled, halfTextureEffect());
 	std::vector<RenderObjectPtr> objects = sampled;
-	for (size_t i = 16; i < 24; ++i)
-	{
-		RenderObject o = *sampled[i - 16];
-		o.effect = effect;
-		const float cell = 2.0f / 8.0f, x0 = -1.0f + cell * float(i % 8), y0 = -1.0f + cell * float(i / 8);
-		const std::vector<V3f> p = {
-		    {x0, y0, 0.5f}, {x0 + cell, y0, 0.5f}, {x0 + cell, y0 + cell, 0.5f}, {x0, y0 + cell, 0.5f}};
-		o.attributes["Positions"] = scene::BufferView::of(p, VK_FORMAT_R32G32B32_SFLOAT);
-		objects.push_back(scene::makeRenderObject(std::move(o)));
-	}
+	for (uint32_t i = 16; i < 24; ++i)
+		objects.push_back(inCell(halved[i - 16], i));
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
 	auto classic = task(tree, {});
 	ASSERT_EQ(frame(*classic), "");
@@ -256,13 +279,7 @@ TEST_F(HeapTextureTest, TextureSizesAndTexelFetchesFromTheAtlasMatchClassic)
 		        .texture("DiffuseColorTexture")
 		        .glsl(body));
 		const fx::Effect effect = effectOf({fx::stock::trafo(), fx::stock::constantColor(), stage});
-		std::vector<RenderObjectPtr> objects;
-		for (const RenderObjectPtr& o : sampled)
-		{
-			RenderObject copy = *o;
-			copy.effect = effect;
-			objects.push_back(scene::makeRenderObject(std::move(copy)));
-		}
+		const std::vector<RenderObjectPtr> objects = withEffect(sampled, effect);
 		const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
 		auto classic = task(tree, {});
 		ASSERT_EQ(frame(*classic), "");
@@ -353,13 +370,8 @@ protected:
 	void SetUp() override
 	{
 		HeapTextureTest::SetUp();
-		if (!device().features().descriptor_indexing)
-		{
-			// (scripts/test's second run asks for it: a driver that lost it must not pass by skipping.)
-			const char* required = std::getenv("QUOKKA_REQUIRE_BINDLESS");
-			ASSERT_FALSE(required && std::string(required) == "1") << device().info().name << " lacks bindless";
+		if (gpu::test::skipWithoutBindless(device()))
 			GTEST_SKIP() << device().info().name << " has no descriptor indexing (bindless textures)";
-		}
 	}
 	static runtime::RenderOptions bindlessOptions(DrawStrategy d)
 	{
@@ -424,14 +436,7 @@ TEST_F(HeapBindlessTest, TextureChangesKeepTheirEntriesAndRemovedObjectsGiveThem
 	std::vector<RenderObjectPtr> objects = grid(16, &textures);
 	// Objects 16…19 share object 0's texture (and sampler): one entry more is not needed.
 	for (uint32_t i = 16; i < 20; ++i)
-	{
-		RenderObject o = *objects[0];
-		const float cell = 2.0f / 8.0f, x0 = -1.0f + cell * float(i % 8), y0 = -1.0f + cell * float(i / 8);
-		const std::vector<V3f> p = {
-		    {x0, y0, 0.5f}, {x0 + cell, y0, 0.5f}, {x0 + cell, y0 + cell, 0.5f}, {x0, y0 + cell, 0.5f}};
-		o.attributes["Positions"] = scene::BufferView::of(p, VK_FORMAT_R32G32B32_SFLOAT);
-		objects.push_back(scene::makeRenderObject(std::move(o)));
-	}
+		objects.push_back(inCell(objects[0], i));
 	adaptive::cset<RenderObjectPtr> set(objects);
 	const auto tree = RenderTree::ofObjects(set);
 	auto classic = task(tree, {});
@@ -486,21 +491,7 @@ TEST_F(HeapBindlessTest, TextureChangesKeepTheirEntriesAndRemovedObjectsGiveThem
 /// function of its own (which the atlas refuses) samples the table like any other.
 TEST_F(HeapBindlessTest, AFullTableBindsTheRestAndTexturesPassedToFunctionsStayBindless)
 {
-	auto helper = std::make_shared<const fx::Stage>(
-	    fx::Stage::fragment("test.halfTexture")
-	        .reads({{"DiffuseColorCoordinates", fx::V2f}, {"Colors", fx::V4f}})
-	        .writes({{"Colors", fx::V4f}})
-	        .texture("DiffuseColorTexture")
-	        .helpers("vec4 halfOf(sampler2D t, vec2 uv) { return 0.5 * texture(t, uv); }")
-	        .glsl("\ts.Colors *= halfOf(DiffuseColorTexture, s.DiffuseColorCoordinates);"));
-	const fx::Effect effect = effectOf({fx::stock::trafo(), fx::stock::constantColor(), helper});
-	std::vector<RenderObjectPtr> objects;
-	for (const RenderObjectPtr& o : grid(12))
-	{
-		RenderObject copy = *o;
-		copy.effect = effect;
-		objects.push_back(scene::makeRenderObject(std::move(copy)));
-	}
+	const std::vector<RenderObjectPtr> objects = withEffect(grid(12), halfTextureEffect());
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
 	auto classic = task(tree, {});
 	ASSERT_EQ(frame(*classic), "");
