@@ -76,7 +76,9 @@ struct RenderOptions
 	std::string heap_switch;           ///< `--heap on|off`: the heap path's heap_enabled (implies `--path heap`)
 	std::string textures = "auto";     ///< `--textures auto|bindless|atlas|bound` (HeapOptions::textures)
 	bool explain_routing = false;      ///< `--explain-routing`: objects per routing reason (heap path)
-	std::string origin;                ///< `--origin X,Y,Z`: the scene (and its camera) moved by this offset in metres
+	/// `--compare`: the same frames rendered first on the classic path, then on the heap path; a side-by-side summary
+	bool compare = false;
+	std::string origin; ///< `--origin X,Y,Z`: the scene (and its camera) moved by this offset in metres
 
 	/// What is rendered, for reports and the default output name: the scene, or the glTF file's name without folder
 	/// and extension.

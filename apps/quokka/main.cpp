@@ -59,6 +59,9 @@ int main(int argc, char** argv)
 	                 "draw, or bound per draw in a bucket per texture set; auto (the default): bindless where the "
 	                 "device allows, else atlas")
 	    ->check(CLI::IsMember({"auto", "bindless", "atlas", "bound"}));
+	render_cmd->add_flag("--compare", render.compare,
+	                     "render the same frames on the classic path first, then on the heap path (implies --path "
+	                     "heap; the image is the heap path's) and print the two side by side");
 	render_cmd->add_flag("--explain-routing", render.explain_routing,
 	                     "heap path: print how many objects each routing reason sends where");
 	render_cmd->add_option("--draw", render.draw, "heap draw strategy: auto, indirect, megacall")
@@ -227,9 +230,12 @@ int main(int argc, char** argv)
 			return usage("--textures applies to the heap path (--path heap or --heap on|off)");
 		if (render_cmd->count("--heap") > 0 && render.path == "classic" && render_cmd->count("--path") > 0)
 			return usage("--heap on|off switches the heap path: it cannot be combined with --path classic");
-		if ((render_cmd->count("--heap") > 0 || render.explain_routing) &&
+		if (render.compare && render.path == "classic" && render_cmd->count("--path") > 0)
+			return usage("--compare renders the classic path beside the heap path: it cannot be combined with --path "
+			             "classic");
+		if ((render_cmd->count("--heap") > 0 || render.explain_routing || render.compare) &&
 		    (render.scene == "meshlets" || render.scene == "triangle") && render.gltf.empty())
-			return usage("--heap and --explain-routing apply to scene-graph scenes (grid, city, --gltf)");
+			return usage("--heap, --compare and --explain-routing apply to scene-graph scenes (grid, city, --gltf)");
 		if (render.scene == "meshlets" && render_cmd->count("--path") > 0)
 			return usage("--path picks the renderer of scene-graph scenes; the meshlets scene has its own "
 			             "(--meshlet-path)");

@@ -97,6 +97,61 @@ nlohmann::ordered_json steadyCpu(const SceneRun& r)
 	return frameSpread(std::move(steady));
 }
 
+/// One path's figures for `render --compare`: medians over the frames after the first (which places the scene).
+struct PathFigures
+{
+	double first_update_ms = 0, update_ms = 0, encode_ms = 0, frame_ms = 0;
+	uint32_t draws = 0, pipeline_binds = 0;
+
+	static PathFigures of(const SceneRun& r)
+	{
+		PathFigures f;
+		std::vector<double> update, encode, frame;
+		for (size_t i = r.per_frame.size() > 1 ? 1 : 0; i < r.per_frame.size(); ++i)
+		{
+			update.push_back(r.per_frame[i].update_ms);
+			encode.push_back(r.per_frame[i].encode_ms);
+			frame.push_back(r.per_frame[i].frame_ms);
+		}
+		f.first_update_ms = r.per_frame.front().update_ms;
+		f.update_ms = median(update);
+		f.encode_ms = median(encode);
+		f.frame_ms = median(frame);
+		f.draws = r.last.passes.draws + r.last.heap.draw_calls;
+		f.pipeline_binds = r.last.passes.pipeline_binds + r.last.heap.pipeline_binds;
+		return f;
+	}
+	nlohmann::ordered_json json() const
+	{
+		return {{"first_frame_update_ms", first_update_ms},
+		        {"update_ms", update_ms},
+		        {"encode_ms", encode_ms},
+		        {"frame_ms", frame_ms},
+		        {"draw_calls", draws},
+		        {"pipeline_binds", pipeline_binds}};
+	}
+};
+
+/// The side-by-side table of `render --compare`.
+void printComparison(const PathFigures& classic, const PathFigures& heap, const char* timing, uint32_t frames)
+{
+	auto ratio = [](double a, double b) { return b > 0.0 ? a / b : 0.0; };
+	std::printf("  side by side, the same %u frame(s) (medians after the first frame):\n", frames);
+	std::printf("    %-34s %12s %12s %10s\n", "", "classic", "heap", "classic/heap");
+	std::printf("    %-34s %12.3f %12.3f %9.1fx\n", "CPU update per frame, ms", classic.update_ms, heap.update_ms,
+	            ratio(classic.update_ms, heap.update_ms));
+	std::printf("    %-34s %12.3f %12.3f %9.1fx\n", "CPU encode per frame, ms", classic.encode_ms, heap.encode_ms,
+	            ratio(classic.encode_ms, heap.encode_ms));
+	std::printf("    %-34s %12.3f %12.3f %9.1fx\n", (std::string("frame time, ms (") + timing + ")").c_str(),
+	            classic.frame_ms, heap.frame_ms, ratio(classic.frame_ms, heap.frame_ms));
+	std::printf("    %-34s %12u %12u %9.1fx\n", "draw calls", classic.draws, heap.draws,
+	            ratio(classic.draws, heap.draws));
+	std::printf("    %-34s %12u %12u %9.1fx\n", "pipeline binds", classic.pipeline_binds, heap.pipeline_binds,
+	            ratio(classic.pipeline_binds, heap.pipeline_binds));
+	std::printf("    %-34s %12.1f %12.1f\n", "first frame's CPU update, ms", classic.first_update_ms,
+	            heap.first_update_ms);
+}
+
 } // namespace
 
 Result<void> checkSceneFits(const RenderOptions& o)
@@ -373,7 +428,7 @@ int runRenderScene(const RenderOptions& o)
 	if (!session.ok())
 		return fail(session.error());
 	gpu::Device& dev = *session->device;
-	const bool heap_path = o.path == "heap" || !o.heap_switch.empty();
+	const bool heap_path = o.path == "heap" || !o.heap_switch.empty() || o.compare;
 	auto options = renderOptionsOf(heap_path ? "heap" : o.path, o.draw, o.max_chunk_bytes);
 	if (!options.ok())
 		return fail(options.error());
@@ -385,6 +440,20 @@ int runRenderScene(const RenderOptions& o)
 	auto view = viewSpecOf(o);
 	if (!view.ok())
 		return fail(view.error());
+	// --compare: the same frames on the classic path first (its task dropped before the heap's is made).
+	std::optional<PathFigures> classic_figures;
+	if (o.compare)
+	{
+		runtime::RenderOptions classic = options.value();
+		classic.path = runtime::RenderPath::Classic;
+		auto first = runFrames(dev, *session->runtime, *session->framebuffer, session->scene, session->globals,
+		                       o.frames, true, classic, view.value(), o.background_pipelines);
+		if (!first.ok())
+			return fail(first.error());
+		classic_figures = PathFigures::of(first.value());
+		first->task.reset();
+		session->runtime->collect(); // (its retired scenes go before the heap's frames are timed)
+	}
 	auto run = runFrames(dev, *session->runtime, *session->framebuffer, session->scene, session->globals, o.frames,
 	                     true, options.value(), view.value(), o.background_pipelines);
 	if (!run.ok())
@@ -479,6 +548,8 @@ int runRenderScene(const RenderOptions& o)
 			                  {"classic_encode_ms", f.classic_encode_ms}});
 		j["per_frame"] = frames;
 		j["cpu_frame_ms"] = steadyCpu(r);
+		if (classic_figures)
+			j["compare"] = {{"classic", classic_figures->json()}, {"heap", PathFigures::of(r).json()}};
 		printRenderJson(j, dev, out.value());
 	}
 	else
@@ -526,6 +597,8 @@ int runRenderScene(const RenderOptions& o)
 				            heap::texturesName(h.texture_path), h.atlas_objects, h.atlas_entries,
 				            double(h.atlas_bytes) / double(1 << 20), h.atlas_refused);
 		}
+		if (classic_figures)
+			printComparison(*classic_figures, PathFigures::of(r), gpu::timingSourceName(r.frames.source), o.frames);
 		std::printf("  wrote %s\n", out.value().c_str());
 	}
 	for (const std::string& f : findings)

@@ -516,6 +516,34 @@ TEST(CliRender, TheCityDrawsThroughTheBindlessTableLikeClassic)
 	std::filesystem::remove(classic_png);
 }
 
+// render --compare: the same frames on the classic path, then the heap path, in one run — the JSON's `compare` holds
+// both paths' figures (the heap's draw calls a few against one per object), the text a side-by-side table; the image
+// written is the heap path's.
+TEST(CliRender, CompareRendersBothPathsSideBySideInOneRun)
+{
+	const std::string base = "render --scene city --objects 300 --width 96 --height 64 --samples 1 --frames 3 ";
+	const std::string png = tempPath("compare.png");
+	const CliRun run = runCli(base + "--compare --json --out " + png);
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["path"], "heap");
+	const auto& c = j["compare"];
+	ASSERT_TRUE(c.contains("classic") && c.contains("heap")) << j.dump();
+	EXPECT_EQ(c["classic"]["draw_calls"].get<uint64_t>(), j["objects"].get<uint64_t>());
+	EXPECT_LT(c["heap"]["draw_calls"].get<uint64_t>(), 20u);
+	EXPECT_EQ(c["heap"]["draw_calls"], j["draw_calls"]);
+	for (const char* path : {"classic", "heap"})
+		for (const char* key : {"update_ms", "encode_ms", "frame_ms", "first_frame_update_ms"})
+			EXPECT_GE(c[path][key].get<double>(), 0.0) << path << " " << key;
+	const CliRun text = runCli(base + "--compare --out " + png);
+	ASSERT_EQ(text.exit_code, 0) << text.err;
+	EXPECT_NE(text.out.find("side by side, the same 3 frame(s)"), std::string::npos) << text.out;
+	EXPECT_NE(text.out.find("draw calls"), std::string::npos) << text.out;
+	std::filesystem::remove(png);
+	expectOneLineError(runCli("render --scene city --compare --path classic --out /dev/null"), "--compare");
+	expectOneLineError(runCli("render --scene triangle --compare --out /dev/null"), "--compare");
+}
+
 TEST(CliValidate, CleanHeapReportsNoFindingsAndPagedChunksToo)
 {
 	const CliRun run = runCli("validate --scene grid --objects 300 --max-chunk-bytes 65536 --draw megacall --json");
