@@ -33,11 +33,11 @@ std::string tempPath(const std::string& name)
 	    .string();
 }
 
-// Runs `env QUOKKA_CLI args` through the shell, capturing stdout and stderr separately.
-CliRun runCli(const std::string& args, const std::string& env = "")
+// Runs `env program args` through the shell, capturing stdout and stderr separately.
+CliRun runProgram(const std::string& program, const std::string& args, const std::string& env = "")
 {
 	const std::string err_path = tempPath("stderr.txt");
-	const std::string command = env + " " QUOKKA_CLI_PATH " " + args + " 2>" + err_path;
+	const std::string command = env + " " + program + " " + args + " 2>" + err_path;
 	CliRun run;
 	FILE* pipe = popen(command.c_str(), "r");
 	if (!pipe)
@@ -54,6 +54,12 @@ CliRun runCli(const std::string& args, const std::string& env = "")
 	run.err = ss.str();
 	std::filesystem::remove(err_path);
 	return run;
+}
+
+// Runs `env QUOKKA_CLI args`.
+CliRun runCli(const std::string& args, const std::string& env = "")
+{
+	return runProgram(QUOKKA_CLI_PATH, args, env);
 }
 
 // The CLI contract: a failure is one line "quokka: error: …" on stderr and a non-zero exit.

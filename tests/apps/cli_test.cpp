@@ -544,6 +544,50 @@ TEST(CliRender, CompareRendersBothPathsSideBySideInOneRun)
 	expectOneLineError(runCli("render --scene triangle --compare --out /dev/null"), "--compare");
 }
 
+// scripts/plot turns the JSON of bench draw, update and camera into PNG charts (python3-matplotlib, which scripts/test
+// has bootstrap install); an input that is not such JSON is a one-line error, exit 1, with nothing written.
+TEST(CliPlot, BenchJsonBecomesPngCharts)
+{
+	const std::string dir = tempPath("plots");
+	std::filesystem::remove_all(dir);
+	const std::map<std::string, std::string> benches = {
+	    {"draw", "bench draw --objects 50 200 --reps 1 --json"},
+	    {"update", "bench update --objects 300 --k 1 10 --reps 1 --json"},
+	    {"camera", "bench camera --objects 200 --reps 1 --json"}};
+	std::string inputs;
+	for (const auto& [name, args] : benches)
+	{
+		const CliRun run = runCli(args);
+		ASSERT_EQ(run.exit_code, 0) << args << ": " << run.err;
+		const std::string path = tempPath(name + ".json");
+		std::ofstream(path) << run.out;
+		inputs += " " + path;
+	}
+	const std::string plot = QUOKKA_SOURCE_DIR "/scripts/plot";
+	const CliRun run = runProgram(plot, "--out " + dir + inputs);
+	ASSERT_EQ(run.exit_code, 0) << run.err;
+	for (const char* png : {"draw_encode.png", "draw_gpu.png", "update.png", "camera.png"})
+	{
+		const std::string path = dir + "/" + png;
+		ASSERT_TRUE(std::filesystem::exists(path)) << path;
+		EXPECT_GT(std::filesystem::file_size(path), 10000u) << path;
+		EXPECT_NE(run.out.find(path), std::string::npos) << run.out;
+		auto image = quokka::gpu::readPng(path);
+		ASSERT_TRUE(image.ok()) << image.error().message;
+		EXPECT_GT(image->width, 400u);
+	}
+	std::filesystem::remove_all(dir);
+	const std::string bad = tempPath("not-a-bench.json");
+	std::ofstream(bad) << R"({"benchmark": "something else"})";
+	const CliRun refused = runProgram(plot, "--out " + dir + " " + bad);
+	EXPECT_EQ(refused.exit_code, 1);
+	EXPECT_EQ(refused.err.rfind("plot: error: ", 0), 0u) << refused.err;
+	EXPECT_FALSE(std::filesystem::exists(dir));
+	for (const auto& [name, args] : benches)
+		std::filesystem::remove(tempPath(name + ".json"));
+	std::filesystem::remove(bad);
+}
+
 TEST(CliValidate, CleanHeapReportsNoFindingsAndPagedChunksToo)
 {
 	const CliRun run = runCli("validate --scene grid --objects 300 --max-chunk-bytes 65536 --draw megacall --json");
