@@ -311,7 +311,7 @@ int runBenchCamera(const BenchOptions& b)
 					continue;
 				if (b.path.empty() && std::string(path) == "classic" && n > 100000)
 					continue; // (the classic path's first frame at 10^6 takes minutes; ask for it with --path)
-				runtime::RenderOptions options;
+				runtime::RenderOptions options = runtime::RenderOptions::classic();
 				if (std::string(path) == "heap")
 				{
 					options.path = runtime::RenderPath::Heap;
@@ -396,7 +396,7 @@ int runBenchChain(const BenchOptions& b)
 				continue;
 			if (b.path.empty() && std::string(path) == "classic" && n > 100000)
 				continue; // (as bench camera)
-			runtime::RenderOptions options;
+			runtime::RenderOptions options = runtime::RenderOptions::classic();
 			if (std::string(path) == "heap")
 			{
 				options.path = runtime::RenderPath::Heap;

@@ -235,7 +235,7 @@ std::vector<Variant> variantsOf(const BenchOptions& b)
 {
 	std::vector<Variant> out;
 	if (b.path.empty() || b.path == "classic")
-		out.push_back({"classic", "classic", "per-object", {}});
+		out.push_back({"classic", "classic", "per-object", runtime::RenderOptions::classic()});
 	if (b.path.empty() || b.path == "heap")
 	{
 		const std::vector<heap::DrawStrategy> strategies =
@@ -252,7 +252,7 @@ std::vector<Variant> variantsOf(const BenchOptions& b)
 			out.push_back(std::move(v));
 		}
 	}
-	out.push_back({"baked", "baked", "single", {}});
+	out.push_back({"baked", "baked", "single", runtime::RenderOptions::classic()});
 	return out;
 }
 

@@ -277,7 +277,7 @@ int runBenchTextures(const BenchOptions& b)
 					continue;
 				if (v == "bindless" && !dev.features().descriptor_indexing)
 					continue; // (the device has no bindless textures)
-				runtime::RenderOptions options;
+				runtime::RenderOptions options = runtime::RenderOptions::classic();
 				if (v != "classic")
 				{
 					options.path = runtime::RenderPath::Heap;

@@ -65,7 +65,7 @@ struct RenderOptions
 	bool gltf_any_path = false;        ///< `--gltf-any-path`: the file's URIs may leave its folder
 	uint32_t objects = 0;              ///< generated scenes; 0 = the scene's default
 	uint64_t seed = 1;
-	std::string path = "classic";      ///< classic | heap
+	std::string path = "heap";         ///< heap (the hybrid router: the default) | classic
 	std::string draw = "auto";         ///< heap draw strategy: auto | indirect | megacall
 	uint64_t max_chunk_bytes = 0;      ///< heap arena chunk cap; 0 = the device's default
 	std::string view;                  ///< `--view AZ,EL`: the camera's direction in degrees (empty: 34°, 35°)
@@ -73,7 +73,7 @@ struct RenderOptions
 	int camera = -1;                   ///< `--camera N`: the glTF file's camera N; -1 = a camera framing the scene
 	bool quiet = false;                ///< `--quiet`: no progress on stderr
 	bool background_pipelines = false; ///< `--background-pipelines`: frames do not wait for pipeline creation
-	std::string heap_switch;           ///< `--heap on|off`: the heap path's heap_enabled (implies `--path heap`)
+	std::string heap_switch;           ///< `--heap on|off`: the heap path's heap_enabled
 	std::string textures = "auto";     ///< `--textures auto|bindless|atlas|bound` (HeapOptions::textures)
 	bool explain_routing = false;      ///< `--explain-routing`: objects per routing reason (heap path)
 	/// `--compare`: the same frames rendered first on the classic path, then on the heap path; a side-by-side summary

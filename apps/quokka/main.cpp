@@ -45,12 +45,14 @@ int main(int argc, char** argv)
 	    render_cmd->add_option("--objects", render.objects, "objects of a generated scene (grid: 1000, city: 20000)")
 	        ->check(CLI::Range(1u, 10000000u));
 	render_cmd->add_option("--seed", render.seed, "seed of a generated scene");
-	render_cmd->add_option("--path", render.path, "render path: classic, heap")
+	render_cmd
+	    ->add_option("--path", render.path,
+	                 "render path of scene-graph scenes: heap (the default: the heap draws what it can in a few draws "
+	                 "per bucket, the classic path the rest) or classic (a draw per object)")
 	    ->check(CLI::IsMember({"classic", "heap"}));
 	render_cmd
 	    ->add_option("--heap", render.heap_switch,
-	                 "on|off: the heap path's switch (off: every object drawn by the classic path through the router; "
-	                 "implies --path heap)")
+	                 "on|off: the heap path's switch (off: every object drawn by the classic path through the router)")
 	    ->check(CLI::IsMember({"on", "off"}));
 	render_cmd
 	    ->add_option("--textures", render.textures,
@@ -227,7 +229,7 @@ int main(int argc, char** argv)
 			if (auto origin = originOf(render); !origin.ok())
 				return usage(origin.error().message);
 		if (render_cmd->count("--textures") > 0 && render.path != "heap" && render_cmd->count("--heap") == 0)
-			return usage("--textures applies to the heap path (--path heap or --heap on|off)");
+			return usage("--textures applies to the heap path (the default), not to --path classic");
 		if (render_cmd->count("--heap") > 0 && render.path == "classic" && render_cmd->count("--path") > 0)
 			return usage("--heap on|off switches the heap path: it cannot be combined with --path classic");
 		if (render.compare && render.path == "classic" && render_cmd->count("--path") > 0)

@@ -132,29 +132,36 @@ TEST(CliRender, BackgroundPipelinesWriteTheCompleteImage)
 	}
 }
 
-TEST(CliRender, TheHeapSwitchRoutesEveryObjectAndKeepsTheImage)
+TEST(CliRender, TheDefaultPathDrawsThroughTheHeapAndTheHeapSwitchKeepsTheImage)
 {
-	// --heap on draws the city through the heap, --heap off every object through the router's classic pass: the
-	// routing counts say so, and the PNGs are the classic path's.
-	std::array<quokka::gpu::Rgba8Image, 3> images;
-	const char* modes[] = {"--heap on", "--heap off", "--path classic"};
-	for (int m = 0; m < 3; ++m)
+	// The default path is the hybrid router with the heap on: the city's 200 objects in a few draws, the classic
+	// path's pixels (within the atlas's mipmap steps where the device has no bindless table). --heap on says the same
+	// explicitly, --heap off draws every object through the router's classic pass: the routing counts say so, and the
+	// PNG is the classic path's to the bit.
+	std::array<quokka::gpu::Rgba8Image, 4> images;
+	const char* modes[] = {"", "--heap on", "--heap off", "--path classic"};
+	for (int m = 0; m < 4; ++m)
 	{
 		const std::string png = tempPath("heap-switch" + std::to_string(m) + ".png");
 		const CliRun run = runCli(std::string("render --scene city --objects 200 --frames 1 --width 120 --height 90 ") +
 		                          modes[m] + " --json --out " + png);
 		ASSERT_EQ(run.exit_code, 0) << run.err;
 		const auto j = nlohmann::json::parse(run.out);
-		if (m < 2)
+		const bool heap_on = m < 2;
+		EXPECT_EQ(j["path"], m < 3 ? "heap" : "classic") << modes[m];
+		if (heap_on)
+			EXPECT_LE(j["draw_calls"].get<uint64_t>(), 20u) << modes[m]; // (a draw per bucket slot, not per object)
+		else
+			EXPECT_EQ(j["draw_calls"].get<uint64_t>(), j["objects"].get<uint64_t>()) << modes[m];
+		if (m < 3)
 		{
-			EXPECT_EQ(j["path"], "heap");
-			EXPECT_EQ(j["heap_enabled"].get<bool>(), m == 0);
-			EXPECT_EQ(j["routing"]["heap"].get<uint64_t>(), m == 0 ? 200u : 0u);
-			EXPECT_EQ(j["routing"]["heap disabled"].get<uint64_t>(), m == 0 ? 0u : 200u);
-			EXPECT_EQ(j["heap"]["objects"].get<uint64_t>(), m == 0 ? 200u : 0u);
+			EXPECT_EQ(j["heap_enabled"].get<bool>(), heap_on);
+			EXPECT_EQ(j["routing"]["heap"].get<uint64_t>(), heap_on ? 200u : 0u);
+			EXPECT_EQ(j["routing"]["heap disabled"].get<uint64_t>(), heap_on ? 0u : 200u);
+			EXPECT_EQ(j["heap"]["objects"].get<uint64_t>(), heap_on ? 200u : 0u);
 			// Per-path timings: the path that drew spent encode time.
 			const auto& f = j["per_frame"].back();
-			EXPECT_GT(f[m == 0 ? "heap_encode_ms" : "classic_encode_ms"].get<double>(), 0.0) << f.dump();
+			EXPECT_GT(f[heap_on ? "heap_encode_ms" : "classic_encode_ms"].get<double>(), 0.0) << f.dump();
 			EXPECT_GE(f["heap_update_ms"].get<double>(), 0.0) << f.dump();
 			EXPECT_GE(f["classic_update_ms"].get<double>(), 0.0) << f.dump();
 		}
@@ -163,8 +170,9 @@ TEST(CliRender, TheHeapSwitchRoutesEveryObjectAndKeepsTheImage)
 		images[size_t(m)] = std::move(image).value();
 		std::filesystem::remove(png);
 	}
-	EXPECT_EQ(pixelsDifferingBy(images[0], images[2], kAtlasMipmapSteps), 0u); // (the heap's atlas)
-	EXPECT_EQ(images[1].pixels, images[2].pixels);
+	EXPECT_EQ(images[0].pixels, images[1].pixels);
+	EXPECT_EQ(pixelsDifferingBy(images[0], images[3], kAtlasMipmapSteps), 0u); // (the heap's atlas)
+	EXPECT_EQ(images[2].pixels, images[3].pixels);
 	const CliRun text = runCli("render --scene grid --objects 50 --frames 1 --width 64 --height 48 --heap on "
 	                           "--explain-routing --out " +
 	                           tempPath("explain.png"));
@@ -179,7 +187,7 @@ TEST(CliRender, TheHeapSwitchRoutesEveryObjectAndKeepsTheImage)
 	ASSERT_EQ(city.exit_code, 0) << city.err;
 	EXPECT_NE(city.out.find(" heap objects sample the atlas (3 entries"), std::string::npos) << city.out;
 	std::filesystem::remove(tempPath("explain.png"));
-	expectOneLineError(runCli("render --scene city --textures bound --out /dev/null"), "--textures");
+	expectOneLineError(runCli("render --scene city --path classic --textures bound --out /dev/null"), "--textures");
 	expectOneLineError(runCli("render --scene city --heap off --path classic --out /dev/null"), "--path classic");
 }
 
@@ -323,7 +331,7 @@ TEST(CliRender, GridSceneDrawsOneCallPerObjectAndReportsItsFrames)
 {
 	const std::string png = tempPath("grid.png");
 	const CliRun run = runCli("render --scene grid --objects 200 --width 128 --height 96 --samples 1 --frames 3 "
-	                          "--validate --json --out " +
+	                          "--path classic --validate --json --out " +
 	                          png);
 	ASSERT_EQ(run.exit_code, 0) << run.err;
 	const auto j = nlohmann::json::parse(run.out);
@@ -419,8 +427,8 @@ TEST(CliRender, AnOriginTenThousandKilometresOutCoversThePixelsOfTheOrigin)
 TEST(CliRender, CitySceneMixesEffectsAndSortsByPipeline)
 {
 	const std::string png = tempPath("city.png");
-	const CliRun run = runCli("render --scene city --objects 400 --width 160 --height 120 --frames 2 --validate --json "
-	                          "--out " +
+	const CliRun run = runCli("render --scene city --objects 400 --width 160 --height 120 --frames 2 --path classic "
+	                          "--validate --json --out " +
 	                          png);
 	ASSERT_EQ(run.exit_code, 0) << run.err;
 	const auto j = nlohmann::json::parse(run.out);

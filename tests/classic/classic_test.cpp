@@ -131,13 +131,14 @@ protected:
 		return s;
 	}
 
-	/// Compiles Clear + Render(tree) for `sig` and allocates the framebuffer.
+	/// Compiles Clear + Render(tree) for `sig` on the classic path (what these tests are about; the library's default
+	/// is the heap router) and allocates the framebuffer.
 	void setUpTask(scene::RenderTreePtr tree, scene::FramebufferSignature sig = {}, V4f clear = rgba(0, 0, 0))
 	{
 		adaptive::clist<scene::Command> commands;
 		commands.append(scene::clearCommand(clear));
 		commands.append(scene::RenderCommand{std::move(tree)});
-		task_ = runtime_->compile(sig, commands);
+		task_ = runtime_->compile(sig, commands, runtime::RenderOptions::classic());
 		auto fb = runtime::createFramebuffer(device(), sig, kSize, kSize);
 		ASSERT_TRUE(fb.ok()) << fb.error().message;
 		fb_ = std::make_unique<runtime::Framebuffer>(std::move(fb).value());

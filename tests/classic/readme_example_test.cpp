@@ -32,7 +32,7 @@ int readmeExample(gpu::Rgba8Image& result)
 	commands.append(scene::clearCommand(math::V4f(0, 0, 0, 1)));
 	commands.append(scene::RenderCommand{scene::RenderTree::ofObjects(objects)});
 	scene::FramebufferSignature signature;                              // "Colors" RGBA8 + D32 depth
-	auto task = runtime->compile(signature, commands);
+	auto task = runtime->compile(signature, commands);                  // the heap router: a draw per bucket
 	auto fb = runtime::createFramebuffer(*device, signature, 64, 64).value();
 	for (math::V4f c : {math::V4f(1, 0.4f, 0, 1), math::V4f(0, 0.4f, 1, 1)}) {
 	    color.setValue(c);                                              // the next frame re-uploads one uniform block

@@ -200,6 +200,12 @@ struct Mode
 	runtime::RenderOptions options;
 };
 
+/// The classic path's options: the reference the heap's pixels are compared with (the default path is the heap router).
+inline runtime::RenderOptions classicOptions()
+{
+	return runtime::RenderOptions::classic();
+}
+
 /// The heap modes also cover both ways arena writes reach the chunks: heap-indirect copies every region with
 /// vkCmdCopyBuffer, heap-megacall sends every short one through the arena scatter, heap-auto decides by count (the same
 /// for the staging ring's headers and records).
@@ -217,7 +223,7 @@ inline std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 		return o;
 	};
 	const uint32_t by_count = HeapTuning{}.scatter_above;
-	return {{"classic", {}},
+	return {{"classic", classicOptions()},
 	        {"heap-indirect", heap(DrawStrategy::Indirect, UINT32_MAX)},
 	        {"heap-megacall", heap(DrawStrategy::Megacall, 0)},
 	        {"heap-auto", heap(DrawStrategy::Auto, by_count)}};

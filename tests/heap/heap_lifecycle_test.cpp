@@ -21,7 +21,7 @@ TEST_F(HeapRenderTest, RemovingExactlyTheNewestObjectsInOneFrameShrinksEveryArra
 			continue;
 		adaptive::cset<RenderObjectPtr> set(std::vector<RenderObjectPtr>(s.objects.begin(), s.objects.begin() + 40));
 		const auto tree = RenderTree::ofObjects(set);
-		auto classic = task(tree, {});
+		auto classic = task(tree, classicOptions());
 		auto heap = task(tree, m.options);
 		for (int round = 0; round < 3; ++round)
 		{
@@ -73,7 +73,7 @@ TEST_F(HeapRenderTest, AnObjectAddedInTheFrameThatRemovesTheOwnerOfItsTrafoGetsL
 		const RenderObjectPtr ref_b = object(0.5f, reference_model);
 		adaptive::cset<RenderObjectPtr> set, reference_set;
 		auto heap = task(RenderTree::ofObjects(set), mode.options);
-		auto classic = task(RenderTree::ofObjects(reference_set), {});
+		auto classic = task(RenderTree::ofObjects(reference_set), classicOptions());
 		set.add(a);
 		ASSERT_EQ(frame(*heap), "");
 		adaptive::transact(
@@ -318,7 +318,7 @@ TEST_F(HeapRenderTest, ObjectsTheHeapCannotDrawGoToTheClassicPassThroughAddsAndR
 	const auto tree = RenderTree::ofObjects(set);
 	runtime::RenderOptions options;
 	options.path = runtime::RenderPath::Heap;
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	auto heap = task(tree, options);
 	for (int step = 0; step < 4; ++step)
 	{
@@ -427,7 +427,7 @@ TEST_F(HeapRenderTest, TheRouterMovesObjectsWhenHeapEnabledOrTheirBuffersChangeA
 	options.path = runtime::RenderPath::Heap;
 	options.heap.max_chunk_bytes = 4096;
 	options.heap_enabled = enabled;
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	auto heap = task(tree, options);
 	std::vector<bool> large(positions.size(), false);
 	std::mt19937 rng(quokka::test::testSeed(40));
@@ -489,7 +489,7 @@ TEST_F(HeapRenderTest, SetHeapEnabledReplacesTheSwitchOfACompiledTask)
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(s.objects));
 	runtime::RenderOptions options;
 	options.path = runtime::RenderPath::Heap;
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	auto heap = task(tree, options);
 	ASSERT_EQ(frame(*classic), "");
 	const Rgba8Image reference = pixels();

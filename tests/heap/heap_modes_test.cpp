@@ -60,7 +60,7 @@ TEST_F(HeapRenderTest, ModeRulesRouteObjectsByTheStateTheirUniformsDeriveAndMatc
 	const auto tree = RenderTree::ofObjects(set);
 	adaptive::cset<RenderObjectPtr> plain_set;
 	plain_set.unionWith(plain);
-	const Rgba8Image culled = render(RenderTree::ofObjects(plain_set), {});
+	const Rgba8Image culled = render(RenderTree::ofObjects(plain_set), classicOptions());
 	for (const Mode& m : routingModes())
 	{
 		SCOPED_TRACE(m.name);
@@ -115,7 +115,7 @@ TEST_F(HeapRenderTest, ModeRulesRouteObjectsByTheStateTheirUniformsDeriveAndMatc
 		if (!heap)
 			continue;
 		// Against the classic path's pixels of the same state.
-		auto classic = task(tree, {});
+		auto classic = task(tree, classicOptions());
 		ASSERT_EQ(frame(*classic), "");
 		EXPECT_EQ(differing(flipped, pixels()), 0u);
 	}
@@ -153,7 +153,7 @@ TEST_F(HeapRenderTest, RoutedObjectsFollowTheirDeclaredStateJoinAndLeaveGroupsAn
 	adaptive::cset<RenderObjectPtr> set;
 	set.unionWith(std::vector<RenderObjectPtr>(objects.begin(), objects.begin() + 16));
 	const auto tree = RenderTree::ofObjects(set);
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	auto steps = std::vector<std::function<void()>>{
 	    [&] {}, [&] { front.setValue(VK_FRONT_FACE_COUNTER_CLOCKWISE); },
 	    [&] { set.unionWith(std::vector<RenderObjectPtr>(objects.begin() + 16, objects.end())); },
@@ -237,7 +237,7 @@ TEST_F(HeapRenderTest, ADeclaredFlipThatChangesWhatARuleReadsRepacksTheGroupAndM
 	adaptive::cset<RenderObjectPtr> set;
 	set.unionWith(objects);
 	const auto tree = RenderTree::ofObjects(set);
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	for (const Mode& m : routingModes())
 	{
 		if (m.options.path != runtime::RenderPath::Heap)

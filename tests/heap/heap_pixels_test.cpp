@@ -18,7 +18,7 @@ TEST_F(HeapRenderTest, RandomScenesMatchClassicInEveryStrategy)
 	{
 		RandomScene s = randomScene(seed, 80, fx);
 		const auto tree = RenderTree::ofObjects(adaptive::asetOf(s.objects));
-		const Rgba8Image reference = render(tree, {});
+		const Rgba8Image reference = render(tree, classicOptions());
 		ASSERT_GT(covered(reference), kSize * kSize / 4) << "seed " << seed << ": the scene must cover the image";
 		for (const Mode& m : modes())
 		{
@@ -28,12 +28,46 @@ TEST_F(HeapRenderTest, RandomScenesMatchClassicInEveryStrategy)
 	}
 }
 
+TEST_F(HeapRenderTest, TheDefaultOptionsDrawThroughTheHeapRouterWithTheClassicPixels)
+{
+	// RenderOptions{} is the hybrid router with the heap on: every object of a random scene in the heap, a draw per
+	// bucket slot instead of one per object, nothing left to the classic pass, and the classic path's pixels. The heap
+	// switch off routes them all to the classic pass, a draw each, with the same pixels.
+	const Effects fx;
+	RandomScene s = randomScene(5, 80, fx);
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(s.objects));
+	auto reference_task = task(tree, classicOptions());
+	ASSERT_EQ(frame(*reference_task), "");
+	const Rgba8Image reference = pixels();
+	const uint32_t classic_draws = reference_task->stats().passes.draws;
+	ASSERT_GT(covered(reference), kSize * kSize / 4);
+	ASSERT_GT(classic_draws, 40u); // (a few objects share an instanced draw or cover nothing)
+	const runtime::RenderOptions defaults;
+	EXPECT_EQ(defaults.path, runtime::RenderPath::Heap);
+	auto t = task(tree, defaults);
+	ASSERT_EQ(frame(*t), "");
+	EXPECT_EQ(differing(pixels(), reference), 0u);
+	const runtime::TaskStats& st = t->stats();
+	EXPECT_EQ(st.heap.objects, 80u);
+	EXPECT_EQ(st.routing[0], 80u);
+	EXPECT_EQ(st.passes.draws, 0u);
+	EXPECT_GT(st.heap.draw_calls, 0u);
+	EXPECT_LE(st.heap.draw_calls, classic_draws / 4) << "a draw per bucket slot, not per object";
+	runtime::RenderOptions off;
+	off.heap_enabled = adaptive::constant(false);
+	auto classic = task(tree, off);
+	ASSERT_EQ(frame(*classic), "");
+	EXPECT_EQ(differing(pixels(), reference), 0u);
+	EXPECT_EQ(classic->stats().heap.objects, 0u);
+	EXPECT_EQ(classic->stats().passes.draws, classic_draws);
+}
+
 TEST_F(HeapRenderTest, ScenesForcedAcrossSeveralChunksMatchClassic)
 {
 	const Effects fx;
 	RandomScene s = randomScene(7, 120, fx);
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(s.objects));
-	const Rgba8Image reference = render(tree, {});
+	const Rgba8Image reference = render(tree, classicOptions());
 	for (const Mode& m : modes(2048))
 	{
 		if (m.options.path == runtime::RenderPath::Classic)
@@ -62,7 +96,7 @@ TEST_F(HeapRenderTest, IncrementalEditsMatchAClassicRenderOfTheSameSet)
 	{
 		if (m.options.path == runtime::RenderPath::Classic)
 			continue;
-		auto classic = task(tree, {});
+		auto classic = task(tree, classicOptions());
 		auto heap = task(tree, m.options);
 		for (int step = 0; step < 25; ++step)
 		{
@@ -134,7 +168,7 @@ TEST_F(HeapRenderTest, IntermediateUnorm8VertexColoursMatchClassic)
 			quads.push_back(scene::makeRenderObject(std::move(o)));
 		}
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(quads));
-	const Rgba8Image reference = render(tree, {});
+	const Rgba8Image reference = render(tree, classicOptions());
 	ASSERT_EQ(covered(reference), kSize * kSize) << "the quads tile the image";
 	for (const Mode& m : modes())
 		EXPECT_EQ(differing(render(tree, m.options), reference), 0u) << m.name;
@@ -153,7 +187,7 @@ TEST_F(HeapRenderTest, CompactionLeavesTheImageUnchanged)
 		options.heap.draw = d;
 		options.heap.tuning.compaction_floor = 1024;
 		auto heap = task(tree, options);
-		auto classic = task(tree, {});
+		auto classic = task(tree, classicOptions());
 		ASSERT_EQ(frame(*heap), "");
 		// Remove every other object from the front half: holes below live blocks, waste over the floor.
 		{
@@ -289,7 +323,7 @@ TEST_F(HeapRenderTest, TexturesBlendingInterleavingBaseVertexInstanceTrafosAndCu
 		cmds.append(scene::clearCommand(rgba(3, 5, 7)));
 		cmds.append(scene::RenderCommand{opaque});
 		cmds.append(scene::RenderCommand{RenderTree::leafOf(objects[3])});
-		auto classic = runtime_->compile(signature_, cmds, {});
+		auto classic = runtime_->compile(signature_, cmds, classicOptions());
 		for (DrawStrategy d : {DrawStrategy::Indirect, DrawStrategy::Megacall})
 		{
 			runtime::RenderOptions options;
@@ -365,9 +399,9 @@ TEST_F(HeapRenderTest, PerInstanceUniformsDrawLikeSeparateObjectsInEveryPath)
 		o.draw_call = adaptive::constant(scene::DrawCall{true, 6});
 		separate.push_back(scene::makeRenderObject(std::move(o)));
 	}
-	const Rgba8Image reference = render(RenderTree::ofObjects(adaptive::asetOf(separate)), {});
+	const Rgba8Image reference = render(RenderTree::ofObjects(adaptive::asetOf(separate)), classicOptions());
 	ASSERT_GT(covered(reference), kSize * kSize / 5);
-	const Rgba8Image classic = render(instanced, {});
+	const Rgba8Image classic = render(instanced, classicOptions());
 	size_t far = 0;
 	for (uint32_t y = 0; y < kSize; ++y)
 		for (uint32_t x = 0; x < kSize; ++x)
@@ -407,7 +441,7 @@ TEST_F(HeapRenderTest, ScalarUniformsAndAttributesMatchClassic)
 	o.uniforms["TestBlue"] = scene::uniform(uint32_t(90));
 	o.draw_call = adaptive::constant(scene::DrawCall{true, 6});
 	const auto tree = RenderTree::leafOf(scene::makeRenderObject(std::move(o)));
-	const Rgba8Image reference = render(tree, {});
+	const Rgba8Image reference = render(tree, classicOptions());
 	EXPECT_EQ(reference.at(kSize / 2, kSize / 2), (std::array<uint8_t, 4>{153, 51, 90, 255}));
 	for (const Mode& m : modes())
 	{

@@ -183,7 +183,7 @@ TEST_F(HeapRenderTest, StorageThatOnlyLaterGainsASecondObjectIsCopiedOnceForAllL
 	runtime::RenderOptions options;
 	options.path = runtime::RenderPath::Heap;
 	auto heap = task(RenderTree::ofObjects(set), options);
-	auto classic = task(RenderTree::ofObjects(reference_set), {});
+	auto classic = task(RenderTree::ofObjects(reference_set), classicOptions());
 	auto step = [&](const char* name)
 	{
 		if (::testing::Test::HasFatalFailure())
@@ -270,7 +270,7 @@ TEST_F(HeapRenderTest, ASharedVertexBufferThatChangesIsReadAgainByEveryUser)
 				    d.setValue(scene::DrawCall{false, 3});
 		    });
 		auto t = task(tree, m.options);
-		auto classic = task(tree, {});
+		auto classic = task(tree, classicOptions());
 		auto both = [&](const char* step)
 		{
 			ASSERT_EQ(frame(*classic), "") << step;
@@ -366,7 +366,7 @@ TEST_F(HeapRenderTest, ObjectsWithoutTrafosShareTheirDerivedUniforms)
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
 	runtime::RenderOptions heap;
 	heap.path = runtime::RenderPath::Heap;
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	ASSERT_EQ(frame(*classic), "");
 	const Rgba8Image reference = pixels();
 	EXPECT_GT(covered(reference), 0u);
@@ -404,7 +404,7 @@ TEST_F(HeapRenderTest, NormalMatricesArePooledByTheirModelTrafoAndFollowItsEdits
 		objects.push_back(scene::makeRenderObject(std::move(o)));
 	}
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	for (const Mode& m : modes())
 	{
 		if (m.options.path == runtime::RenderPath::Classic)
@@ -470,7 +470,7 @@ TEST_F(HeapRenderTest, AnObjectsOwnTrafoIsSharedWhenASecondObjectReadsIt)
 	runtime::RenderOptions options;
 	options.path = runtime::RenderPath::Heap;
 	auto heap = task(RenderTree::ofObjects(set), options);
-	auto classic = task(RenderTree::ofObjects(reference_set), {});
+	auto classic = task(RenderTree::ofObjects(reference_set), classicOptions());
 	auto add = [&](const RenderObjectPtr& o, const RenderObjectPtr& ref)
 	{
 		set.add(o);

@@ -173,7 +173,7 @@ TEST_F(HeapTextureTest, ObjectsThatDifferOnlyInTheirTexturesShareOneDrawThroughT
 {
 	const auto objects = grid(48);
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	ASSERT_EQ(frame(*classic), "");
 	const Rgba8Image reference = pixels();
 	EXPECT_EQ(classic->stats().passes.draws, 48u);
@@ -201,7 +201,7 @@ TEST_F(HeapTextureTest, ObjectsTheFullAtlasRefusesAreDrawnWithBoundTexturesAndTh
 {
 	const auto objects = grid(24);
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	ASSERT_EQ(frame(*classic), "");
 	const Rgba8Image reference = pixels();
 	runtime::RenderOptions options = heapOptions(DrawStrategy::Indirect);
@@ -240,7 +240,7 @@ TEST_F(HeapTextureTest, AnEffectWithoutAnAtlasVariantBindsItsTexturesAndDrawsLik
 	for (uint32_t i = 16; i < 24; ++i)
 		objects.push_back(inCell(halved[i - 16], i));
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	ASSERT_EQ(frame(*classic), "");
 	const Rgba8Image reference = pixels();
 	auto heap = task(tree, heapOptions(DrawStrategy::Indirect));
@@ -281,7 +281,7 @@ TEST_F(HeapTextureTest, TextureSizesAndTexelFetchesFromTheAtlasMatchClassic)
 		const fx::Effect effect = effectOf({fx::stock::trafo(), fx::stock::constantColor(), stage});
 		const std::vector<RenderObjectPtr> objects = withEffect(sampled, effect);
 		const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
-		auto classic = task(tree, {});
+		auto classic = task(tree, classicOptions());
 		ASSERT_EQ(frame(*classic), "");
 		const Rgba8Image reference = pixels();
 		auto heap = task(tree, heapOptions(DrawStrategy::Auto));
@@ -301,7 +301,7 @@ TEST_F(HeapTextureTest, ChangedTexturesAndRemovedObjectsGiveTheirEntriesBack)
 	const auto objects = grid(16, &textures);
 	adaptive::cset<RenderObjectPtr> set(objects);
 	const auto tree = RenderTree::ofObjects(set);
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	auto heap = task(tree, heapOptions(DrawStrategy::Auto));
 	auto compare = [&](const char* what)
 	{
@@ -388,7 +388,7 @@ protected:
 TEST_F(HeapBindlessTest, OneTexturedSceneRendersTheSameOnClassicHeapAtlasAndHeapBindless)
 {
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(grid(48)));
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	ASSERT_EQ(frame(*classic), "");
 	const Rgba8Image reference = pixels();
 	for (DrawStrategy d : {DrawStrategy::Indirect, DrawStrategy::Megacall})
@@ -439,7 +439,7 @@ TEST_F(HeapBindlessTest, TextureChangesKeepTheirEntriesAndRemovedObjectsGiveThem
 		objects.push_back(inCell(objects[0], i));
 	adaptive::cset<RenderObjectPtr> set(objects);
 	const auto tree = RenderTree::ofObjects(set);
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	auto heap = task(tree, bindlessOptions(DrawStrategy::Auto));
 	auto compare = [&](const char* what)
 	{
@@ -493,7 +493,7 @@ TEST_F(HeapBindlessTest, AFullTableBindsTheRestAndTexturesPassedToFunctionsStayB
 {
 	const std::vector<RenderObjectPtr> objects = withEffect(grid(12), halfTextureEffect());
 	const auto tree = RenderTree::ofObjects(adaptive::asetOf(objects));
-	auto classic = task(tree, {});
+	auto classic = task(tree, classicOptions());
 	ASSERT_EQ(frame(*classic), "");
 	const Rgba8Image reference = pixels();
 

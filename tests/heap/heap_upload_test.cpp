@@ -45,7 +45,8 @@ TEST_F(HeapRenderTest, BytesWrittenTwiceInOneFrameKeepTheLaterWrite)
 		EXPECT_GT(heap->stats().heap.overlapping_writes, 0u) << "the bad object's bytes were handed to the next one";
 		expectValidHeap(*heap);
 		const Rgba8Image img = pixels();
-		EXPECT_EQ(differing(img, render(RenderTree::ofObjects(adaptive::asetOf(std::vector{a, b})), {})), 0u);
+		EXPECT_EQ(differing(img, render(RenderTree::ofObjects(adaptive::asetOf(std::vector{a, b})), classicOptions())),
+		          0u);
 	}
 }
 
@@ -87,7 +88,7 @@ TEST_F(HeapRenderTest, ObjectsPlacedSideBySideUploadAsOneCopyRegion)
 		          mode.options.heap.tuning.scatter_above == 0 ? 1u : 0u); // (one region: copied unless forced)
 		EXPECT_GE(st.upload_bytes, st.arena_bytes); // (every block staged whole, plus the draw headers and records)
 		expectValidHeap(*heap);
-		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), {})), 0u);
+		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), classicOptions())), 0u);
 		// Every other object leaves and comes back: each returns to a hole of its size, one region per hole.
 		for (bool adding : {false, true})
 		{
@@ -102,7 +103,7 @@ TEST_F(HeapRenderTest, ObjectsPlacedSideBySideUploadAsOneCopyRegion)
 		EXPECT_EQ(heap->stats().heap.copy_regions, 150u);
 		EXPECT_EQ(heap->stats().heap.scatters, mode.options.heap.tuning.scatter_above < 150 ? 1u : 0u);
 		expectValidHeap(*heap);
-		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), {})), 0u);
+		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), classicOptions())), 0u);
 	}
 }
 
@@ -162,7 +163,7 @@ TEST_F(HeapRenderTest, SpreadRemovalsStageTheirMovedRecordsThroughTheRingsScatte
 			EXPECT_EQ(ring.scatters, 0u);
 		}
 		expectValidHeap(*heap);
-		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(kept)), {})), 0u);
+		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(kept)), classicOptions())), 0u);
 	}
 }
 

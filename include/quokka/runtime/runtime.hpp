@@ -70,7 +70,9 @@ Result<RenderPath> parsePath(const std::string& name);
 
 struct RenderOptions
 {
-	RenderPath path = RenderPath::Classic;
+	/// The default, Heap, is the hybrid router: the heap draws every object it can in a few draws per bucket, the
+	/// classic path the rest. Classic draws every object on its own (a reference, or for scenes of a few objects).
+	RenderPath path = RenderPath::Heap;
 	heap::HeapOptions heap; ///< path = Heap
 	/// Path Heap: while false every object is drawn by the classic path (an A/B switch or a fallback: flipping it
 	/// moves the objects in the next frame, the image unchanged). Ignored by path Classic.
@@ -78,6 +80,14 @@ struct RenderOptions
 	/// CPU time each run() may spend tearing down retired heap scenes (Runtime::collect): those of dropped tasks and
 	/// of Render commands that left a task. Each run() makes some progress whatever the budget.
 	double teardown_budget_ms = 2.0;
+
+	/// Options of the classic path, everything else default.
+	static RenderOptions classic()
+	{
+		RenderOptions o;
+		o.path = RenderPath::Classic;
+		return o;
+	}
 };
 
 /// Counters of the last RenderTask::run(), summed over its Render commands.
