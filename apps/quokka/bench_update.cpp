@@ -400,15 +400,7 @@ int runBenchUpdate(const BenchOptions& b)
 		j["placement"] = {{"cpu_update_ms", place->update_ms},
 		                  {"us_per_object", place->update_ms * 1000.0 / double(n)},
 		                  {"upload_bytes", place->upload_bytes},
-		                  {"phases_ms",
-		                   {{"pull", ph.pull_ms},
-		                    {"remove", ph.remove_ms},
-		                    {"read", ph.read_ms},
-		                    {"acquire", ph.acquire_ms},
-		                    {"attach", ph.attach_ms},
-		                    {"refresh", ph.refresh_ms},
-		                    {"finish", ph.finish_ms},
-		                    {"upload", place->heap_upload_ms}}},
+		                  {"phases_ms", heapPhasesJson(ph, place->heap_upload_ms)},
 		                  {"host_bytes_per_object",
 		                   host_known ? nlohmann::ordered_json(host_per_object) : nlohmann::ordered_json(nullptr)}};
 		j["idle"] = {{"cpu_update_ms", idle.update_ms}, {"upload_bytes", idle.upload_bytes}};

@@ -272,7 +272,8 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		                         s.passes.pipeline_binds + s.heap.pipeline_binds, s.passes.prepared + s.heap.added,
 		                         s.passes.uniform_uploads + s.heap.uniform_uploads, s.pipelines_pending,
 		                         s.waitingDraws(), s.heap.update_ms + s.heap.upload_ms + s.heap.prepare_ms,
-		                         s.heap.encode_ms, s.passes.update_ms, s.passes.encode_ms});
+		                         s.heap.encode_ms, s.passes.update_ms, s.passes.encode_ms, s.heap.phases,
+		                         s.heap.upload_ms, s.heap.prepare_ms, s.flush_ms, s.teardown_ms});
 		run.last = s;
 		noteReady();
 		return {};
@@ -410,6 +411,18 @@ Result<SceneSession> openScene(const RenderOptions& o)
 	return s;
 }
 
+nlohmann::ordered_json heapPhasesJson(const heap::HeapUpdatePhases& phases, double upload_ms,
+                                      std::optional<double> prepare_ms)
+{
+	nlohmann::ordered_json j = {{"pull", phases.pull_ms},     {"remove", phases.remove_ms},
+	                            {"read", phases.read_ms},     {"acquire", phases.acquire_ms},
+	                            {"attach", phases.attach_ms}, {"refresh", phases.refresh_ms},
+	                            {"finish", phases.finish_ms}, {"upload", upload_ms}};
+	if (prepare_ms)
+		j["prepare"] = *prepare_ms;
+	return j;
+}
+
 Result<runtime::RenderOptions> renderOptionsOf(const std::string& path, const std::string& draw,
                                                uint64_t max_chunk_bytes)
 {
@@ -545,7 +558,10 @@ int runRenderScene(const RenderOptions& o)
 			                  {"heap_update_ms", f.heap_update_ms},
 			                  {"heap_encode_ms", f.heap_encode_ms},
 			                  {"classic_update_ms", f.classic_update_ms},
-			                  {"classic_encode_ms", f.classic_encode_ms}});
+			                  {"classic_encode_ms", f.classic_encode_ms},
+			                  {"heap_phases_ms", heapPhasesJson(f.heap_phases, f.heap_upload_ms, f.heap_prepare_ms)},
+			                  {"flush_ms", f.flush_ms},
+			                  {"teardown_ms", f.teardown_ms}});
 		j["per_frame"] = frames;
 		j["cpu_frame_ms"] = steadyCpu(r);
 		if (classic_figures)

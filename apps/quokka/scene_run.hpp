@@ -24,7 +24,15 @@ struct FrameRecord
 	uint32_t pipelines_pending = 0, waiting_draws = 0; ///< after the frame (background pipelines)
 	/// Per path: the heap scenes' update (with upload and prepare) and encode, the classic passes' update and encode
 	double heap_update_ms = 0, heap_encode_ms = 0, classic_update_ms = 0, classic_encode_ms = 0;
+	/// The heap's update by step, its upload and prepare; the runtime's staging flush and the teardown of retired
+	/// heap scenes (where a frame's time went: `render --json`'s per-frame `heap_phases_ms`)
+	heap::HeapUpdatePhases heap_phases{};
+	double heap_upload_ms = 0, heap_prepare_ms = 0, flush_ms = 0, teardown_ms = 0;
 };
+
+/// The heap's update steps with its upload (and prepare where given) as JSON, in milliseconds.
+nlohmann::ordered_json heapPhasesJson(const heap::HeapUpdatePhases& phases, double upload_ms,
+                                      std::optional<double> prepare_ms = std::nullopt);
 
 struct SceneRun
 {

@@ -2,7 +2,8 @@
 # Device campaign for load and scale (#41) and textures at scale (#40), not CI: one call of the device tool.
 #   here:  scripts/build && ../shared/tools/device/pack.sh build/bin/quokka build/bin/quokka_heap_tests \
 #            build/bin/quokka_atlas_gpu_tests build/bin/quokka_gpu_tests && strip .devcarry/bin/*
-#   there: bash scripts/device/scale.sh [PART...]   (parts: thp textures draw update; default: all, in that order)
+#   there: bash scripts/device/scale.sh [PART...]   (parts: thp textures draw update frames charts; default: the first
+#          four, in that order)
 # Each part's full output goes to $OUT/<part>.txt (JSON where the benchmark has it); the summary lines are printed.
 # Parts stop at their own time limits so that one slow part leaves time for the rest of a 10-minute call.
 set -uo pipefail
@@ -39,6 +40,28 @@ for part in "${parts[@]}"; do
       grep -E "placement|^  (add|remove|readd|edit) " "$out/update_k1.txt"
       run 240 quokka bench update --objects 10000000 --op edit --k 1 --reps 1 > "$out/update_1e7.txt" 2>&1
       grep -E "placement|by step|host memory|teardown|error" "$out/update_1e7.txt" ;;
+    frames) # where the steady frames of the 10^6 grid spend their CPU time, at 4x MSAA and at one sample
+      for samples in 4 1; do
+        run 150 quokka render --scene grid --objects 1000000 --frames 8 --samples $samples --json \
+          --out "$out/grid$samples.png" > "$out/frames$samples.json" 2> "$out/frames$samples.err"
+        echo "== grid 10^6, $samples sample(s): rc=$?"
+        python3 - "$out/frames$samples.json" <<'PY' || tail -3 "$out/frames$samples.err"
+import json, sys
+j = json.load(open(sys.argv[1]))
+for i, f in enumerate(j["per_frame"]):
+    ph = " ".join(f"{k} {v:.2f}" for k, v in f["heap_phases_ms"].items() if v >= 0.01)
+    print(f"frame {i}: update {f['cpu_update_ms']:.2f} encode {f['cpu_encode_ms']:.3f} (heap {f['heap_encode_ms']:.3f}, "
+          f"classic {f['classic_encode_ms']:.3f}) gpu {f['gpu_ms']:.2f} frame {f['frame_ms']:.2f} | {ph} | "
+          f"flush {f['flush_ms']:.2f} teardown {f['teardown_ms']:.2f}")
+PY
+      done ;;
+    charts) # the README's charts: bench update and bench camera JSON, 10^3..10^6
+      run 240 quokka bench update --objects 1000 10000 100000 1000000 --reps 5 --json > "$out/update.json" \
+        2> "$out/update.err"
+      echo "bench update rc=$?"; tail -2 "$out/update.err"
+      run 240 quokka bench camera --objects 1000 10000 100000 1000000 --reps 5 --json > "$out/camera.json" \
+        2> "$out/camera.err"
+      echo "bench camera rc=$?"; tail -2 "$out/camera.err" ;;
     *) echo "unknown part $part"; exit 2 ;;
   esac
 done
