@@ -27,14 +27,14 @@ struct CliRun
 	std::string err;
 };
 
-std::string tempPath(const std::string& name)
+inline std::string tempPath(const std::string& name)
 {
 	return (std::filesystem::temp_directory_path() / ("quokka-cli-" + std::to_string(::getpid()) + "-" + name))
 	    .string();
 }
 
 // Runs `env program args` through the shell, capturing stdout and stderr separately.
-CliRun runProgram(const std::string& program, const std::string& args, const std::string& env = "")
+inline CliRun runProgram(const std::string& program, const std::string& args, const std::string& env = "")
 {
 	const std::string err_path = tempPath("stderr.txt");
 	const std::string command = env + " " + program + " " + args + " 2>" + err_path;
@@ -57,13 +57,13 @@ CliRun runProgram(const std::string& program, const std::string& args, const std
 }
 
 // Runs `env QUOKKA_CLI args`.
-CliRun runCli(const std::string& args, const std::string& env = "")
+inline CliRun runCli(const std::string& args, const std::string& env = "")
 {
 	return runProgram(QUOKKA_CLI_PATH, args, env);
 }
 
 // The CLI contract: a failure is one line "quokka: error: …" on stderr and a non-zero exit.
-void expectOneLineError(const CliRun& run, const std::string& fragment)
+inline void expectOneLineError(const CliRun& run, const std::string& fragment)
 {
 	EXPECT_NE(run.exit_code, 0);
 	ASSERT_FALSE(run.err.empty());
@@ -73,7 +73,7 @@ void expectOneLineError(const CliRun& run, const std::string& fragment)
 }
 
 /// Bad arguments or settings: one line, exit code 2 (docs/cli.md).
-void expectUsageError(const CliRun& run, const std::string& fragment)
+inline void expectUsageError(const CliRun& run, const std::string& fragment)
 {
 	expectOneLineError(run, fragment);
 	EXPECT_EQ(run.exit_code, 2) << run.err;
