@@ -257,7 +257,9 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		const auto t0 = std::chrono::steady_clock::now();
 		QUOKKA_TRY_ASSIGN(list, device.beginCommands());
 		timer.begin(list);
+		const gpu::DeviceMemoryStats memory_before = device.memoryStats();
 		QUOKKA_TRY(task->run(list, fb));
+		const gpu::DeviceMemoryStats memory_after = device.memoryStats();
 		timer.end(list);
 		QUOKKA_TRY(device.submitAndWait(std::move(list)));
 		const double frame_ms =
@@ -268,12 +270,28 @@ Result<SceneRun> runFrames(gpu::Device& device, runtime::Runtime& rt, runtime::F
 		run.frames.encode_ms.push_back(s.encode_ms);
 		run.gpu_ms.push_back(timing.ms);
 		run.frames.frame_ms.push_back(frame_ms);
-		run.per_frame.push_back({s.update_ms, s.encode_ms, timing.ms, frame_ms, s.passes.draws + s.heap.draw_calls,
-		                         s.passes.pipeline_binds + s.heap.pipeline_binds, s.passes.prepared + s.heap.added,
-		                         s.passes.uniform_uploads + s.heap.uniform_uploads, s.pipelines_pending,
-		                         s.waitingDraws(), s.heap.update_ms + s.heap.upload_ms + s.heap.prepare_ms,
-		                         s.heap.encode_ms, s.passes.update_ms, s.passes.encode_ms, s.heap.phases,
-		                         s.heap.upload_ms, s.heap.prepare_ms, s.flush_ms, s.teardown_ms});
+		run.per_frame.push_back({s.update_ms,
+		                         s.encode_ms,
+		                         timing.ms,
+		                         frame_ms,
+		                         s.passes.draws + s.heap.draw_calls,
+		                         s.passes.pipeline_binds + s.heap.pipeline_binds,
+		                         s.passes.prepared + s.heap.added,
+		                         s.passes.uniform_uploads + s.heap.uniform_uploads,
+		                         s.pipelines_pending,
+		                         s.waitingDraws(),
+		                         s.heap.update_ms + s.heap.upload_ms + s.heap.prepare_ms,
+		                         s.heap.encode_ms,
+		                         s.passes.update_ms,
+		                         s.passes.encode_ms,
+		                         s.heap.phases,
+		                         s.heap.upload_ms,
+		                         s.heap.prepare_ms,
+		                         s.flush_ms,
+		                         s.teardown_ms,
+		                         s.heap.upload_bytes + s.staging.bytes,
+		                         memory_after.buffers_created - memory_before.buffers_created,
+		                         memory_after.buffer_bytes_created - memory_before.buffer_bytes_created});
 		run.last = s;
 		noteReady();
 		return {};
@@ -420,6 +438,13 @@ nlohmann::ordered_json heapPhasesJson(const heap::HeapUpdatePhases& phases, doub
 	                            {"finish", phases.finish_ms}, {"upload", upload_ms}};
 	if (prepare_ms)
 		j["prepare"] = *prepare_ms;
+	j["refresh_parts"] = {
+	    {"repack", phases.repack_ms}, {"derive", phases.derive_refresh_ms}, {"objects", phases.objects_refresh_ms}};
+	j["upload_parts"] = {{"chunks", phases.upload_chunks_ms},
+	                     {"writes", phases.upload_writes_ms},
+	                     {"derive", phases.upload_derive_ms},
+	                     {"atlas", phases.upload_atlas_ms},
+	                     {"draws", phases.upload_draws_ms}};
 	return j;
 }
 
@@ -561,6 +586,9 @@ int runRenderScene(const RenderOptions& o)
 			                  {"classic_encode_ms", f.classic_encode_ms},
 			                  {"heap_phases_ms", heapPhasesJson(f.heap_phases, f.heap_upload_ms, f.heap_prepare_ms)},
 			                  {"flush_ms", f.flush_ms},
+			                  {"upload_bytes", f.upload_bytes},
+			                  {"buffers_created", f.buffers_created},
+			                  {"buffer_bytes_created", f.buffer_bytes_created},
 			                  {"teardown_ms", f.teardown_ms}});
 		j["per_frame"] = frames;
 		j["cpu_frame_ms"] = steadyCpu(r);

@@ -28,6 +28,8 @@ struct FrameRecord
 	/// heap scenes (where a frame's time went: `render --json`'s per-frame `heap_phases_ms`)
 	heap::HeapUpdatePhases heap_phases{};
 	double heap_upload_ms = 0, heap_prepare_ms = 0, flush_ms = 0, teardown_ms = 0;
+	uint64_t upload_bytes = 0; ///< the heap's bytes staged for the device plus the runtime's staging flush
+	uint64_t buffers_created = 0, buffer_bytes_created = 0; ///< device buffers the frame's run() created
 };
 
 /// The heap's update steps with its upload (and prepare where given) as JSON, in milliseconds.

@@ -245,6 +245,11 @@ void Device::account(bool buffer, int64_t count, int64_t bytes)
 	{
 		stats_.live_buffers += uint64_t(count);
 		stats_.buffer_bytes += uint64_t(bytes);
+		if (count > 0)
+		{
+			stats_.buffers_created += uint64_t(count);
+			stats_.buffer_bytes_created += uint64_t(bytes);
+		}
 	}
 	else
 	{

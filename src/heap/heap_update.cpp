@@ -63,16 +63,20 @@ public:
 		p_.objects.flush();
 		p_.pool.flush();
 		lap(t.attach_ms);
+		const auto refresh_start = lap_;
 		repackChangedValues();
+		lap(t.repack_ms);
 		retryWaiting();
 		if (p_.gpu_derive)
 			if (Result<void> r = p_.gpu_derive->refresh(); !r.ok() && result_.ok())
 				result_ = r;
+		lap(t.derive_refresh_ms);
 		refreshChangedObjects();
 		if (!p_.respecialise_queue.empty())
 			if (Result<void> r = p_.respecialiseGroups(); !r.ok() && result_.ok())
 				result_ = r;
-		lap(t.refresh_ms);
+		lap(t.objects_refresh_ms);
+		t.refresh_ms += msSince(refresh_start);
 		p_.sweep();
 		for (Slot* s : p_.dirty_slots)
 			p_.chooseStrategy(*s);

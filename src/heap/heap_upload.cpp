@@ -75,6 +75,13 @@ public:
 
 	Result<void> run()
 	{
+		HeapUpdatePhases& t = stats_.phases;
+		auto lap = [&, at = std::chrono::steady_clock::now()](double& step) mutable
+		{
+			const auto now = std::chrono::steady_clock::now();
+			step += std::chrono::duration<double, std::milli>(now - at).count();
+			at = now;
+		};
 		// Sizing the chunks' buffers and recording compactions: only after their blocks changed (a frame without that —
 		// nothing changed, or only uniform values — does not walk the chunks).
 		if (p_.upload_chunks)
@@ -87,10 +94,13 @@ public:
 				p_.capacity_bytes += c->storage.capacity();
 		}
 		stats_.arena_capacity_bytes = p_.capacity_bytes;
+		lap(t.upload_chunks_ms);
 		QUOKKA_TRY(copyFrameWrites());
 		p_.pages.retire(list_);
+		lap(t.upload_writes_ms);
 		if (p_.gpu_derive)
 			QUOKKA_TRY(p_.gpu_derive->upload(device_, p_.context->staging(), stats_));
+		lap(t.upload_derive_ms);
 		if (p_.atlas_pool)
 		{
 			// New entries built into their pages (growth copied first), before the draws that sample them.
@@ -100,7 +110,10 @@ public:
 			stats_.atlas_entries = p_.atlas_pool->entryCount();
 			stats_.atlas_bytes = p_.atlas_pool->deviceBytes();
 		}
-		return uploadDrawArrays();
+		lap(t.upload_atlas_ms);
+		Result<void> drawn = uploadDrawArrays();
+		lap(t.upload_draws_ms);
+		return drawn;
 	}
 
 private:

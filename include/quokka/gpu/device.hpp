@@ -166,6 +166,10 @@ struct DeviceMemoryStats
 	uint64_t buffer_bytes = 0;
 	uint64_t image_bytes = 0;
 	uint64_t pending_destructions = 0;
+	/// Buffers created since the device was, and their bytes (a frame's difference: what it allocated — a driver
+	/// allocation of host-visible memory costs milliseconds per hundred MiB on some drivers)
+	uint64_t buffers_created = 0;
+	uint64_t buffer_bytes_created = 0;
 };
 
 /// The Vulkan device. Create with Device::create; destroy after every object it created.

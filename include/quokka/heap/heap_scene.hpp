@@ -138,6 +138,13 @@ struct HeapUpdatePhases
 	double attach_ms = 0.0;  ///< placement: buckets, slots, headers and draw records
 	double refresh_ms = 0.0; ///< re-packing changed shared values; re-reading objects whose inputs changed
 	double finish_ms = 0.0;  ///< strategy choice per changed slot, GPU-derive bookkeeping, the shape's counts
+	/// refresh_ms by part: re-packing changed shared values, the GPU-derive constituents queued for packing, re-reading
+	/// the changed objects (with the retried waiting ones and re-specialised groups)
+	double repack_ms = 0.0, derive_refresh_ms = 0.0, objects_refresh_ms = 0.0;
+	/// upload_ms (HeapStats) by part: sizing and compacting the chunks, the frame's arena writes and their pages, the
+	/// GPU-derive arrays, the atlas, the draw headers and slot records
+	double upload_chunks_ms = 0.0, upload_writes_ms = 0.0, upload_derive_ms = 0.0, upload_atlas_ms = 0.0,
+	       upload_draws_ms = 0.0;
 
 	HeapUpdatePhases& operator+=(const HeapUpdatePhases& o)
 	{
@@ -148,6 +155,14 @@ struct HeapUpdatePhases
 		attach_ms += o.attach_ms;
 		refresh_ms += o.refresh_ms;
 		finish_ms += o.finish_ms;
+		repack_ms += o.repack_ms;
+		derive_refresh_ms += o.derive_refresh_ms;
+		objects_refresh_ms += o.objects_refresh_ms;
+		upload_chunks_ms += o.upload_chunks_ms;
+		upload_writes_ms += o.upload_writes_ms;
+		upload_derive_ms += o.upload_derive_ms;
+		upload_atlas_ms += o.upload_atlas_ms;
+		upload_draws_ms += o.upload_draws_ms;
 		return *this;
 	}
 };
