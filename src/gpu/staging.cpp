@@ -25,7 +25,7 @@ constexpr uint64_t kMaxChunkBytes = 256ull << 20;
 } // namespace
 
 StagingRing::StagingRing(Device& device, uint64_t chunk_bytes)
-    : device_(&device), chunk_bytes_(std::max<uint64_t>(chunk_bytes, 4096)),
+    : device_(&device), chunk_bytes_(std::max<uint64_t>(chunk_bytes, 4096)), min_chunk_bytes_(chunk_bytes_),
       recycle_(std::make_shared<std::vector<BufferHandle>>())
 {
 }
@@ -56,19 +56,24 @@ Result<StagingRing::Chunk*> StagingRing::chunkFor(uint64_t size)
 			return &last;
 		}
 	}
-	// Pick up chunks that retired lists handed back.
-	for (BufferHandle& b : *recycle_)
-		if (free_.size() < kMaxFreeChunks)
-			free_.push_back(std::move(b));
-	recycle_->clear();
-
-	// Chunks from before a chunk-size increase are too small for the new steady state: drop them.
-	std::erase_if(free_, [this](const BufferHandle& b) { return b->size() < chunk_bytes_; });
+	trimFree();
+	// The smallest free chunk that holds the steady-state size and this write; else, for the frame's first chunk, the
+	// largest free one that holds the write: after a frame far larger than this one (placing a scene) the chunk size
+	// is still that frame's, and a small frame reuses a chunk it has instead of asking the driver for one of that size
+	// (hundreds of MiB of host-visible memory: a stall of 100 ms on some drivers). A frame that overflows it makes a
+	// chunk of the steady-state size, which the next frame of that volume uses alone.
+	const uint64_t want = std::max(size, chunk_bytes_);
+	size_t pick = free_.size();
+	for (size_t i = 0; i < free_.size(); ++i) // (largest first)
+		if (free_[i]->size() >= want)
+			pick = i;
+	if (pick == free_.size() && active_.empty() && !free_.empty() && free_.front()->size() >= size)
+		pick = 0;
 	Chunk chunk;
-	if (size <= chunk_bytes_ && !free_.empty())
+	if (pick < free_.size())
 	{
-		chunk.buffer = std::move(free_.back());
-		free_.pop_back();
+		chunk.buffer = std::move(free_[pick]);
+		free_.erase(free_.begin() + std::ptrdiff_t(pick));
 	}
 	else
 	{
@@ -87,6 +92,30 @@ Result<StagingRing::Chunk*> StagingRing::chunkFor(uint64_t size)
 	}
 	active_.push_back(std::move(chunk));
 	return &active_.back();
+}
+
+void StagingRing::trimFree()
+{
+	for (BufferHandle& b : *recycle_)
+		free_.push_back(std::move(b));
+	recycle_->clear();
+	if (free_.empty())
+		return;
+	// Largest first. Chunks smaller than the steady-state size go once one of that size exists; chunks far larger
+	// (kept from a frame of gigabytes, such as placing a scene) hold host-visible memory nobody needs. Kept in any
+	// case: the smallest chunk that holds the steady-state size, or the largest chunk while none does — the small
+	// frames after a large one reuse it (chunkFor) while the chunk size shrinks back.
+	std::sort(free_.begin(), free_.end(),
+	          [](const BufferHandle& a, const BufferHandle& b) { return a->size() > b->size(); });
+	size_t smallest_fit = 0;
+	for (size_t i = 0; i < free_.size(); ++i)
+		if (free_[i]->size() >= chunk_bytes_)
+			smallest_fit = i;
+	std::vector<BufferHandle> kept;
+	for (size_t i = 0; i < free_.size() && kept.size() < kMaxFreeChunks; ++i)
+		if (i == smallest_fit || (free_[i]->size() >= chunk_bytes_ && free_[i]->size() <= 4 * chunk_bytes_))
+			kept.push_back(std::move(free_[i]));
+	free_ = std::move(kept);
 }
 
 void StagingRing::insertRegion(Destination& dst, uint64_t offset, Region region)
@@ -310,13 +339,17 @@ StagingFlushStats StagingRing::flush(CommandList& list, VkPipelineStageFlags2 ds
 	                   dst_stages, dst_access);
 
 	// A frame that needed several chunks needed several copies per destination; size the chunks so that the next
-	// frame of this volume fits in one (the steady state is one vkCmdCopyBuffer per destination per frame).
-	if (active_.size() > 1)
+	// frame of this volume fits in one (the steady state is one vkCmdCopyBuffer per destination per frame). After
+	// smaller frames the size halves per frame down to what they need, so the memory kept after a frame of gigabytes
+	// goes back (trimFree) without a steady frame waiting for a new chunk.
 	{
 		uint64_t total = 0;
 		for (const Chunk& c : active_)
 			total += c.cursor;
-		chunk_bytes_ = std::max(chunk_bytes_, std::min(nextPowerOfTwo(total), kMaxChunkBytes));
+		const uint64_t need = nextPowerOfTwo(std::max<uint64_t>(total, 1));
+		chunk_bytes_ = active_.size() > 1
+		                   ? std::max(chunk_bytes_, std::min(need, kMaxChunkBytes))
+		                   : std::max({min_chunk_bytes_, chunk_bytes_ / 2, std::min(need, kMaxChunkBytes)});
 	}
 	// The chunks return to the ring once the list completed.
 	auto recycle = recycle_;

@@ -64,7 +64,8 @@ public:
 	/// none (tests compare both).
 	uint32_t scatterAbove() const { return scatter_above_; }
 	void setScatterAbove(uint32_t regions) { scatter_above_ = regions; }
-	/// Current chunk size (grows when a frame overflowed a chunk).
+	/// Current chunk size (grows when a frame overflowed a chunk; halves per frame after smaller ones, down to what
+	/// they need and never below the size given at construction).
 	uint64_t chunkBytes() const { return chunk_bytes_; }
 	/// Host-visible bytes held (in use + free chunks).
 	uint64_t stagingBytes() const;
@@ -109,14 +110,17 @@ private:
 	};
 
 	Result<Chunk*> chunkFor(uint64_t size);
+	/// Takes the chunks retired lists gave back and bounds the free ones (see staging.cpp).
+	void trimFree();
 	/// Decides whether `g` goes through the scatter and, if so, stages its table. False: copy it.
 	bool planScatter(Group& g);
 	static void insertRegion(Destination& dst, uint64_t offset, Region region);
 
 	Device* device_;
 	uint64_t chunk_bytes_;
-	std::vector<Chunk> active_;                         // chunks written since the last flush
-	std::vector<BufferHandle> free_;                    // recycled chunks of chunk_bytes_
+	uint64_t min_chunk_bytes_;       ///< the size asked for at construction: chunk_bytes_ never shrinks below it
+	std::vector<Chunk> active_;      // chunks written since the last flush
+	std::vector<BufferHandle> free_; // recycled chunks of chunk_bytes_
 	std::unordered_map<uint64_t, Destination> pending_; // by Buffer::id()
 	uint64_t last_id_ = 0;                              // the destination of the previous write (0: none)
 	Destination* last_ = nullptr;
