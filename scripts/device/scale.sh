@@ -45,15 +45,7 @@ for part in "${parts[@]}"; do
         run 150 quokka render --scene grid --objects 1000000 --frames 8 --samples $samples --json \
           --out "$out/grid$samples.png" > "$out/frames$samples.json" 2> "$out/frames$samples.err"
         echo "== grid 10^6, $samples sample(s): rc=$?"
-        python3 - "$out/frames$samples.json" <<'PY' || tail -3 "$out/frames$samples.err"
-import json, sys
-j = json.load(open(sys.argv[1]))
-for i, f in enumerate(j["per_frame"]):
-    ph = " ".join(f"{k} {v:.2f}" for k, v in f["heap_phases_ms"].items() if v >= 0.01)
-    print(f"frame {i}: update {f['cpu_update_ms']:.2f} encode {f['cpu_encode_ms']:.3f} (heap {f['heap_encode_ms']:.3f}, "
-          f"classic {f['classic_encode_ms']:.3f}) gpu {f['gpu_ms']:.2f} frame {f['frame_ms']:.2f} | {ph} | "
-          f"flush {f['flush_ms']:.2f} teardown {f['teardown_ms']:.2f}")
-PY
+        python3 scripts/device/frames.py "$out/frames$samples.json"
       done ;;
     charts) # the README's charts: bench update and bench camera JSON, 10^3..10^6
       run 240 quokka bench update --objects 1000 10000 100000 1000000 --reps 5 --json > "$out/update.json" \
