@@ -132,15 +132,17 @@ Buffer::~Buffer()
 	VkBuffer buffer = buffer_;
 	VkDeviceMemory memory = memory_;
 	// Deferred: submissions made so far may still read or write this buffer. Freeing a large allocation takes
-	// milliseconds (the driver returns its pages): off the thread that dropped it.
+	// milliseconds (the driver returns its pages), and so does freeing host-visible memory of a few MiB on some
+	// drivers (it unpins its pages — behind the large frees, which hold the driver's lock): off the thread that
+	// dropped it.
 	auto destroy = [dev, buffer, memory]
 	{
 		vkDestroyBuffer(dev, buffer, nullptr);
 		if (memory)
 			vkFreeMemory(dev, memory, nullptr);
 	};
-	constexpr uint64_t kOffThreadBytes = 16ull << 20;
-	if (allocation_size_ >= kOffThreadBytes)
+	constexpr uint64_t kOffThreadBytes = 16ull << 20, kOffThreadMappedBytes = 1ull << 20;
+	if (allocation_size_ >= (mapped_ ? kOffThreadMappedBytes : kOffThreadBytes))
 		device_->destroyOffThread(std::move(destroy));
 	else
 		device_->destroyLater(std::move(destroy));
