@@ -38,6 +38,8 @@ struct Sample
 	double update_ms = 0, heap_update_ms = 0, heap_upload_ms = 0, frame_ms = 0;
 	uint64_t upload_bytes = 0;
 	heap::HeapUpdatePhases phases; ///< heap_update_ms by step
+	/// update_ms by part: the router, the heap's update, upload and prepare, the staging flush, the classic pass
+	double route_ms = 0, heap_prepare_ms = 0, flush_ms = 0, classic_ms = 0;
 };
 
 /// What the heap holds in host memory: the process's malloc (hostAllocatedBytes) less the device's own memory where
@@ -86,6 +88,10 @@ Result<Sample> frame(gpu::Device& device, runtime::RenderTask& task, runtime::Fr
 	s.heap_upload_ms = task.stats().heap.upload_ms;
 	s.phases = task.stats().heap.phases;
 	s.upload_bytes = task.stats().heap.upload_bytes;
+	s.route_ms = task.stats().route_ms;
+	s.heap_prepare_ms = task.stats().heap.prepare_ms;
+	s.flush_ms = task.stats().flush_ms;
+	s.classic_ms = task.stats().passes.update_ms;
 	return s;
 }
 
@@ -248,6 +254,13 @@ int runBenchUpdate(const BenchOptions& b)
 	};
 
 	nlohmann::ordered_json results = nlohmann::ordered_json::array();
+	std::vector<std::string> k1_parts; // one-object frames' CPU update by part, µs (the text report)
+	const auto fixed = [](double us)
+	{
+		char text[32];
+		std::snprintf(text, sizeof text, "%.1f", us);
+		return std::string(text);
+	};
 	std::vector<double> clocks; // the core's clock after each row (clockGHz: this host's clock changes between runs)
 	size_t next_add = n;
 	for (uint32_t k : ks)
@@ -348,6 +361,25 @@ int runBenchUpdate(const BenchOptions& b)
 			row["upload_bytes"] = uint64_t(bytes);
 			row["bytes_per_object"] = bytes / double(k);
 			row["frame_ms"] = med([](const Sample& s) { return s.frame_ms; });
+			// Where a frame's CPU update goes (medians of each part; "other": the rest of the runtime's frame)
+			const double route = med([](const Sample& s) { return s.route_ms; });
+			const double prepare = med([](const Sample& s) { return s.heap_prepare_ms; });
+			const double flush = med([](const Sample& s) { return s.flush_ms; });
+			const double classic = med([](const Sample& s) { return s.classic_ms; });
+			row["parts_ms"] = {
+			    {"route", route},
+			    {"heap_update", heap_ms},
+			    {"heap_upload", upload_ms},
+			    {"flush", flush},
+			    {"heap_prepare", prepare},
+			    {"classic", classic},
+			    {"other", std::max(0.0, update_ms - route - heap_ms - upload_ms - flush - prepare - classic)}};
+			if (k == 1)
+				k1_parts.push_back(op + ": route " + fixed(route * 1000.0) + ", heap update " +
+				                   fixed(heap_ms * 1000.0) + ", upload " + fixed(upload_ms * 1000.0) + ", flush " +
+				                   fixed(flush * 1000.0) + ", prepare " + fixed(prepare * 1000.0) + ", classic " +
+				                   fixed(classic * 1000.0) + ", other " +
+				                   fixed(row["parts_ms"]["other"].get<double>() * 1000.0));
 			clocks.push_back(clockGHz());
 			const double kcycles = update_ms * 1000.0 / double(k) * clocks.back(); // (µs × GHz = 10^3 cycles)
 			row["core_clock_ghz"] = clocks.back();
@@ -380,6 +412,13 @@ int runBenchUpdate(const BenchOptions& b)
 	const double clock = median(clocks);
 	const double clock_min = clocks.empty() ? 0.0 : *std::min_element(clocks.begin(), clocks.end());
 	const double clock_max = clocks.empty() ? 0.0 : *std::max_element(clocks.begin(), clocks.end());
+	if (!b.json && !k1_parts.empty())
+	{
+		std::printf(
+		    "\n  one-object frames' CPU update by part, us (medians; other: the rest of the runtime's frame):\n");
+		for (const std::string& line : k1_parts)
+			std::printf("    %s\n", line.c_str());
+	}
 	if (!b.json)
 		std::printf("\n  core clock %.2f GHz (%.2f-%.2f after the rows; kcyc/obj = us/object x the row's clock)\n"
 		            "  teardown: %.3f ms CPU to drop the task (its scene of %u objects retired), then %u slices of "

@@ -259,7 +259,11 @@ Result<bool> RenderTask::update()
 	for (auto& [index, e] : entries_)
 	{
 		if (e.router)
+		{
+			const auto t0 = std::chrono::steady_clock::now();
 			e.router->route();
+			stats_.route_ms += msSince(t0);
+		}
 		if (e.heap)
 		{
 			QUOKKA_TRY(e.heap->update());
@@ -363,8 +367,10 @@ Result<void> RenderTask::run(gpu::CommandList& list, Framebuffer& fb)
 	const auto t0 = std::chrono::steady_clock::now();
 	stats_ = TaskStats{};
 	QUOKKA_TRY(update());
+	const auto t_targets = std::chrono::steady_clock::now();
 	QUOKKA_TRY_ASSIGN(targets, runtime_->renderTargets(list));
 	stats_.render_targets = targets;
+	stats_.targets_ms = msSince(t_targets);
 	QUOKKA_TRY(upload(list));
 	stats_.update_ms = msSince(t0);
 	const auto t1 = std::chrono::steady_clock::now();

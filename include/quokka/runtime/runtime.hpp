@@ -100,6 +100,8 @@ struct TaskStats
 	uint32_t render_targets = 0; ///< renderTo targets re-rendered this frame
 	double update_ms = 0.0;      ///< CPU: pulling changes and preparing (all passes + uploads)
 	double flush_ms = 0.0;       ///< part of update_ms: the runtime context's staging flush
+	double route_ms = 0.0;       ///< part of update_ms: the routers pulling the leaves' changes (path Heap)
+	double targets_ms = 0.0;     ///< part of update_ms: renderTo targets (checked, re-rendered when due)
 	double encode_ms = 0.0;      ///< CPU: recording
 	/// Path Heap: objects per RouteReason after the frame's routing (index 0: drawn by the heap), and the objects
 	/// moved between the heap and the classic path so far (ObjectRouter), summed over the Render commands.
