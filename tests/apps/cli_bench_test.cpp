@@ -135,6 +135,20 @@ TEST(CliBench, UpdateUploadsBytesProportionalToTheChange)
 			EXPECT_GT(r["cpu_update_ms"].get<double>(), 0.0) << op << k;
 			EXPECT_GT(r["us_per_object"].get<double>(), 0.0) << op << k;
 			EXPECT_GT(r["upload_bytes"].get<uint64_t>(), 0u) << op << k;
+			// Where the frame went: every part present, none negative, the heap's update and upload among them; the
+			// parts' medians cover the frame's median (other: the rest of the runtime's frame).
+			const auto& parts = r["parts_ms"];
+			double sum = 0.0;
+			for (const char* part :
+			     {"route", "heap_update", "heap_upload", "flush", "heap_prepare", "classic", "other"})
+			{
+				ASSERT_TRUE(parts.contains(part)) << op << k << " " << parts.dump();
+				EXPECT_GE(parts[part].get<double>(), 0.0) << op << k << " " << part;
+				sum += parts[part].get<double>();
+			}
+			EXPECT_DOUBLE_EQ(parts["heap_update"].get<double>(), r["heap_update_ms"].get<double>());
+			EXPECT_GT(parts["heap_update"].get<double>(), 0.0) << op << k;
+			EXPECT_GE(sum, 0.999 * r["cpu_update_ms"].get<double>()) << op << k << " " << parts.dump();
 		}
 	// An edit re-packs ModelTrafo (64 bytes) and NormalMatrix: a few hundred bytes per object at most, however many
 	// objects the scene holds.
