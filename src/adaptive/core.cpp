@@ -194,6 +194,11 @@ AdaptiveObject::~AdaptiveObject()
 	detail::countLive(-1);
 }
 
+size_t edgeBytes()
+{
+	return sizeof(Link) + sizeof(detail::OutEdge);
+}
+
 size_t AdaptiveObject::inputCount() const
 {
 	size_t n = 0;

@@ -161,6 +161,14 @@ void BlockBits::clear()
 		std::fill(level.begin(), level.end(), 0);
 }
 
+size_t BlockBits::hostBytes() const
+{
+	size_t bytes = levels_.capacity() * sizeof(levels_[0]);
+	for (const std::vector<uint64_t>& level : levels_)
+		bytes += level.capacity() * sizeof(uint64_t);
+	return bytes;
+}
+
 std::string BlockBits::check() const
 {
 	for (size_t k = 0; k + 1 < levels_.size(); ++k)
@@ -523,6 +531,11 @@ Result<void> ChunkAllocator::validate() const
 	if (live_sum != live_units_)
 		return fail("live blocks hold " + bytesText(live_sum) + " bytes, counter says " + bytesText(live_units_));
 	return {};
+}
+
+size_t ChunkAllocator::hostBytes() const
+{
+	return starts_.hostBytes() + live_.capacity() * sizeof(uint64_t) + free_by_size_.size() * sizeof(uint64_t) * 3 / 2;
 }
 
 } // namespace quokka::heap

@@ -45,6 +45,8 @@ struct GpuArray
 			dirty.markRange(g0, g1);
 	}
 	void touchAll() { all_dirty = true; }
+	/// Host bytes of the shadow and its dirty marks (memory accounting).
+	size_t hostBytes() const { return words.capacity() * sizeof(uint32_t) + dirty.hostBytes(); }
 	/// Grows or shrinks the shadow; grown words are uploaded even when they are 0 (the GPU copy may hold stale data
 	/// of a record that lived there before).
 	void resize(size_t n)

@@ -26,6 +26,21 @@ GpuDerive::GpuDerive(HeapCore& core)
 
 GpuDerive::~GpuDerive() = default;
 
+size_t GpuDerive::hostBytes() const
+{
+	size_t bytes = constituents_.capacity() * (sizeof(decltype(constituents_)::value_type) + 1) +
+	               queued_.capacity() * sizeof(queued_[0]) + slots_.hostBytes() + epochs_.hostBytes() +
+	               free_slots_.capacity() * sizeof(uint32_t) + free_computed_.capacity() * sizeof(uint32_t) +
+	               chunks_.capacity() * sizeof(ChunkRecords) + levels_.capacity() * sizeof(Level);
+	for (const auto& [node, c] : constituents_)
+		bytes += sizeof(Constituent) + c->inputCount() * adaptive::edgeBytes();
+	for (const ChunkRecords& r : chunks_)
+		bytes += r.words.hostBytes() + r.info.capacity() * sizeof(RecordInfo);
+	for (const Level& l : levels_)
+		bytes += l.words.hostBytes() + l.owner.capacity() * sizeof(Constituent*);
+	return bytes;
+}
+
 void GpuDerive::adoptJobs()
 {
 	if (kernel_job_ && kernel_job_->ready())

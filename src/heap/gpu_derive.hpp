@@ -104,6 +104,9 @@ public:
 	/// Dismantling the scene (HeapScene::dismantle): drops up to `count` constituents. True while some remain.
 	bool drain(size_t count) { return eraseSome(constituents_, drain_cursor_, count); }
 	size_t links() const { return links_; }
+	/// Host bytes of its constituents (with their edges), records' bookkeeping, chain links and shadows. Memory
+	/// accounting.
+	size_t hostBytes() const;
 	size_t levels() const { return levels_.size(); }
 	/// HeapStats::derive_bytes: records and links with what they read and write.
 	uint64_t bytes() const

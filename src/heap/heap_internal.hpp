@@ -85,6 +85,7 @@ public:
 	/// Files the deferred insertions.
 	void flush() { table_.flush(); }
 	std::string check() const { return table_.check(); }
+	size_t hostBytes() const { return table_.hostBytes(); }
 
 private:
 	detail::PointerTable<HeapObject> table_;
@@ -473,6 +474,11 @@ public:
 		}
 	}
 	const detail::HeapCore* scene() const { return scene_; }
+	/// Host bytes of its record and of what it allocated beyond it (arrays that outgrew the record, its mode inputs and
+	/// texture entries); the inputs it subscribed to (subscriptions()) and its private set are counted apart. Memory
+	/// accounting (heap_memory.cpp).
+	size_t hostBytes() const;
+	size_t subscriptions() const { return inputs_.size(); }
 	/// The atlas entries it samples (0 when it binds its textures), in its effect's texture order, and entry `i` as
 	/// its draw header carries it.
 	size_t atlasEntries() const { return textures_ ? textures_->uses.size() : 0; }

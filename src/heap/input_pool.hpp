@@ -291,6 +291,7 @@ public:
 		table_.forEach([&](Entry* e) { f(*e); });
 	}
 	std::string check() const { return table_.check(); }
+	size_t hostBytes() const { return table_.hostBytes(); }
 
 private:
 	detail::PointerTable<Entry> table_;

@@ -205,6 +205,9 @@ public:
 	}
 
 	/// Deferred insertions in flight: enough to cover a memory latency at the heap's rate of ~5 insertions per add.
+	/// Host bytes of its slot array (memory accounting).
+	size_t hostBytes() const { return slots_.capacity() * sizeof(Slot); }
+
 	static constexpr size_t kLag = 16;
 	static_assert((kLag & (kLag - 1)) == 0, "the side list is a ring indexed by masking");
 

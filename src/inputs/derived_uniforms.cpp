@@ -211,6 +211,20 @@ const DerivedUniforms::Derivation* DerivedUniforms::derivationOf(const adaptive:
 	return &static_cast<const DerivedNode*>(node)->derivation;
 }
 
+size_t DerivedUniforms::hostBytes() const
+{
+	size_t bytes = derived_.capacity() * (sizeof(decltype(derived_)::value_type) + 1); // (+ a control byte per slot)
+	for (const auto& [key, value] : derived_)
+	{
+		if (key.inputs.capacity() > 3)
+			bytes += key.inputs.capacity() * sizeof(const void*);
+		const adaptive::AdaptiveObject* node = value.node().get();
+		if (node && typeid(*node) == typeid(DerivedNode))
+			bytes += sizeof(DerivedNode) + node->inputCount() * adaptive::edgeBytes();
+	}
+	return bytes;
+}
+
 aval<UniformValue> DerivedUniforms::derive(const rules::Rule& rule, std::span<const aval<UniformValue>> inputs,
                                            bool copy)
 {

@@ -42,6 +42,16 @@ struct ObjectRouter::Watch final : adaptive::AdaptiveObject
 	using AdaptiveObject::endEvaluation;
 };
 
+size_t ObjectRouter::hostBytes() const
+{
+	size_t bytes = routed_.capacity() * (sizeof(decltype(routed_)::value_type) + 1) +
+	               (dirty_.capacity() + classic_add_.capacity() + classic_remove_.capacity()) * sizeof(void*) * 2;
+	for (const auto& [object, r] : routed_)
+		if (r.watch)
+			bytes += sizeof(Watch) + r.watch->inputCount() * adaptive::edgeBytes();
+	return bytes;
+}
+
 ObjectRouter::ObjectRouter(adaptive::aset<scene::RenderObjectPtr> objects, heap::HeapScene& heap,
                            adaptive::aval<bool> heap_enabled)
     : reader_(objects.getDeltaReader()), heap_(&heap), heap_enabled_(std::move(heap_enabled))

@@ -175,6 +175,19 @@ std::vector<heap::HeapScene*> RenderTask::heapScenes() const
 	return out;
 }
 
+RenderTask::HostMemory RenderTask::hostMemory() const
+{
+	HostMemory m;
+	for (const auto& [index, e] : entries_)
+	{
+		if (e.heap)
+			m.heap += e.heap->hostMemory();
+		if (e.router)
+			m.routers += e.router->hostBytes();
+	}
+	return m;
+}
+
 RenderTask::~RenderTask()
 {
 	for (auto& [index, e] : entries_)

@@ -126,6 +126,17 @@ TEST(CliBench, UpdateUploadsBytesProportionalToTheChange)
 		EXPECT_GT(place["host_bytes_per_object"].get<double>(), 100.0);
 		EXPECT_LT(place["host_bytes_per_object"].get<double>(), 100000.0);
 	}
+	// What the task holds per object, by category, and their sum.
+	const auto& held = place["host_held_per_object"];
+	double held_sum = 0.0;
+	for (const char* category : {"objects", "private_sets", "pool", "subscriptions", "tables", "draws", "allocator",
+	                             "derive", "frame", "router"})
+	{
+		ASSERT_TRUE(held.contains(category)) << category << ": " << held.dump();
+		held_sum += held[category].get<double>();
+	}
+	EXPECT_GT(held["objects"].get<double>(), 100.0) << held.dump();
+	EXPECT_NEAR(held["accounted"].get<double>(), held_sum, 1e-6 * held_sum);
 	auto rows = rowsBy(j["results"], "op/k");
 	ASSERT_EQ(rows.size(), 8u) << j["results"].dump();
 	for (const char* op : {"add", "remove", "readd", "edit"})

@@ -326,4 +326,8 @@ Subscription onNextMarking(const Ref<AdaptiveObject>& object, std::function<void
 /// so exact whenever no other thread is making or destroying objects meanwhile.
 int64_t liveObjectCount();
 
+/// Host bytes one edge costs (a consumer reading an input): its link record and its entry in the input's output array.
+/// Memory accounting (heap::HeapScene::hostMemory).
+size_t edgeBytes();
+
 } // namespace quokka::adaptive

@@ -80,6 +80,9 @@ public:
 		takeRuns([](size_t, size_t) {});
 	}
 
+	/// Host bytes of its bitmaps (memory accounting).
+	size_t hostBytes() const { return (dirty_.capacity() + summary_.capacity()) * sizeof(uint64_t); }
+
 private:
 	std::vector<uint64_t> dirty_;   ///< bit g: granule g is marked
 	std::vector<uint64_t> summary_; ///< bit i: dirty_[i] != 0

@@ -54,6 +54,8 @@ public:
 	}
 	/// The bottom level: bit u of word u / 64 (for walks and checks).
 	const std::vector<uint64_t>& words() const { return levels_[0]; }
+	/// Host bytes of its levels (memory accounting).
+	size_t hostBytes() const;
 	/// "" when every summary bit matches its word, else the first mismatch.
 	std::string check() const;
 
@@ -201,6 +203,9 @@ public:
 	/// by construction (unit arithmetic). O(n log n). Tests and debug builds of the renderer call it; the error names
 	/// the first violation.
 	Result<void> validate() const;
+	/// Host bytes of its state: the block-start and live bitmaps and the free-block index (the B-tree estimated at 1.5
+	/// × its keys: its nodes are about two-thirds full). Memory accounting.
+	size_t hostBytes() const;
 
 private:
 	// 16-byte units: 2^28 of them cover kMaxCapacity, so u32 holds every offset, size and total below.

@@ -298,6 +298,46 @@ struct HeapStats
 	}
 };
 
+/// Host memory a heap scene holds, by category (HeapScene::hostMemory()): the sizes of its records and the capacities
+/// of the arrays and tables it allocated — what a user's process pays per placed object beyond the scene's own data.
+/// Not counted: malloc's own overhead per allocation, the per-effect and per-pipeline state (compiled effects, route
+/// kernels: O(effects)), device memory (chunks, staging pages: see arena_capacity_bytes) and the B-tree of each chunk's
+/// free blocks beyond its keys (estimated at 1.5 × 8 bytes per free block).
+struct HeapHostMemory
+{
+	uint64_t objects = 0;      ///< the objects' records (HeapObject) and their arrays that outgrew the record
+	uint64_t private_sets = 0; ///< the objects' private blocks' descriptions (buffers and uniforms only they read)
+	uint64_t pool = 0;         ///< pooled entries: shared buffers, uniform values (constants with their keys)
+	/// Edges from the inputs the scene reads to the objects and entries reading them: a link record each and its
+	/// place in the input's output array
+	uint64_t subscriptions = 0;
+	uint64_t tables = 0; ///< lookup tables: objects, pool, constants, the placement index, buckets and slot maps
+	/// Buckets and slots with their host copies of the GPU's draw headers, commands, megacall records and counts, and
+	/// each slot's object list
+	uint64_t draws = 0;
+	uint64_t allocator = 0; ///< the chunks' allocators: block-start and live bitmaps, free-block index
+	uint64_t derive = 0;    ///< derived uniforms (CPU nodes' table) and GPU derive (constituents, records, chain links)
+	uint64_t frame = 0;     ///< capacity kept between frames: queues, dirty lists, the chunks' write logs
+
+	uint64_t total() const
+	{
+		return objects + private_sets + pool + subscriptions + tables + draws + allocator + derive + frame;
+	}
+	HeapHostMemory& operator+=(const HeapHostMemory& o)
+	{
+		objects += o.objects;
+		private_sets += o.private_sets;
+		pool += o.pool;
+		subscriptions += o.subscriptions;
+		tables += o.tables;
+		draws += o.draws;
+		allocator += o.allocator;
+		derive += o.derive;
+		frame += o.frame;
+		return *this;
+	}
+};
+
 /// Whether the heap can draw `object`: list topologies (the megacall emits whole primitives per record) given as
 /// constants. Everything else (attributes, instancing, textures, blending, MSAA, u16/u32 indices) is supported.
 bool heapEligible(const scene::RenderObject& object);
@@ -366,6 +406,8 @@ public:
 	/// How this scene draws textured objects: HeapOptions::textures with Auto resolved for the device.
 	HeapTextures textures() const;
 	size_t objectCount() const;
+	/// Host memory it holds now, by category. O(objects + pooled entries): for benchmarks and diagnostics, not frames.
+	HeapHostMemory hostMemory() const;
 
 	/// Tears the scene down in slices, until `deadline`: its objects leave their input nodes and are freed, then its
 	/// pooled entries, constant values, GPU-derive constituents and derived nodes, the GPU-derive records, the arena

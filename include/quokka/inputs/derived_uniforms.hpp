@@ -122,6 +122,8 @@ public:
 	/// come first. True while some remain.
 	bool drop(size_t count);
 	size_t size() const { return derived_.size(); }
+	/// Host bytes of the interned nodes (with their edges to their inputs) and their table. Memory accounting.
+	size_t hostBytes() const;
 
 private:
 	struct Key

@@ -83,6 +83,9 @@ public:
 	bool dismantle(std::chrono::steady_clock::time_point deadline);
 	/// The objects dismantle() has yet to forget.
 	size_t dismantleLeft() const { return routed_.size(); }
+	/// Host bytes it holds: its table of routed objects, the watches of objects whose buffers can change (with their
+	/// edges) and its queues. O(objects): memory accounting.
+	size_t hostBytes() const;
 
 private:
 	struct Watch;

@@ -139,6 +139,15 @@ public:
 	std::vector<const classic::ScenePass*> passes() const;
 	/// The heap scenes of the Render commands in command order (path = Heap).
 	std::vector<heap::HeapScene*> heapScenes() const;
+	/// Path Heap: host memory its heap scenes hold, by category, summed (heap::HeapScene::hostMemory), and its routers'
+	/// (ObjectRouter::hostBytes) in `routers`. O(objects): for benchmarks and diagnostics.
+	struct HostMemory
+	{
+		heap::HeapHostMemory heap;
+		uint64_t routers = 0;
+		uint64_t total() const { return heap.total() + routers; }
+	};
+	HostMemory hostMemory() const;
 	/// Diagnostics over the whole task, after a frame: every heap scene's validateHeap() and every router's checks,
 	/// each finding prefixed with its Render command ("render command N: …"); none when everything is sound.
 	/// Errors: as validateHeap (a read-back failing).
