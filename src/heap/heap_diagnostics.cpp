@@ -198,9 +198,9 @@ private:
 		for (uint32_t i = own.first_uniform; i < own.count; ++i)
 		{
 			const PrivateSet::Part& part = own.parts[i];
-			if (part.kind != Entry::kUniform || part.key.node != own.uniforms[i - own.first_uniform].node().get())
-				f_.add("pool", name + ": private part " + std::to_string(i) + " is not the uniform it names");
-			else if (p_.pool.find(part.key))
+			if (part.kind != Entry::kUniform)
+				f_.add("pool", name + ": private part " + std::to_string(i) + " is not a uniform");
+			else if (p_.pool.find(own.uniformKey(i)))
 				f_.add("pool", name + ": private uniform part " + std::to_string(i) +
 				                   " beside a pooled entry of the same value (it should have been re-placed)");
 		}
@@ -235,7 +235,7 @@ private:
 	{
 		absl::flat_hash_map<const void*, uint64_t> held;
 		p_.pool.forEach(
-		    [&](const Entry& e)
+		    [&](const PooledEntry& e)
 		    {
 			    const UniformEntry* u = asUniform(&e);
 			    if (!u || !u->placementIndexed())

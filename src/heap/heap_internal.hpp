@@ -246,7 +246,7 @@ struct detail::HeapCore : Arena
 	bool defer_pool_erase = false;
 	struct Doomed
 	{
-		Entry* entry;
+		PooledEntry* entry;
 		uint64_t hash; ///< of its key, taken while the entry was warm
 	};
 	std::vector<Doomed> doomed_entries;

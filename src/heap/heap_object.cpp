@@ -487,7 +487,7 @@ void HeapObject::prefetch(PrefetchStage stage) const
 				return;
 			// (Its pool slot is erased after the removals: detail::HeapCore::eraseDoomed fetches it then.)
 			if (const UniformEntry* u = asUniform(e); u && u->indexed)
-				scene_->uniform_chunks.prefetch(e->key.node);
+				scene_->uniform_chunks.prefetch(u->key.node);
 			scene_->chunks[e->chunk]->allocator.prefetchFree(e->ref, 16ull + e->data_bytes);
 		};
 		for (const Entry* e : entries)
@@ -575,7 +575,8 @@ Result<void> HeapObject::repackPrivate(const DirtyInputs& dirty)
 		if (std::find(dirty.begin(), dirty.end(), u.node().get()) == dirty.end())
 			continue;
 		PrivateSet::Part& part = owned->parts[i];
-		const inputs::PackedValue p = detail::DerivedStep::pack(part.key.recipe, u.getValue(Token{this}));
+		const inputs::PackedValue p =
+		    detail::DerivedStep::pack(owned->recipes[i - owned->first_uniform], u.getValue(Token{this}));
 		if (p.type != part.type)
 			return fail("uniform value changed its type from " + fx::typeName(part.type) + " to " +
 			            fx::typeName(p.type));

@@ -328,16 +328,16 @@ void detail::HeapCore::releaseEntry(Entry* e, FreeBatch* batch)
 		--inputs::DerivedUniforms::derivationOf(u->uniform.node().get())->entries;
 	}
 	if (u && u->indexed)
-		if (auto it = uniform_chunks.find(e->key.node);
+		if (auto it = uniform_chunks.find(u->key.node);
 		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))
 			uniform_chunks.erase(it);
 	// Erasing may destroy e (unless queued for a re-pack, which then skips it).
 	if (u && u->constant)
 		constants.erase(*u->constant);
 	else if (defer_pool_erase)
-		doomed_entries.push_back({e, Pool::hashOf(e->key)});
+		doomed_entries.push_back({pooled(e), Pool::hashOf(pooled(e)->key)});
 	else
-		pool.erase(e);
+		pool.erase(pooled(e));
 }
 
 void detail::HeapCore::eraseDoomed()

@@ -106,7 +106,6 @@ struct Entry
 	uint32_t data_bytes = 0;
 	uint32_t refcount = 0;
 	fx::Type type;
-	PoolKey key; ///< the pool key (for erasure); node null for a constant uniform
 
 	Entry(Kind k, uint32_t c) : kind(k), chunk(c) {}
 	Entry(const Entry&) = delete;
@@ -116,11 +115,35 @@ protected:
 	~Entry() = default; // (destroyed as its concrete type: dropPooled, Ref<UniformEntry>)
 };
 static_assert(Entry::kUniform == 0, "PoolKey::uniform assumes kind 0");
+static_assert(sizeof(Entry) <= 28, "an entry stays small: an object's private set holds six");
+
+/// An entry of the pool (not private): the key it is filed under. Private parts carry no key — their uniform parts'
+/// node and recipe are their PrivateSet's — which keeps an object's private set at half the size.
+struct PooledEntry : Entry
+{
+	PooledEntry(Kind k, uint32_t c) : Entry(k, c) {}
+	PoolKey key; ///< the pool key (for erasure); node null for a constant uniform
+
+protected:
+	~PooledEntry() = default;
+};
+
+/// The pooled entry behind `e`, which is not a private part.
+inline PooledEntry* pooled(Entry* e)
+{
+	QUOKKA_ASSERT(!e->priv, "a private part has no pool key");
+	return static_cast<PooledEntry*>(e);
+}
+inline const PooledEntry* pooled(const Entry* e)
+{
+	QUOKKA_ASSERT(!e->priv, "a private part has no pool key");
+	return static_cast<const PooledEntry*>(e);
+}
 
 /// A vertex attribute or index buffer converted into one chunk.
-struct BufferEntry final : Entry
+struct BufferEntry final : PooledEntry
 {
-	BufferEntry(Kind k, uint32_t c) : Entry(k, c) {}
+	BufferEntry(Kind k, uint32_t c) : PooledEntry(k, c) {}
 	static void* operator new(size_t bytes);
 	static void operator delete(void* p) noexcept;
 
@@ -157,6 +180,16 @@ struct PrivateSet final
 	uint32_t first_uniform = 0; ///< parts [first_uniform, count) are uniforms (key: node and recipe), buffers before
 	std::array<Part, kParts> parts;
 	std::array<aval<UniformValue>, kUniformParts> uniforms; ///< the uniform parts' values, in part order
+	/// The recipe each uniform part applies to its value, in part order.
+	std::array<inputs::DerivedRecipe, kUniformParts> recipes{};
+
+	/// The pool key a pooled entry of uniform part `i` (first_uniform ≤ i < count) would have.
+	PoolKey uniformKey(uint32_t i) const
+	{
+		PoolKey key = PoolKey::uniform(uniforms[i - first_uniform].node().get(), chunk);
+		key.recipe = recipes[i - first_uniform];
+		return key;
+	}
 
 	/// Appends a part of `data_bytes` at `ref` (its allocation header) and returns it.
 	Part& append(Entry::Kind kind, uint32_t ref, fx::Type type, uint32_t elements, uint32_t data_bytes)
@@ -188,9 +221,12 @@ inline bool storageUnheld(const scene::BufferView& view, const scene::ArrayBuffe
 }
 
 /// A uniform value (or a recipe applied to one) in one chunk, re-packed when its aval changes.
-struct UniformEntry final : AdaptiveObject, Entry
+struct UniformEntry final : AdaptiveObject, PooledEntry
 {
-	UniformEntry(detail::HeapCore& s, uint32_t c) : AdaptiveObject(kWantsInputChanged), Entry(kUniform, c), scene(&s) {}
+	UniformEntry(detail::HeapCore& s, uint32_t c)
+	    : AdaptiveObject(kWantsInputChanged), PooledEntry(kUniform, c), scene(&s)
+	{
+	}
 	static void* operator new(size_t bytes);
 	static void operator delete(void* p) noexcept;
 
@@ -252,9 +288,9 @@ public:
 	Pool& operator=(const Pool&) = delete;
 	~Pool() { table_.forEach(dropPooled); }
 
-	Entry* find(const PoolKey& key) const
+	PooledEntry* find(const PoolKey& key) const
 	{
-		return table_.find(PoolKeyHash{}(key), [&](const Entry& e) { return e.key == key; });
+		return table_.find(PoolKeyHash{}(key), [&](const PooledEntry& e) { return e.key == key; });
 	}
 	/// Takes a new buffer entry. (Filed a few insertions later — its slot is a miss in a table of millions, and an add
 	/// inserts ~5 entries — but found at once: PointerTable::insertDeferred.)
@@ -275,9 +311,9 @@ public:
 	/// Dismantling the scene: drops the entries of up to `count` table slots from `cursor` on. True while some remain.
 	bool drain(size_t& cursor, size_t count) { return table_.drain(cursor, count, dropPooled); }
 	/// Removes and drops `e` (which may destroy it).
-	void erase(Entry* e) { erase(e, PoolKeyHash{}(e->key)); }
+	void erase(PooledEntry* e) { erase(e, PoolKeyHash{}(e->key)); }
 	/// erase() for a caller that hashed `e`'s key already (hashOf).
-	void erase(Entry* e, uint64_t hash)
+	void erase(PooledEntry* e, uint64_t hash)
 	{
 		if (table_.erase(e, hash))
 			dropPooled(e);
@@ -288,13 +324,13 @@ public:
 	template <typename F>
 	void forEach(F&& f) const
 	{
-		table_.forEach([&](Entry* e) { f(*e); });
+		table_.forEach([&](PooledEntry* e) { f(*e); });
 	}
 	std::string check() const { return table_.check(); }
 	size_t hostBytes() const { return table_.hostBytes(); }
 
 private:
-	detail::PointerTable<Entry> table_;
+	detail::PointerTable<PooledEntry> table_;
 };
 
 } // namespace quokka::heap

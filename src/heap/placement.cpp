@@ -280,7 +280,7 @@ private:
 			QUOKKA_TRY_ASSIGN(out, stageAllocation(scene_->pages, c, at, kTypeUniform, 1, bytes));
 			std::memcpy(out, packed.f, bytes);
 			PrivateSet::Part& e = own_->append(Entry::kUniform, at, packed.type, 1, bytes);
-			e.key = detail::HeapCore::uniformKey(uniforms_[i].node().get(), recipes_[i], chunk);
+			own_->recipes[next_uniform] = recipes_[i];
 			own_->uniforms[next_uniform++] = uniforms_[i];
 			got_[i] = &e;
 			at += uint32_t(align16(16ull + bytes));

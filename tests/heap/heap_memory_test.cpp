@@ -60,8 +60,8 @@ TEST_F(HeapRenderTest, HostMemoryGrowsByTheSameBytesPerObjectAndGoesBackWhenThey
 		after.push_back(heap->hostMemory());
 	}
 	// Each object: its record, its private block's description (own trafo, buffers), its pooled ModelViewProjTrafo
-	// entry and the edges from the inputs it and that entry read — the same bytes for every object of a shape. (The pool
-	// also holds the constants every object shares: a fixed part.)
+	// entry and the edges from the inputs it and that entry read — the same bytes for every object of a shape. (The
+	// pool also holds the constants every object shares: a fixed part.)
 	for (size_t c = 0; c < 4; ++c)
 	{
 		SCOPED_TRACE("category " + std::to_string(c));
