@@ -1,7 +1,7 @@
 // gpu_derive.hpp — derived uniforms computed on the device (internal to quokka::heap).
 //
-// A uniform entry of recipe DerivedRecipe::Gpu holds a derived node (inputs::DerivedUniforms::derivationOf: a rule
-// over input nodes) without reading it: its arena block is allocated and its header staged, and GpuDerive keeps a
+// A uniform entry of recipe DerivedRecipe::Gpu holds a derivation (inputs::DerivedUniforms::DerivationPtr: a rule over
+// input nodes, interned) and no node: its arena block is allocated and its header staged, and GpuDerive keeps a
 // record [rule, output word, input slots…] in the entry's chunk. Each input node is a Constituent — its value at fp64
 // or df32 precision in a slot of the constituents buffer (a forward and, when a rule reads it, a backward slot),
 // shared by every record reading it and re-packed when the node changes. Each frame in which anything changed (a

@@ -174,9 +174,10 @@ struct detail::HeapCore : Arena
 	Result<Entry*> acquireUniform(const aval<UniformValue>& value, inputs::DerivedRecipe recipe, uint32_t chunk,
 	                              fx::Type expected, const scene::RenderObject& object, const std::string& name,
 	                              bool unheld);
-	/// acquireUniform() of a uniform derived on the device (recipe Gpu) that no entry holds yet.
-	Result<Entry*> acquireGpuDerived(const aval<UniformValue>& value, const inputs::DerivedUniforms::Derivation& d,
-	                                 const PoolKey& key, uint32_t chunk, fx::Type expected,
+	/// The entry of a uniform derived on the device (recipe Gpu) as `d` in `chunk`: shared (the pool is searched only
+	/// when some entry holds `d`), or allocated with its header staged over zeroed data and registered with the derive
+	/// kernel.
+	Result<Entry*> acquireGpuDerived(const inputs::DerivedUniforms::DerivationPtr& d, uint32_t chunk, fx::Type expected,
 	                                 const scene::RenderObject& object, const std::string& name);
 	/// The pool key of a non-constant uniform: `node` read through `recipe` in `chunk`.
 	static PoolKey uniformKey(const void* node, inputs::DerivedRecipe recipe, uint32_t chunk)
@@ -393,8 +394,9 @@ public:
 		/// The compile it is drawn with: planned->compiled, or the texture variant when the atlas or the bindless
 		/// table took its textures.
 		const fx::CompiledEffectPtr* effect = nullptr;
-		absl::InlinedVector<aval<UniformValue>, 8> uniforms;
+		absl::InlinedVector<aval<UniformValue>, 8> uniforms; ///< (recipe Gpu: none, the derivation instead)
 		absl::InlinedVector<inputs::DerivedRecipe, 8> recipes;
+		absl::InlinedVector<inputs::DerivedUniforms::DerivationPtr, 8> derivations; ///< recipe Gpu's
 		/// Its pipeline state (rules applied, or only checked where the device evaluates them): the slot it attaches
 		/// to. Not kept after placement — a slot holds its state, and a refresh reads it again.
 		scene::PipelineStateValues state;

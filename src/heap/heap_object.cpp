@@ -267,60 +267,61 @@ Result<void> HeapObject::read(Plan& plan)
 	              "an effect's texture variant reads other uniforms or attributes than its plain compile");
 	inputs_.clear();
 	views_.clear();
-	Result<void> read =
-	    evaluate(*object_,
-	             [&]() -> Result<void>
-	             {
-		             // Read everything first (shader-driven: only what the compiled effect uses), then place.
-		             // Values derived from the object's ModelTrafo alone are pooled by (input, recipe): no adaptive
-		             // node per object, and nothing left in the derived table when the object goes. (Inline storage:
-		             // an add otherwise spent a dozen allocations growing these few-element arrays.)
-		             plan.uniforms.assign(iface.uniforms.size(), aval<UniformValue>());
-		             plan.recipes.assign(iface.uniforms.size(), inputs::DerivedRecipe{});
-		             views_.reserve(iface.attributes.size());
-		             QUOKKA_TRY(scene_->derived.resolve(o, planned->uniforms, plan.uniforms, plan.recipes));
-		             for (const fx::InterfaceVariable& a : iface.attributes)
-		             {
-			             QUOKKA_TRY_ASSIGN(view, inputs::attributeView(o, a));
-			             views_.push_back(view);
-			             track(view->buffer.node().get(), kBuffer);
-		             }
-		             QUOKKA_TRY(inputs::checkIndexView(o));
-		             if (o.indices)
-			             track(o.indices->buffer.node().get(), kBuffer);
-		             // GPU routing: the leaves of the axes its rules derive are its route group's to read (a flip of
-		             // a shared declared value then re-specialises the group, not every object).
-		             routed_axes_ = scene_->options.gpu_routing ? modes::ruledAxes(o.mode_rules) : 0;
-		             inputs::forEachStateLeaf(o.state,
-		                                      [&](AdaptiveObject* leaf)
-		                                      {
-			                                      if (!routed_axes_ || !modes::isAxisLeaf(o.state, routed_axes_, leaf))
-				                                      track(leaf, kState);
-		                                      });
-		             if (!o.mode_rules.empty())
-		             {
-			             modes_ = std::make_unique<modes::ModeInputs>();
-			             QUOKKA_TRY(modes_->resolve(o, scene_->derived));
-			             for (const aval<UniformValue>& node : modes_->nodes())
-				             track(node.node().get(), kState);
-		             }
-		             QUOKKA_TRY(readState(plan.state));
-		             track(o.draw_call.node().get(), kDraw);
-		             draw = o.draw_call.getValue(Token{this});
-		             track(o.active.node().get(), kActive);
-		             active = o.active.getValue(Token{this});
-		             if (variant)
-		             {
-			             const fx::EffectInterface& vi = (*variant)->iface;
-			             QUOKKA_TRY_ASSIGN(took, fx::isBindlessVariant((*variant)->path) ? acquireBindless(vi)
-			                                                                             : acquireAtlas(vi));
-			             if (took)
-				             plan.effect = variant;
-		             }
-		             else if (planned->variant)
-			             refuseTextures(); // (its effect has no variant: TextureVariantJob::refused says why)
-		             return {};
-	             });
+	Result<void> read = evaluate(
+	    *object_,
+	    [&]() -> Result<void>
+	    {
+		    // Read everything first (shader-driven: only what the compiled effect uses), then place.
+		    // Values derived from the object's ModelTrafo alone are pooled by (input, recipe): no adaptive
+		    // node per object, and nothing left in the derived table when the object goes. (Inline storage:
+		    // an add otherwise spent a dozen allocations growing these few-element arrays.)
+		    plan.uniforms.assign(iface.uniforms.size(), aval<UniformValue>());
+		    plan.recipes.assign(iface.uniforms.size(), inputs::DerivedRecipe{});
+		    plan.derivations.assign(iface.uniforms.size(), nullptr);
+		    views_.reserve(iface.attributes.size());
+		    QUOKKA_TRY(scene_->derived.resolve(o, planned->uniforms, plan.uniforms, plan.recipes, plan.derivations));
+		    for (const fx::InterfaceVariable& a : iface.attributes)
+		    {
+			    QUOKKA_TRY_ASSIGN(view, inputs::attributeView(o, a));
+			    views_.push_back(view);
+			    track(view->buffer.node().get(), kBuffer);
+		    }
+		    QUOKKA_TRY(inputs::checkIndexView(o));
+		    if (o.indices)
+			    track(o.indices->buffer.node().get(), kBuffer);
+		    // GPU routing: the leaves of the axes its rules derive are its route group's to read (a flip of
+		    // a shared declared value then re-specialises the group, not every object).
+		    routed_axes_ = scene_->options.gpu_routing ? modes::ruledAxes(o.mode_rules) : 0;
+		    inputs::forEachStateLeaf(o.state,
+		                             [&](AdaptiveObject* leaf)
+		                             {
+			                             if (!routed_axes_ || !modes::isAxisLeaf(o.state, routed_axes_, leaf))
+				                             track(leaf, kState);
+		                             });
+		    if (!o.mode_rules.empty())
+		    {
+			    modes_ = std::make_unique<modes::ModeInputs>();
+			    QUOKKA_TRY(modes_->resolve(o, scene_->derived));
+			    for (const aval<UniformValue>& node : modes_->nodes())
+				    track(node.node().get(), kState);
+		    }
+		    QUOKKA_TRY(readState(plan.state));
+		    track(o.draw_call.node().get(), kDraw);
+		    draw = o.draw_call.getValue(Token{this});
+		    track(o.active.node().get(), kActive);
+		    active = o.active.getValue(Token{this});
+		    if (variant)
+		    {
+			    const fx::EffectInterface& vi = (*variant)->iface;
+			    QUOKKA_TRY_ASSIGN(took,
+			                      fx::isBindlessVariant((*variant)->path) ? acquireBindless(vi) : acquireAtlas(vi));
+			    if (took)
+				    plan.effect = variant;
+		    }
+		    else if (planned->variant)
+			    refuseTextures(); // (its effect has no variant: TextureVariantJob::refused says why)
+		    return {};
+	    });
 	if (!read.ok())
 		return read;
 	// Background pipelines: its GPU-derived values are computed by kernels compiled on a worker; until they are
@@ -328,8 +329,7 @@ Result<void> HeapObject::read(Plan& plan)
 	if (scene_->context->backgroundPipelines())
 		for (size_t i = 0; i < plan.recipes.size(); ++i)
 			if (plan.recipes[i] == inputs::DerivedRecipe::Gpu &&
-			    !scene_->gpuDerive().kernelsReady(
-			        *inputs::DerivedUniforms::derivationOf(plan.uniforms[i].node().get())))
+			    !scene_->gpuDerive().kernelsReady(*plan.derivations[i]))
 				plan.waiting = true;
 	return {};
 }

@@ -107,19 +107,14 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 		if (auto it = constants.find(constant_key); it != constants.end())
 			return shared(it->second.get());
 	}
-	// (A derived node no GPU entry holds yet — an object's fresh ModelViewProjTrafo — needs no search either.)
-	const inputs::DerivedUniforms::Derivation* derivation =
-	    recipe == inputs::DerivedRecipe::Gpu ? inputs::DerivedUniforms::derivationOf(value.node().get()) : nullptr;
-	QUOKKA_ASSERT(recipe != inputs::DerivedRecipe::Gpu || derivation, "a GPU-derived uniform without a derivation");
-	if (!constant && !unheld && !(derivation && derivation->entries == 0))
+	QUOKKA_ASSERT(recipe != inputs::DerivedRecipe::Gpu, "a GPU-derived uniform acquired by value");
+	if (!constant && !unheld)
 	{
 		if (Entry* e = pool.find(key))
 			return shared(e);
 		if (value.node()->outputCount() != 0)
 			promotePrivate(value.node().get());
 	}
-	if (derivation)
-		return acquireGpuDerived(value, *derivation, key, chunk, expected, object, name);
 	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
 	if (!constant)
 	{
@@ -166,17 +161,26 @@ Result<Entry*> detail::HeapCore::acquireUniform(const aval<UniformValue>& value,
 	return raw;
 }
 
-Result<Entry*> detail::HeapCore::acquireGpuDerived(const aval<UniformValue>& value,
-                                                   const inputs::DerivedUniforms::Derivation& d, const PoolKey& key,
-                                                   uint32_t chunk, fx::Type expected, const scene::RenderObject& object,
+Result<Entry*> detail::HeapCore::acquireGpuDerived(const inputs::DerivedUniforms::DerivationPtr& d, uint32_t chunk,
+                                                   fx::Type expected, const scene::RenderObject& object,
                                                    const std::string& name)
 {
-	if (d.rule.type() != expected)
-		return uniformMismatch(object, name, expected, d.rule.type());
+	const PoolKey key = uniformKey(d.get(), inputs::DerivedRecipe::Gpu, chunk);
+	// (A derivation no entry holds yet — an object's fresh ModelViewProjTrafo — needs no search.)
+	if (d->entries != 0)
+		if (Entry* e = pool.find(key))
+		{
+			if (e->type != expected)
+				return uniformMismatch(object, name, expected, e->type);
+			++e->refcount;
+			return e;
+		}
+	if (d->rule.type() != expected)
+		return uniformMismatch(object, name, expected, d->rule.type());
 	// Not read on the CPU: the block is allocated, its header staged over zeroed data, and the derive kernel writes
-	// the value before this frame's draws. The entry holds the node (so its address, the key, stays unique).
+	// the value before this frame's draws. The entry holds the derivation (so its address, the key, stays unique).
 	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
-	e->uniform = value;
+	e->derivation = d;
 	e->recipe = inputs::DerivedRecipe::Gpu;
 	e->type = expected;
 	e->elements = 1;
@@ -187,13 +191,13 @@ Result<Entry*> detail::HeapCore::acquireGpuDerived(const aval<UniformValue>& val
 	e->ref = ref;
 	e->refcount = 1;
 	e->key = key;
-	if (Result<void> r = gpuDerive().add(*e, d); !r.ok())
+	if (Result<void> r = gpuDerive().add(*e, *d); !r.ok())
 	{
 		freeBlock(chunk, ref);
 		return makeError(ErrorCode::InvalidArgument,
 		                 inputs::objectName(object) + ": uniform '" + name + "': " + r.error().message);
 	}
-	++d.entries;
+	++d->entries;
 	Entry* raw = e.get();
 	pool.insert(e);
 	return raw;
@@ -325,7 +329,7 @@ void detail::HeapCore::releaseEntry(Entry* e, FreeBatch* batch)
 	if (u && u->recipe == inputs::DerivedRecipe::Gpu)
 	{
 		gpuDerive().remove(*u);
-		--inputs::DerivedUniforms::derivationOf(u->uniform.node().get())->entries;
+		--u->derivation->entries;
 	}
 	if (u && u->indexed)
 		if (auto it = uniform_chunks.find(u->key.node);

@@ -231,7 +231,9 @@ struct UniformEntry final : AdaptiveObject, PooledEntry
 	static void operator delete(void* p) noexcept;
 
 	detail::HeapCore* scene;
-	aval<UniformValue> uniform; ///< with a non-constant source
+	aval<UniformValue> uniform; ///< with a non-constant source (recipe Gpu: none)
+	/// Recipe Gpu: what the derive kernel computes (interned: its address is the key's node).
+	inputs::DerivedUniforms::DerivationPtr derivation;
 	/// The value is this recipe applied to `uniform` (NormalMatrix from a ModelTrafo node) — pooled by (input node,
 	/// recipe) instead of an adaptive node per object; None for a plain value.
 	inputs::DerivedRecipe recipe = inputs::DerivedRecipe::None;

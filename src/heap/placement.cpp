@@ -23,7 +23,7 @@ class Placement
 public:
 	Placement(HeapObject& object, HeapObject::Plan& plan)
 	    : h_(object), scene_(object.scene_), o_(*object.object_), plan_(plan), iface_((*plan.effect)->iface),
-	      uniforms_(plan.uniforms), recipes_(plan.recipes)
+	      uniforms_(plan.uniforms), recipes_(plan.recipes), derivations_(plan.derivations)
 	{
 	}
 
@@ -93,9 +93,10 @@ private:
 		unheld_.assign(uniforms_.size(), false);
 		for (size_t i = 0; i < uniforms_.size(); ++i)
 		{
+			if (recipes_[i] == inputs::DerivedRecipe::Gpu)
+				continue; // (no node: its entries are found in the pool by its derivation)
 			const AdaptiveObject* node = uniforms_[i].node().get();
-			// (A GPU-derived node is never read, so it has no outputs; its entries are found in the pool.)
-			unheld_[i] = !node->isConstant() && node->outputCount() == 0 && recipes_[i] != inputs::DerivedRecipe::Gpu;
+			unheld_[i] = !node->isConstant() && node->outputCount() == 0;
 			for (size_t j = 0; j < i && unheld_[i]; ++j)
 				unheld_[i] = !(uniforms_[j].node().get() == node && recipes_[j] == recipes_[i]);
 		}
@@ -114,8 +115,9 @@ private:
 		{
 			// Only a node some entry reads can be held: an entry subscribes to its node, so a node without outputs
 			// (an object's own fresh ModelTrafo) needs no lookup in these tables of millions of keys.
+			// (A value derived on the device has no node: u is empty.)
 			auto mayBeHeld = [](const aval<UniformValue>& u)
-			{ return !u.node()->isConstant() && u.node()->outputCount() != 0; };
+			{ return u && !u.node()->isConstant() && u.node()->outputCount() != 0; };
 			uint64_t held = 0;
 			for (const aval<UniformValue>& u : uniforms_)
 				if (mayBeHeld(u))
@@ -245,7 +247,13 @@ private:
 				scene_->pool.prefetch(
 				    detail::HeapCore::bufferKey(Entry::kAttribute, *h_.views_[i], iface_.attributes[i].type, chunk));
 		for (size_t i = 0; i < uniforms_.size(); ++i)
-			if (!uniforms_[i].node()->isConstant() && !unheld_[i])
+			if (recipes_[i] == inputs::DerivedRecipe::Gpu)
+			{
+				if (derivations_[i]->entries != 0)
+					scene_->pool.prefetch(
+					    detail::HeapCore::uniformKey(derivations_[i].get(), inputs::DerivedRecipe::Gpu, chunk));
+			}
+			else if (!uniforms_[i].node()->isConstant() && !unheld_[i])
 				scene_->pool.prefetch(detail::HeapCore::uniformKey(uniforms_[i].node().get(), recipes_[i], chunk));
 	}
 
@@ -325,6 +333,13 @@ private:
 		{
 			if (uniform_private_[i])
 				continue;
+			if (recipes_[i] == inputs::DerivedRecipe::Gpu)
+			{
+				QUOKKA_TRY_ASSIGN(e, scene_->acquireGpuDerived(derivations_[i], chunk, iface_.uniforms[i].type, o_,
+				                                               iface_.uniforms[i].name));
+				got_[i] = e;
+				continue;
+			}
 			QUOKKA_TRY_ASSIGN(e, scene_->acquireUniform(uniforms_[i], recipes_[i], chunk, iface_.uniforms[i].type, o_,
 			                                            iface_.uniforms[i].name, unheld_[i]));
 			got_[i] = e;
@@ -371,6 +386,7 @@ private:
 	const fx::EffectInterface& iface_;
 	const decltype(HeapObject::Plan::uniforms)& uniforms_;
 	const decltype(HeapObject::Plan::recipes)& recipes_;
+	const decltype(HeapObject::Plan::derivations)& derivations_;
 	absl::InlinedVector<bool, 8> unheld_;
 	absl::InlinedVector<uint32_t, 8> candidates_;
 	absl::InlinedVector<Part, PrivateSet::kBufferParts> parts_;

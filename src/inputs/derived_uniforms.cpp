@@ -81,6 +81,9 @@ std::optional<UniformValue> uniformOf(const rules::Value& v)
 
 bool DerivedUniforms::drop(size_t count)
 {
+	// (The derivations first: they hold derived nodes, as derived nodes hold each other.)
+	if (!gpu_derived_.empty())
+		return eraseSome(gpu_derived_, gpu_drop_cursor_, count) || !derived_.empty();
 	return eraseSome(derived_, drop_cursor_, count);
 }
 
@@ -88,6 +91,14 @@ size_t DerivedUniforms::collect()
 {
 	size_t dropped = 0;
 	// A derived node holds its inputs (ModelViewProj holds ViewProj): repeat until nothing more is free.
+	for (auto it = gpu_derived_.begin(); it != gpu_derived_.end();)
+		if (it->second.use_count() == 1)
+		{
+			gpu_derived_.erase(it++);
+			++dropped;
+		}
+		else
+			++it;
 	for (bool again = true; again;)
 	{
 		again = false;
@@ -222,6 +233,11 @@ size_t DerivedUniforms::hostBytes() const
 		if (node && typeid(*node) == typeid(DerivedNode))
 			bytes += sizeof(DerivedNode) + node->inputCount() * adaptive::edgeBytes();
 	}
+	bytes += gpu_derived_.capacity() * (sizeof(decltype(gpu_derived_)::value_type) + 1);
+	for (const auto& [key, d] : gpu_derived_)
+		bytes += sizeof(Derivation) + 2 * sizeof(void*) + // (the shared pointer's control block: two counts, a vtable)
+		         (key.inputs.capacity() > 3 ? key.inputs.capacity() * sizeof(const void*) : 0) +
+		         (d->inputs.capacity() > 3 ? d->inputs.capacity() * sizeof(aval<UniformValue>) : 0);
 	return bytes;
 }
 
@@ -247,6 +263,18 @@ aval<UniformValue> DerivedUniforms::derive(const rules::Rule& rule, std::span<co
 		return it->second;
 	}
 	it->second = aval<UniformValue>(adaptive::makeRef<DerivedNode>(Derivation{rule, {inputs.begin(), inputs.end()}}));
+	return it->second;
+}
+
+DerivedUniforms::DerivationPtr DerivedUniforms::deriveOnDevice(const rules::Rule& rule,
+                                                               std::span<const aval<UniformValue>> inputs)
+{
+	Key key{rule.id(), {}};
+	for (const aval<UniformValue>& in : inputs)
+		key.inputs.push_back(in.node().get());
+	auto [it, fresh] = gpu_derived_.try_emplace(std::move(key));
+	if (fresh)
+		it->second = std::make_shared<Derivation>(Derivation{rule, {inputs.begin(), inputs.end()}});
 	return it->second;
 }
 
@@ -325,10 +353,20 @@ Result<aval<UniformValue>> DerivedUniforms::resolve(const scene::RenderObject& o
 }
 
 Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const UniformPlan& plan,
-                                      std::span<aval<UniformValue>> out, std::span<DerivedRecipe> pooled)
+                                      std::span<aval<UniformValue>> out, std::span<DerivedRecipe> pooled,
+                                      std::span<DerivationPtr> gpu)
 {
-	QUOKKA_ASSERT(out.size() == plan.size() && (pooled.empty() || pooled.size() == plan.size()),
+	QUOKKA_ASSERT(out.size() == plan.size() && (pooled.empty() || pooled.size() == plan.size()) &&
+	                  (gpu.empty() || gpu.size() == plan.size()),
 	              "DerivedUniforms::resolve: one output per planned name");
+	const bool on_device = gpu_recipes_ && !pooled.empty() && !gpu.empty();
+	// A value computed on the device: its derivation in `gpu`, nothing in `out`.
+	auto onDevice = [&](size_t i, const rules::Rule& rule, std::span<const aval<UniformValue>> inputs)
+	{
+		gpu[i] = deriveOnDevice(rule, inputs);
+		pooled[i] = DerivedRecipe::Gpu;
+		out[i] = {};
+	};
 	// The object's values of the planned names: one merge walk over both sorted lists when the object's map is not
 	// much longer than the plan, else a lookup per name.
 	const std::vector<std::string>& names = plan.fetch_;
@@ -358,15 +396,17 @@ Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const U
 		const UniformPlan::Member& m = plan.members_[i];
 		if (!pooled.empty())
 			pooled[i] = DerivedRecipe::None;
+		if (!gpu.empty())
+			gpu[i] = nullptr;
 		if (found[m.own])
 		{
 			out[i] = *found[m.own];
 			if (!object.derived.empty() && object.derived.contains(names[m.own]))
 				return bothValueAndRule(object, names[m.own]);
-			if (gpu_recipes_ && !pooled.empty() && isChainLink(out[i]))
+			if (on_device && isChainLink(out[i]))
 			{
-				out[i] = derive(copyTrafoRule(), std::span(&out[i], 1), true);
-				pooled[i] = DerivedRecipe::Gpu;
+				const aval<UniformValue> link = out[i];
+				onDevice(i, copyTrafoRule(), std::span(&link, 1));
 			}
 			continue;
 		}
@@ -377,13 +417,18 @@ Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const U
 				if (!own)
 					return own.error();
 				out[i] = std::move(*own);
-				if (gpu_recipes_ && !pooled.empty() && !out[i].isConstant() && derivationOf(out[i].node().get()))
-					pooled[i] = DerivedRecipe::Gpu;
+				if (on_device && !out[i].isConstant())
+					if (const Derivation* d = derivationOf(out[i].node().get()))
+					{
+						// (Its node stays interned until collected: an object's own rules are rare.)
+						const Derivation copy = *d;
+						onDevice(i, copy.rule, copy.inputs);
+					}
 				continue;
 			}
 		if (!m.standard)
 			return missingUniform(object, names[m.own]);
-		if (!pooled.empty() && m.recipe != DerivedRecipe::None && !(gpu_recipes_ && isChainLink(model)))
+		if (!pooled.empty() && m.recipe != DerivedRecipe::None && !(on_device && isChainLink(model)))
 		{
 			pooled[i] = m.recipe;
 			out[i] = model;
@@ -392,10 +437,12 @@ Result<void> DerivedUniforms::resolve(const scene::RenderObject& object, const U
 		std::array<aval<UniformValue>, 3> inputs;
 		for (uint32_t k = 0; k < m.inputs; ++k)
 			inputs[k] = input(m.input[k]);
-		out[i] = derive(*m.standard, std::span(inputs.data(), m.inputs));
-		if (gpu_recipes_ && !pooled.empty() && !out[i].isConstant() && m.inputs > 0 &&
-		    !(m.standard->nodes().size() == 1))
-			pooled[i] = DerivedRecipe::Gpu;
+		const std::span<const aval<UniformValue>> read(inputs.data(), m.inputs);
+		if (on_device && m.standard->nodes().size() != 1 &&
+		    !std::all_of(read.begin(), read.end(), [](const aval<UniformValue>& a) { return a.isConstant(); }))
+			onDevice(i, *m.standard, read);
+		else
+			out[i] = derive(*m.standard, read);
 	}
 	return {};
 }

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -90,39 +91,54 @@ private:
 class DerivedUniforms
 {
 public:
+	/// How a derived value is computed: its rule over input nodes (one per rule input, in order; an inverse input reads
+	/// its node's backward matrix). Held by a derived node (derivationOf), or on its own for a value computed on the
+	/// device (DerivationPtr).
+	struct Derivation
+	{
+		rules::Rule rule;
+		absl::InlinedVector<adaptive::aval<scene::UniformValue>, 3> inputs;
+		/// Entries a renderer keeps for it (the heap counts its GPU entries: a derivation none holds needs no search
+		/// of its pool). Owner thread only.
+		mutable uint32_t entries = 0;
+	};
+	/// A derivation computed on the device, interned by (rule, input nodes) as derived nodes are: equal derivations
+	/// are one object, so its address identifies the value (a renderer's pool key). No node, no cached value: a
+	/// fraction of a derived node's memory (its value alone is a UniformValue), which per object is what counts.
+	using DerivationPtr = std::shared_ptr<const Derivation>;
+
 	/// The object's own uniform `name`, else a derived one. Errors: InvalidArgument naming the object.
 	Result<adaptive::aval<scene::UniformValue>> resolve(const scene::RenderObject& object, const std::string& name);
 	/// resolve() of every name of `plan` at once, into `out` (one value per name, in order). With `pooled` (as long as
 	/// `out`), a name derived from the object's ModelTrafo alone (NormalMatrix, ModelTrafoInv) that the object does
 	/// not define gives its recipe in `pooled` and the ModelTrafo node (the shared identity when absent) in `out`
-	/// instead of an interned node — a renderer then pools the value itself; every other name gets None there.
+	/// instead of an interned node — a renderer then pools the value itself; every other name gets None there. With
+	/// GPU recipes on (setGpuRecipes) and `gpu` given (as long as `out`), a name derived into a value that is not
+	/// constant gets DerivedRecipe::Gpu in `pooled`, its interned derivation in `gpu` and nothing in `out`.
 	Result<void> resolve(const scene::RenderObject& object, const UniformPlan& plan,
-	                     std::span<adaptive::aval<scene::UniformValue>> out, std::span<DerivedRecipe> pooled = {});
-	/// How a derived node is computed: its rule over input nodes (one per rule input, in order; an inverse input reads
-	/// its node's backward matrix). For the nodes resolve() gave that are not constant.
-	struct Derivation
-	{
-		rules::Rule rule;
-		absl::InlinedVector<adaptive::aval<scene::UniformValue>, 3> inputs;
-		/// Entries a renderer keeps for the node (the heap counts its GPU entries: a node none holds needs no search
-		/// of its pool). Owner thread only, as the node.
-		mutable uint32_t entries = 0;
-	};
+	                     std::span<adaptive::aval<scene::UniformValue>> out, std::span<DerivedRecipe> pooled = {},
+	                     std::span<DerivationPtr> gpu = {});
 	/// The derivation of `node` (held by the node itself: no lookup), or null when it is no derived node (an object's
 	/// own value, a constant).
 	static const Derivation* derivationOf(const adaptive::AdaptiveObject* node);
-	/// With `on`, resolve() with `pooled` reports each name it derives into a node that is not constant as
-	/// DerivedRecipe::Gpu (a renderer then computes it from derivationOf() on the device instead of reading it).
+	/// With `on`, resolve() with `pooled` and `gpu` gives each name it derives into a value that is not constant as a
+	/// derivation (DerivedRecipe::Gpu: a renderer computes it on the device instead of reading it).
 	void setGpuRecipes(bool on) { gpu_recipes_ = on; }
-	/// Drops the interned nodes (their users keep what they hold).
-	void clear() { derived_.clear(); }
+	/// Drops the interned nodes and derivations (their users keep what they hold).
+	void clear()
+	{
+		derived_.clear();
+		gpu_derived_.clear();
+	}
 	/// Drops the interned nodes nobody else holds any more (objects removed): O(size). Returns how many.
 	size_t collect();
 	/// Dismantling an owner (a renderer scene being torn down in slices): drops up to `count` interned nodes, whichever
 	/// come first. True while some remain.
 	bool drop(size_t count);
-	size_t size() const { return derived_.size(); }
-	/// Host bytes of the interned nodes (with their edges to their inputs) and their table. Memory accounting.
+	/// Interned nodes and derivations.
+	size_t size() const { return derived_.size() + gpu_derived_.size(); }
+	/// Host bytes of the interned nodes (with their edges to their inputs), derivations and their tables. Memory
+	/// accounting.
 	size_t hostBytes() const;
 
 private:
@@ -142,12 +158,17 @@ private:
 	/// input's node unless `copy`.
 	adaptive::aval<scene::UniformValue>
 	derive(const rules::Rule& rule, std::span<const adaptive::aval<scene::UniformValue>> inputs, bool copy = false);
+	/// The interned derivation of `rule` over `inputs` (not all constant), computed on the device.
+	DerivationPtr deriveOnDevice(const rules::Rule& rule, std::span<const adaptive::aval<scene::UniformValue>> inputs);
 	/// The object's own rule for `name`, flattened and derived. Errors: InvalidArgument naming the object.
 	Result<adaptive::aval<scene::UniformValue>> deriveOwn(const scene::RenderObject& object, const std::string& name,
 	                                                      const rules::Rule& rule);
 	/// A flat map: at 10^6 objects it holds ~10^6 per-object derived values (NormalMatrix, …), where a node-based map's
 	/// chain walk costs several cache misses per lookup.
 	absl::flat_hash_map<Key, adaptive::aval<scene::UniformValue>> derived_;
+	/// The derivations computed on the device, by the same key (a renderer holds each while it keeps entries for it).
+	absl::flat_hash_map<Key, std::shared_ptr<Derivation>> gpu_derived_;
+	std::optional<decltype(gpu_derived_)::iterator> gpu_drop_cursor_; ///< drop()'s place in gpu_derived_
 	/// drop()'s place in derived_ (nothing is interned while an owner is dismantled).
 	std::optional<decltype(derived_)::iterator> drop_cursor_;
 	bool gpu_recipes_ = false;
