@@ -323,7 +323,7 @@ void GpuDerive::releaseSlot(Constituent* c, uint8_t half)
 void GpuDerive::writeRecord(uint32_t chunk, uint32_t index)
 {
 	const RecordInfo& info = chunks_[chunk].info[index];
-	const UniformEntry& e = *info.owner;
+	const DerivedEntry& e = *info.owner;
 	std::array<uint32_t, derived::kRecordInputs + 16> words{};
 	words[derived::kRecordRule] = e.rule;
 	words[derived::kRecordOutput] = (e.ref + 16) / 4;
@@ -333,7 +333,7 @@ void GpuDerive::writeRecord(uint32_t chunk, uint32_t index)
 	chunks_[chunk].words.set(size_t(index) * stride_, words.data(), stride_);
 }
 
-Result<void> GpuDerive::add(UniformEntry& entry, const inputs::DerivedUniforms::Derivation& d)
+Result<void> GpuDerive::add(DerivedEntry& entry, const inputs::DerivedUniforms::Derivation& d)
 {
 	if (d.rule.inputs().size() > 16)
 		return makeError(ErrorCode::InvalidArgument, "a derived uniform reads more than 16 inputs");
@@ -366,7 +366,7 @@ Result<void> GpuDerive::add(UniformEntry& entry, const inputs::DerivedUniforms::
 	return {};
 }
 
-void GpuDerive::remove(UniformEntry& entry)
+void GpuDerive::remove(DerivedEntry& entry)
 {
 	ChunkRecords& records = chunks_[entry.chunk];
 	const uint32_t i = entry.record;
@@ -387,7 +387,7 @@ void GpuDerive::remove(UniformEntry& entry)
 	dirty_ = true;
 }
 
-void GpuDerive::moved(UniformEntry& entry)
+void GpuDerive::moved(DerivedEntry& entry)
 {
 	writeRecord(entry.chunk, entry.record);
 	dirty_ = true;

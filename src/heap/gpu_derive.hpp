@@ -36,7 +36,7 @@
 
 namespace quokka::heap
 {
-struct UniformEntry;
+struct DerivedEntry;
 }
 
 namespace quokka::heap::detail
@@ -81,11 +81,11 @@ public:
 
 	/// Registers `entry` (recipe Gpu, its block allocated in its chunk) as a record computing `d` into its data.
 	/// Errors: an input whose value no constituent holds (a bool), or one node read as two types.
-	Result<void> add(UniformEntry& entry, const inputs::DerivedUniforms::Derivation& d);
+	Result<void> add(DerivedEntry& entry, const inputs::DerivedUniforms::Derivation& d);
 	/// Drops the record of `entry` (its last user left) and the constituents only it read.
-	void remove(UniformEntry& entry);
+	void remove(DerivedEntry& entry);
 	/// The entry's block moved (compaction): its record's output word follows.
-	void moved(UniformEntry& entry);
+	void moved(DerivedEntry& entry);
 	/// Re-packs the constituents whose node changed (update). Errors: a value that changed its type.
 	Result<void> refresh();
 	/// Stages the changed constituents and records (upload, before the staging ring is flushed).
@@ -121,7 +121,7 @@ public:
 private:
 	struct RecordInfo
 	{
-		UniformEntry* owner;
+		DerivedEntry* owner;
 		absl::InlinedVector<std::pair<Constituent*, uint8_t>, 3> inputs; ///< (constituent, half)
 		uint32_t value_bytes;                                            ///< its share of value_bytes_
 	};

@@ -291,9 +291,9 @@ private:
 		if (e.chunk != c)
 			return;
 		const uint32_t w = e.ref / 4;
-		const uint32_t want_type = e.kind == Entry::kUniform ? kTypeUniform
-		                           : e.kind == Entry::kIndex ? kTypeIndex
-		                                                     : kTypeAttribute;
+		const uint32_t want_type = e.kind == Entry::kIndex       ? kTypeIndex
+		                           : e.kind == Entry::kAttribute ? kTypeAttribute
+		                                                         : kTypeUniform;
 		if (arena[w] != want_type || arena[w + 1] != e.elements ||
 		    arena[w + 2] != (e.elements ? e.data_bytes / e.elements : 0))
 			f_.add("arena", "chunk " + std::to_string(c) + " offset " + std::to_string(e.ref) +

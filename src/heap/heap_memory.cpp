@@ -64,6 +64,8 @@ HeapHostMemory HeapScene::hostMemory() const
 			    m.pool += sizeof(UniformEntry) + (u->constant ? sizeof(ConstantKey) : 0);
 			    m.subscriptions += u->inputCount() * edge;
 		    }
+		    else if (asDerived(&e))
+			    m.pool += sizeof(DerivedEntry);
 		    else
 			    m.pool += sizeof(BufferEntry);
 	    });

@@ -204,8 +204,8 @@ void detail::HeapCore::compact()
 			    if (e.chunk != c)
 				    return;
 			    e.ref = ChunkAllocator::remap(moves, e.ref);
-			    if (UniformEntry* u = asUniform(&e); u && u->recipe == inputs::DerivedRecipe::Gpu)
-				    gpuDerive().moved(*u);
+			    if (DerivedEntry* d = asDerived(&e))
+				    gpuDerive().moved(*d);
 		    });
 		for (Bucket* b : bucket_order)
 		{

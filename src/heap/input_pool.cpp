@@ -32,6 +32,17 @@ void PrivateSet::operator delete(void* p) noexcept
 	RecordCache<sizeof(PrivateSet)>::release(p);
 }
 
+void* DerivedEntry::operator new([[maybe_unused]] size_t bytes)
+{
+	QUOKKA_ASSERT(bytes == sizeof(DerivedEntry), "DerivedEntry is final");
+	return RecordCache<sizeof(DerivedEntry)>::allocate();
+}
+
+void DerivedEntry::operator delete(void* p) noexcept
+{
+	RecordCache<sizeof(DerivedEntry)>::release(p);
+}
+
 void* UniformEntry::operator new([[maybe_unused]] size_t bytes)
 {
 	QUOKKA_ASSERT(bytes == sizeof(UniformEntry), "UniformEntry is final");
@@ -179,9 +190,8 @@ Result<Entry*> detail::HeapCore::acquireGpuDerived(const inputs::DerivedUniforms
 		return uniformMismatch(object, name, expected, d->rule.type());
 	// Not read on the CPU: the block is allocated, its header staged over zeroed data, and the derive kernel writes
 	// the value before this frame's draws. The entry holds the derivation (so its address, the key, stays unique).
-	Ref<UniformEntry> e = adaptive::makeRef<UniformEntry>(*this, chunk);
+	auto e = std::make_unique<DerivedEntry>(chunk);
 	e->derivation = d;
-	e->recipe = inputs::DerivedRecipe::Gpu;
 	e->type = expected;
 	e->elements = 1;
 	e->data_bytes = expected.packedBytes();
@@ -199,7 +209,7 @@ Result<Entry*> detail::HeapCore::acquireGpuDerived(const inputs::DerivedUniforms
 	}
 	++d->entries;
 	Entry* raw = e.get();
-	pool.insert(e);
+	pool.insert(std::move(e));
 	return raw;
 }
 
@@ -325,12 +335,12 @@ void detail::HeapCore::releaseEntry(Entry* e, FreeBatch* batch)
 		return;
 	QUOKKA_ASSERT(!e->priv, "a private part released as a pool entry");
 	freeLater(batch, e->chunk, e->ref);
-	UniformEntry* u = asUniform(e);
-	if (u && u->recipe == inputs::DerivedRecipe::Gpu)
+	if (DerivedEntry* d = asDerived(e))
 	{
-		gpuDerive().remove(*u);
-		--u->derivation->entries;
+		gpuDerive().remove(*d);
+		--d->derivation->entries;
 	}
+	UniformEntry* u = asUniform(e);
 	if (u && u->indexed)
 		if (auto it = uniform_chunks.find(u->key.node);
 		    it != uniform_chunks.end() && !(it->second &= ~(uint64_t(1) << e->chunk)))

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include <absl/container/inlined_vector.h>
 
@@ -95,6 +96,7 @@ struct Entry
 		kUniform,
 		kAttribute,
 		kIndex,
+		kDerived, ///< a uniform value computed on the device (DerivedEntry)
 	};
 	Kind kind;
 	/// A part of an object's PrivateSet (owned by that object: never pooled, never shared, no reference count to
@@ -231,16 +233,12 @@ struct UniformEntry final : AdaptiveObject, PooledEntry
 	static void operator delete(void* p) noexcept;
 
 	detail::HeapCore* scene;
-	aval<UniformValue> uniform; ///< with a non-constant source (recipe Gpu: none)
-	/// Recipe Gpu: what the derive kernel computes (interned: its address is the key's node).
-	inputs::DerivedUniforms::DerivationPtr derivation;
+	aval<UniformValue> uniform; ///< with a non-constant source
 	/// The value is this recipe applied to `uniform` (NormalMatrix from a ModelTrafo node) — pooled by (input node,
 	/// recipe) instead of an adaptive node per object; None for a plain value.
 	inputs::DerivedRecipe recipe = inputs::DerivedRecipe::None;
 	std::unique_ptr<ConstantKey> constant; ///< a constant uniform's key (for erasure)
 	bool queued = false;
-	/// Recipe Gpu: the derive kernel's index of the node's rule and this entry's record in its chunk (GpuDerive).
-	uint32_t rule = 0, record = UINT32_MAX;
 
 	/// May be listed in the placement index (detail::HeapCore::uniform_chunks): plain values of a non-constant node in
 	/// the first 64 chunks (a recipe entry's node is the object's ModelTrafo, whose own entry sits in the same chunk
@@ -259,7 +257,32 @@ struct UniformEntry final : AdaptiveObject, PooledEntry
 	using AdaptiveObject::endEvaluation;
 };
 
-/// The uniform entry behind `e`, or null for a buffer entry.
+/// A uniform value computed on the device (DerivedRecipe::Gpu): its interned derivation — whose address is its key's
+/// node — and its record in the derive kernel's records (GpuDerive). It reads nothing on the host (its inputs'
+/// constituents follow their nodes), so it is a plain record instead of an adaptive object: per object this is the
+/// camera-relative ModelViewProjTrafo, and a UniformEntry's node would be most of its memory.
+struct DerivedEntry final : PooledEntry
+{
+	explicit DerivedEntry(uint32_t c) : PooledEntry(kDerived, c) {}
+	static void* operator new(size_t bytes);
+	static void operator delete(void* p) noexcept;
+
+	inputs::DerivedUniforms::DerivationPtr derivation;
+	uint32_t rule = 0;            ///< the derive kernel's index of the derivation's rule
+	uint32_t record = UINT32_MAX; ///< its record in its chunk
+};
+
+/// The derived entry behind `e`, or null.
+inline DerivedEntry* asDerived(Entry* e)
+{
+	return e->kind == Entry::kDerived ? static_cast<DerivedEntry*>(e) : nullptr;
+}
+inline const DerivedEntry* asDerived(const Entry* e)
+{
+	return e->kind == Entry::kDerived ? static_cast<const DerivedEntry*>(e) : nullptr;
+}
+
+/// The uniform entry behind `e`, or null for a buffer or derived entry.
 inline UniformEntry* asUniform(Entry* e)
 {
 	return e->kind == Entry::kUniform ? static_cast<UniformEntry*>(e) : nullptr;
@@ -269,12 +292,14 @@ inline const UniformEntry* asUniform(const Entry* e)
 	return e->kind == Entry::kUniform ? static_cast<const UniformEntry*>(e) : nullptr;
 }
 
-/// Drops the pool's hold on an entry it holds: deletes a buffer entry, or releases the pool's reference to a uniform
-/// entry (a queued re-pack may hold another).
+/// Drops the pool's hold on an entry it holds: deletes a buffer or derived entry, or releases the pool's reference to
+/// a uniform entry (a queued re-pack may hold another).
 inline void dropPooled(Entry* e) noexcept
 {
 	if (UniformEntry* u = asUniform(e))
 		u->release();
+	else if (DerivedEntry* d = asDerived(e))
+		delete d;
 	else
 		delete static_cast<BufferEntry*>(e);
 }
@@ -294,9 +319,11 @@ public:
 	{
 		return table_.find(PoolKeyHash{}(key), [&](const PooledEntry& e) { return e.key == key; });
 	}
-	/// Takes a new buffer entry. (Filed a few insertions later — its slot is a miss in a table of millions, and an add
-	/// inserts ~5 entries — but found at once: PointerTable::insertDeferred.)
-	void insert(std::unique_ptr<BufferEntry> e)
+	/// Takes a new buffer or derived entry. (Filed a few insertions later — its slot is a miss in a table of millions,
+	/// and an add inserts ~5 entries — but found at once: PointerTable::insertDeferred.)
+	template <typename T>
+	requires std::is_same_v<T, BufferEntry> || std::is_same_v<T, DerivedEntry>
+	void insert(std::unique_ptr<T> e)
 	{
 		const uint64_t hash = PoolKeyHash{}(e->key);
 		table_.insertDeferred(e.release(), hash);
