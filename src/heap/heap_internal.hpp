@@ -23,6 +23,7 @@
 #include <quokka/base/assert.hpp>
 #include <quokka/base/block_cache.hpp>
 #include <quokka/base/erase_some.hpp>
+#include <quokka/base/scratch.hpp>
 #include <quokka/heap/chunk_allocator.hpp>
 #include <quokka/heap/heap_scene.hpp>
 #include <quokka/heap/megacall_scan.hpp>

@@ -58,8 +58,14 @@ public:
 		collectDerived();
 		lap(t.remove_ms);
 		placeObjects();
+		const size_t adds = p_.frame_adds.size(), removals = p_.frame_removals.size();
 		p_.frame_adds.clear(); // (added_ points into it: placed now)
 		p_.frame_removals.clear();
+		// (Each pair swaps per frame: both buffers were this frame's or the last one's.)
+		trimScratch(p_.frame_adds, adds);
+		trimScratch(p_.pending_adds, std::max(adds, p_.pending_adds.size()));
+		trimScratch(p_.frame_removals, removals);
+		trimScratch(p_.pending_removals, std::max(removals, p_.pending_removals.size()));
 		p_.objects.flush();
 		p_.pool.flush();
 		lap(t.attach_ms);

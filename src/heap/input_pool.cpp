@@ -385,6 +385,7 @@ void detail::HeapCore::eraseDoomed()
 		pool.erase(doomed_entries[i].entry, doomed_entries[i].hash);
 	}
 	doomed_entries.clear();
+	trimScratch(doomed_entries, n);
 }
 
 } // namespace quokka::heap
