@@ -92,7 +92,7 @@ size_t DerivedUniforms::collect()
 	size_t dropped = 0;
 	// A derived node holds its inputs (ModelViewProj holds ViewProj): repeat until nothing more is free.
 	for (auto it = gpu_derived_.begin(); it != gpu_derived_.end();)
-		if (it->second.use_count() == 1)
+		if (it->use_count() == 1)
 		{
 			gpu_derived_.erase(it++);
 			++dropped;
@@ -234,9 +234,8 @@ size_t DerivedUniforms::hostBytes() const
 			bytes += sizeof(DerivedNode) + node->inputCount() * adaptive::edgeBytes();
 	}
 	bytes += gpu_derived_.capacity() * (sizeof(decltype(gpu_derived_)::value_type) + 1);
-	for (const auto& [key, d] : gpu_derived_)
+	for (const std::shared_ptr<Derivation>& d : gpu_derived_)
 		bytes += sizeof(Derivation) + 2 * sizeof(void*) + // (the shared pointer's control block: two counts, a vtable)
-		         (key.inputs.capacity() > 3 ? key.inputs.capacity() * sizeof(const void*) : 0) +
 		         (d->inputs.capacity() > 3 ? d->inputs.capacity() * sizeof(aval<UniformValue>) : 0);
 	return bytes;
 }
@@ -266,16 +265,30 @@ aval<UniformValue> DerivedUniforms::derive(const rules::Rule& rule, std::span<co
 	return it->second;
 }
 
+size_t DerivedUniforms::DerivationHash::of(const fx::Hash128& rule, std::span<const aval<UniformValue>> inputs)
+{
+	uint64_t h = rule.lo ^ (rule.hi * 0x9e3779b97f4a7c15ull);
+	for (const aval<UniformValue>& in : inputs)
+		h = (h ^ uint64_t(reinterpret_cast<uintptr_t>(in.node().get()))) * 0xff51afd7ed558ccdull;
+	return size_t(h ^ (h >> 32));
+}
+
+bool DerivedUniforms::DerivationEq::same(const Derivation& d, const fx::Hash128& rule,
+                                         std::span<const aval<UniformValue>> inputs)
+{
+	return d.rule.id() == rule &&
+	       std::equal(d.inputs.begin(), d.inputs.end(), inputs.begin(), inputs.end(),
+	                  [](const aval<UniformValue>& a, const aval<UniformValue>& b) { return a.node() == b.node(); });
+}
+
 DerivedUniforms::DerivationPtr DerivedUniforms::deriveOnDevice(const rules::Rule& rule,
                                                                std::span<const aval<UniformValue>> inputs)
 {
-	Key key{rule.id(), {}};
-	for (const aval<UniformValue>& in : inputs)
-		key.inputs.push_back(in.node().get());
-	auto [it, fresh] = gpu_derived_.try_emplace(std::move(key));
-	if (fresh)
-		it->second = std::make_shared<Derivation>(Derivation{rule, {inputs.begin(), inputs.end()}});
-	return it->second;
+	if (auto it = gpu_derived_.find(DerivationKey{rule.id(), inputs}); it != gpu_derived_.end())
+		return *it;
+	auto d = std::make_shared<Derivation>(Derivation{rule, {inputs.begin(), inputs.end()}});
+	gpu_derived_.insert(d);
+	return d;
 }
 
 namespace

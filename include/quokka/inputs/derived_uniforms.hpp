@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/container/inlined_vector.h>
 
 #include <quokka/base/erase_some.hpp>
@@ -166,8 +167,42 @@ private:
 	/// A flat map: at 10^6 objects it holds ~10^6 per-object derived values (NormalMatrix, …), where a node-based map's
 	/// chain walk costs several cache misses per lookup.
 	absl::flat_hash_map<Key, adaptive::aval<scene::UniformValue>> derived_;
-	/// The derivations computed on the device, by the same key (a renderer holds each while it keeps entries for it).
-	absl::flat_hash_map<Key, std::shared_ptr<Derivation>> gpu_derived_;
+	/// A derivation's identity without making one: its rule and input nodes (lookups in gpu_derived_).
+	struct DerivationKey
+	{
+		const fx::Hash128& rule;
+		std::span<const adaptive::aval<scene::UniformValue>> inputs;
+	};
+	/// gpu_derived_'s hash and equality, over a derivation or its key alike. (A set of the derivations themselves: an
+	/// object's own derivation is one per object, so a map's key — a copy of the rule id and the input nodes — would
+	/// double its slot.)
+	struct DerivationHash
+	{
+		using is_transparent = void;
+		static size_t of(const fx::Hash128& rule, std::span<const adaptive::aval<scene::UniformValue>> inputs);
+		size_t operator()(const DerivationKey& k) const { return of(k.rule, k.inputs); }
+		size_t operator()(const std::shared_ptr<Derivation>& d) const { return of(d->rule.id(), d->inputs); }
+	};
+	struct DerivationEq
+	{
+		using is_transparent = void;
+		static bool same(const Derivation& d, const fx::Hash128& rule,
+		                 std::span<const adaptive::aval<scene::UniformValue>> inputs);
+		bool operator()(const std::shared_ptr<Derivation>& a, const std::shared_ptr<Derivation>& b) const
+		{
+			return a == b || same(*a, b->rule.id(), b->inputs);
+		}
+		bool operator()(const std::shared_ptr<Derivation>& a, const DerivationKey& k) const
+		{
+			return same(*a, k.rule, k.inputs);
+		}
+		bool operator()(const DerivationKey& k, const std::shared_ptr<Derivation>& a) const
+		{
+			return same(*a, k.rule, k.inputs);
+		}
+	};
+	/// The derivations computed on the device, interned (a renderer holds each while it keeps entries for it).
+	absl::flat_hash_set<std::shared_ptr<Derivation>, DerivationHash, DerivationEq> gpu_derived_;
 	std::optional<decltype(gpu_derived_)::iterator> gpu_drop_cursor_; ///< drop()'s place in gpu_derived_
 	/// drop()'s place in derived_ (nothing is interned while an owner is dismantled).
 	std::optional<decltype(derived_)::iterator> drop_cursor_;
