@@ -433,7 +433,9 @@ public:
 	const scene::RenderObject& object() const { return *object_; }
 	void inputChanged(AdaptiveObject* input) override
 	{
-		dirty_inputs_.push_back(input);
+		for (Input& in : inputs_)
+			if (in.node == input)
+				in.dirty = true;
 		if (!queued && !dead)
 		{
 			queued = true;
@@ -541,6 +543,7 @@ private:
 	{
 		AdaptiveObject* node;
 		Role role;
+		bool dirty = false; ///< changed since the last refresh (no list per object: the flag fits the padding)
 	};
 	/// Runs `body`, turning an exception an input throws into an error (as evaluate() does, without an evaluation).
 	template <typename F>
@@ -564,13 +567,13 @@ private:
 		if (node && !node->isConstant())
 		{
 			trackInput(node);
-			inputs_.push_back({node, role});
+			inputs_.push_back({node, role, false});
 		}
 	}
 	Result<void> validateDraw();
 	Result<void> readState(scene::PipelineStateValues& state);
-	/// Inputs changed since the last refresh (inline: an edit marks one or two, so an edited object allocates nothing).
-	using DirtyInputs = absl::InlinedVector<AdaptiveObject*, 2>;
+	/// Inputs changed since the last refresh (Input::dirty), collected by refresh().
+	using DirtyInputs = absl::InlinedVector<AdaptiveObject*, 4>;
 	/// Re-packs and stages the private uniform parts whose node is in `dirty`. Errors: a value changed its type.
 	Result<void> repackPrivate(const DirtyInputs& dirty);
 	void writeHeader();
@@ -593,7 +596,6 @@ private:
 	/// The non-constant inputs it subscribed to (inline: the common object — its own trafo and one more — allocates
 	/// nothing; a growing std::vector made two allocations per add and two frees per removal).
 	absl::InlinedVector<Input, 2> inputs_;
-	DirtyInputs dirty_inputs_;
 	absl::InlinedVector<const scene::BufferView*, 4> views_; ///< attributes in header order
 	/// GPU routing: the axes its mode rules derive (their leaves are read by its route group, not by it).
 	uint32_t routed_axes_ = 0;

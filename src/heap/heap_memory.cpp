@@ -33,8 +33,7 @@ size_t flatMapBytes(const Map& m)
 
 size_t HeapObject::hostBytes() const
 {
-	size_t bytes = sizeof(HeapObject) + spilledBytes(inputs_) + spilledBytes(dirty_inputs_) + spilledBytes(views_) +
-	               spilledBytes(entries);
+	size_t bytes = sizeof(HeapObject) + spilledBytes(inputs_) + spilledBytes(views_) + spilledBytes(entries);
 	if (modes_)
 		bytes += sizeof(modes::ModeInputs) + modes_->nodes().size() * sizeof(aval<UniformValue>);
 	if (textures_)

@@ -451,7 +451,8 @@ Result<void> HeapObject::attach(const Plan& plan)
 		    writeHeader();
 		    QUOKKA_TRY_ASSIGN(s, routeState(plan.state));
 		    attachToSlot(s);
-		    dirty_inputs_.clear();
+		    for (Input& in : inputs_)
+			    in.dirty = false;
 		    ++scene_->stats->added;
 		    return {};
 	    });
@@ -592,7 +593,9 @@ Result<void> HeapObject::refresh()
 	if (dead)
 		return {};
 	DirtyInputs dirty;
-	dirty.swap(dirty_inputs_);
+	for (Input& in : inputs_)
+		if (std::exchange(in.dirty, false))
+			dirty.push_back(in.node);
 	if (!placed || !slot || std::exchange(replace, false))
 	{
 		unplace();
