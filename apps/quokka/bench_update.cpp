@@ -242,6 +242,10 @@ int runBenchUpdate(const BenchOptions& b)
 		}
 		idle.update_ms = median(std::move(ms));
 	}
+	// The same after the idle frames: what the task keeps once the placement's frame queues and logs went back.
+	const std::optional<int64_t> host_idle = heapHostBytes(dev);
+	const double host_idle_per_object = host_known && host_idle ? double(*host_idle - *host_before) / double(n) : 0.0;
+	const nlohmann::ordered_json host_held_idle = hostMemoryPerObjectJson(task->hostMemory(), n);
 	const heap::HeapUpdatePhases& ph = place->phases;
 	if (!b.json)
 	{
@@ -256,12 +260,18 @@ int runBenchUpdate(const BenchOptions& b)
 		            place->heap_upload_ms);
 		if (host_known)
 			std::printf(
-			    "    host memory: %.0f bytes per placed object beyond the scene's own (the allocator's count)\n",
-			    host_per_object);
-		std::printf("    held by the task, bytes per object:");
-		for (const auto& [name, bytes] : host_held.items())
-			std::printf(" %s %.0f%s", name.c_str(), bytes.get<double>(), name == "accounted" ? "" : ",");
-		std::printf("\n");
+			    "    host memory: %.0f bytes per placed object beyond the scene's own after placement, %.0f after "
+			    "the idle frames (the allocator's count)\n",
+			    host_per_object, host_idle_per_object);
+		auto held = [](const char* when, const nlohmann::ordered_json& categories)
+		{
+			std::printf("    held by the task %s, bytes per object:", when);
+			for (const auto& [name, bytes] : categories.items())
+				std::printf(" %s %.0f%s", name.c_str(), bytes.get<double>(), name == "accounted" ? "" : ",");
+			std::printf("\n");
+		};
+		held("after placement", host_held);
+		held("after the idle frames", host_held_idle);
 		std::printf("\n  %-7s %6s %12s %14s %12s %10s %14s %14s %10s\n", "op", "k", "update ms", "us/object", "heap ms",
 		            "upload ms", "upload bytes", "bytes/object", "kcyc/obj");
 	}
@@ -468,7 +478,11 @@ int runBenchUpdate(const BenchOptions& b)
 		                  {"host_bytes_per_object",
 		                   host_known ? nlohmann::ordered_json(host_per_object) : nlohmann::ordered_json(nullptr)},
 		                  {"host_held_per_object", host_held}};
-		j["idle"] = {{"cpu_update_ms", idle.update_ms}, {"upload_bytes", idle.upload_bytes}};
+		j["idle"] = {{"cpu_update_ms", idle.update_ms},
+		             {"upload_bytes", idle.upload_bytes},
+		             {"host_bytes_per_object", host_known && host_idle ? nlohmann::ordered_json(host_idle_per_object)
+		                                                               : nlohmann::ordered_json(nullptr)},
+		             {"host_held_per_object", host_held_idle}};
 		j["results"] = std::move(results);
 		j["core_clock_ghz"] = clock;
 		j["core_clock_ghz_min"] = clock_min;

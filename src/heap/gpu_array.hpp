@@ -11,6 +11,7 @@
 
 #include <quokka/base/dirty_runs.hpp>
 #include <quokka/base/result.hpp>
+#include <quokka/base/scratch.hpp>
 #include <quokka/gpu/buffer.hpp>
 #include <quokka/gpu/device.hpp>
 #include <quokka/gpu/grow_buffer.hpp>
@@ -117,6 +118,76 @@ struct GpuArray
 		QUOKKA_TRY(written);
 		return bytes;
 	}
+};
+
+/// A GPU array the host writes without keeping a copy of it: a frame's writes are logged and staged by upload(), and
+/// nothing mirrors the device's contents on the host. For arrays whose owner can produce every element again (the
+/// GPU derive's constituent slots, packed from their nodes): when the array outgrows its buffer, grow() makes a new
+/// one and drops the log, and the owner writes every live element again — growth doubles, so that is amortised O(1)
+/// per element, where a full host copy would cost the array's size in host memory for good.
+struct GpuWriteLog
+{
+	gpu::BufferUsage usage;
+	std::string name;
+	size_t words = 0; ///< the array's length (what the buffer must hold)
+	gpu::BufferHandle buffer;
+	struct Run
+	{
+		uint32_t offset; ///< in words
+		uint32_t at;     ///< in `data`
+		uint32_t count;
+	};
+	std::vector<Run> runs;      ///< this frame's writes, in order (a later one wins where they overlap)
+	std::vector<uint32_t> data; ///< their words
+
+	void write(size_t i, const uint32_t* v, size_t n)
+	{
+		if (!runs.empty() && runs.back().offset + runs.back().count == i &&
+		    runs.back().at + runs.back().count == data.size())
+			runs.back().count += uint32_t(n);
+		else
+			runs.push_back({uint32_t(i), uint32_t(data.size()), uint32_t(n)});
+		data.insert(data.end(), v, v + n);
+	}
+	/// Whether the buffer cannot hold `words` words (none yet, or too small): then grow() before upload().
+	bool needsGrowth() const { return !buffer || buffer->size() < std::max<uint64_t>(16, words * 4); }
+	/// A new buffer for `words` (rounded up to a power of two); the old one's contents are not carried over and the log
+	/// is dropped: the owner writes every live element again.
+	Result<void> grow(gpu::Device& device)
+	{
+		const uint64_t size = gpu::nextPowerOfTwo(std::max<uint64_t>(256, words * 4));
+		QUOKKA_TRY_ASSIGN(b, device.createBuffer(
+		                         {size, usage | gpu::BufferUsage::TransferDst, gpu::MemoryDomain::DeviceLocal, name}));
+		buffer = std::move(b);
+		runs.clear();
+		data.clear();
+		return {};
+	}
+	/// Stages the logged writes (the buffer must hold the array: needsGrowth() false) and empties the log. Returns the
+	/// bytes staged.
+	Result<uint64_t> upload(gpu::StagingRing& staging)
+	{
+		uint64_t bytes = 0;
+		for (const Run& r : runs)
+		{
+			QUOKKA_TRY(staging.write(buffer, uint64_t(r.offset) * 4, data.data() + r.at, uint64_t(r.count) * 4));
+			bytes += uint64_t(r.count) * 4;
+		}
+		const size_t used = data.size(), used_runs = runs.size();
+		runs.clear();
+		data.clear();
+		trimScratch(data, used, 4096);
+		trimScratch(runs, used_runs, 256);
+		return bytes;
+	}
+	/// A frame that wrote nothing: the log gives back what a larger frame grew (trimScratch).
+	void trim()
+	{
+		trimScratch(data, 0, 4096);
+		trimScratch(runs, 0, 256);
+	}
+	/// Host bytes of the log's capacity (memory accounting).
+	size_t hostBytes() const { return runs.capacity() * sizeof(Run) + data.capacity() * sizeof(uint32_t); }
 };
 
 } // namespace quokka::heap::detail

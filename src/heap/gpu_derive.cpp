@@ -164,10 +164,18 @@ Result<void> GpuDerive::pack(Constituent& c)
 			                                                 fx::typeName(c.type) + " but its value is not");
 		std::array<uint32_t, derived::kSlotWords> words;
 		derived::packConstituent(*v, precision_, words);
-		slots_.set(size_t(c.slot[half]) * derived::kSlotWords, words.data(), words.size());
+		slots_.write(size_t(c.slot[half]) * derived::kSlotWords, words.data(), words.size());
 		epochs_.set(c.slot[half], epoch_);
 	}
 	dirty_ = true;
+	return {};
+}
+
+Result<void> GpuDerive::repackAll()
+{
+	for (const auto& [node, c] : constituents_)
+		if (!c->isLink() && (c->slot[0] != Constituent::kNone || c->slot[1] != Constituent::kNone))
+			QUOKKA_TRY(pack(*c));
 	return {};
 }
 
@@ -206,7 +214,7 @@ Result<Constituent*> GpuDerive::acquire(const aval<UniformValue>& node, fx::Type
 		else
 		{
 			c->slot[half] = next_slot_++;
-			slots_.resize(size_t(next_slot_) * derived::kSlotWords);
+			slots_.words = size_t(next_slot_) * derived::kSlotWords;
 			epochs_.resize(next_slot_);
 		}
 		r = pack(*c);
@@ -431,9 +439,17 @@ Result<void> GpuDerive::reserveComputed(gpu::Device& device)
 Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, HeapStats& stats)
 {
 	if (!dirty_)
+	{
+		slots_.trim(); // (a frame without writes: the log of a large one goes back)
 		return {};
+	}
 	QUOKKA_TRY(reserveComputed(device));
-	QUOKKA_TRY_ASSIGN(c, slots_.upload(device, staging));
+	if (slots_.needsGrowth())
+	{
+		QUOKKA_TRY(slots_.grow(device));
+		QUOKKA_TRY(repackAll());
+	}
+	QUOKKA_TRY_ASSIGN(c, slots_.upload(staging));
 	QUOKKA_TRY_ASSIGN(e, epochs_.upload(device, staging));
 	stats.upload_bytes += c + e;
 	for (ChunkRecords& r : chunks_)

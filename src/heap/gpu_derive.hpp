@@ -146,6 +146,8 @@ private:
 	/// Makes the computed buffers hold every computed slot (a new pair recomputes every link).
 	Result<void> reserveComputed(gpu::Device& device);
 	Result<void> pack(Constituent& c);
+	/// Packs every constituent holding a slot (the slots' buffer grew: it holds nothing yet).
+	Result<void> repackAll();
 	void writeRecord(uint32_t chunk, uint32_t index);
 	void restride(uint32_t stride);
 	/// Takes the kernels the background jobs finished.
@@ -176,7 +178,9 @@ private:
 	std::optional<decltype(constituents_)::iterator> drain_cursor_; ///< drain()'s place
 	std::vector<Ref<Constituent>>
 	    queued_; ///< changed since the last refresh (held: a release may drop the table's hold)
-	GpuArray slots_{gpu::BufferUsage::Storage, "heap derive constituents", {}, {}, {}, false};
+	/// The constituents' slots: no host copy (GpuWriteLog) — packed from their nodes, and packed again all at once
+	/// when the buffer grows (repackAll).
+	GpuWriteLog slots_{gpu::BufferUsage::Storage, "heap derive constituents", 0, {}, {}, {}};
 	GpuArray epochs_{gpu::BufferUsage::Storage, "heap derive epochs", {}, {}, {}, false}; ///< per slot
 	/// The next dispatch's epoch: what packing a constituent and writing a record stamp, so that dispatch computes
 	/// only the records written or reading a value written since the last one. Never 0 (0 computes every record).

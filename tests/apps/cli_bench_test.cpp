@@ -161,10 +161,11 @@ TEST(CliBench, UpdateUploadsBytesProportionalToTheChange)
 			EXPECT_GT(parts["heap_update"].get<double>(), 0.0) << op << k;
 			EXPECT_GE(sum, 0.999 * r["cpu_update_ms"].get<double>()) << op << k << " " << parts.dump();
 		}
-	// An edit re-packs ModelTrafo (64 bytes) and NormalMatrix: a few hundred bytes per object at most, however many
-	// objects the scene holds.
+	// An edit re-packs ModelTrafo (64 bytes), NormalMatrix (48) and the ModelTrafo's constituent slot the device
+	// derives the camera-relative trafo from (128, with its epoch): a few hundred bytes per object at most, however
+	// many objects the scene holds.
 	const uint64_t edit1 = rows["edit/1"]["upload_bytes"], edit100 = rows["edit/100"]["upload_bytes"];
-	EXPECT_LT(edit100, 100u * 300u);
+	EXPECT_LT(edit100, 100u * 400u);
 	EXPECT_GT(edit100, edit1);
 	EXPECT_GT(rows["add/100"]["upload_bytes"].get<uint64_t>(), rows["add/1"]["upload_bytes"].get<uint64_t>());
 	// Objects that return after a removal are placed again like new ones: their meshes are staged again (the scene's
