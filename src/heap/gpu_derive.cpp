@@ -167,8 +167,19 @@ Result<void> GpuDerive::pack(Constituent& c)
 		slots_.write(size_t(c.slot[half]) * derived::kSlotWords, words.data(), words.size());
 		epochs_.set(c.slot[half], epoch_);
 	}
+	markReaders(c);
 	dirty_ = true;
 	return {};
+}
+
+void GpuDerive::markReaders(const Constituent& c)
+{
+	for (uint64_t bits = c.chunks & ~(uint64_t(1) << 63); bits != 0; bits &= bits - 1)
+		if (const size_t chunk = size_t(std::countr_zero(bits)); chunk < chunks_.size())
+			chunks_[chunk].dirty = true;
+	if (c.chunks >> 63)
+		for (size_t chunk = 63; chunk < chunks_.size(); ++chunk)
+			chunks_[chunk].dirty = true;
 }
 
 Result<void> GpuDerive::repackAll()
@@ -339,6 +350,7 @@ void GpuDerive::writeRecord(uint32_t chunk, uint32_t index)
 	for (size_t i = 0; i < info.inputs.size(); ++i)
 		words[derived::kRecordInputs + i] = info.inputs[i].first->slot[info.inputs[i].second];
 	chunks_[chunk].words.set(size_t(index) * stride_, words.data(), stride_);
+	chunks_[chunk].dirty = true;
 }
 
 Result<void> GpuDerive::add(DerivedEntry& entry, const inputs::DerivedUniforms::Derivation& d)
@@ -359,6 +371,8 @@ Result<void> GpuDerive::add(DerivedEntry& entry, const inputs::DerivedUniforms::
 		info.inputs.emplace_back(*c, uint8_t(input.inverse ? 1 : 0));
 		info.value_bytes += 4 + 8 * d.rule.inputs()[i].type.rows * d.rule.inputs()[i].type.cols;
 	}
+	for (const auto& [c, half] : info.inputs)
+		c->chunks |= uint64_t(1) << std::min<uint32_t>(entry.chunk, 63);
 	entry.rule = ruleIndex(d.rule);
 	needed_rules_ = std::max<size_t>(needed_rules_, entry.rule + 1);
 	if (chunks_.size() <= entry.chunk)
@@ -519,15 +533,21 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 		if (!levels_.empty())
 			list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
 			                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_READ_BIT);
+		// Only the chunks with something to compute in this epoch: an edit of one object dispatches over its chunk's
+		// records, not over every record of the scene. (With transform chains every chunk: which links the chain
+		// dispatch recomputes is known on the device only.)
 		absl::InlinedVector<derived::RecordBatch, 16> batches;
 		for (uint32_t c = 0; c < chunks_.size(); ++c)
 		{
 			const ChunkRecords& r = chunks_[c];
-			if (r.info.empty() || c >= core_.chunks.size() || !core_.chunks[c]->buffer())
+			if (r.info.empty() || c >= core_.chunks.size() || !core_.chunks[c]->buffer() || !(r.dirty || links_ > 0))
 				continue;
 			batches.push_back({&*r.words.buffer, &*core_.chunks[c]->buffer(), uint32_t(r.info.size())});
 		}
-		stats.derive_dispatches += kernel_->dispatchAll(list, packed, computed, batches, stride_, epoch_);
+		if (!batches.empty())
+			stats.derive_dispatches += kernel_->dispatchAll(list, packed, computed, batches, stride_, epoch_);
+		for (ChunkRecords& r : chunks_)
+			r.dirty = false;
 	}
 	if (timer)
 		timer->end(list);

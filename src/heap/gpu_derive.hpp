@@ -65,6 +65,9 @@ struct Constituent final : AdaptiveObject
 	Constituent* local = nullptr;
 	uint32_t level = 0;
 	uint32_t link = kNone; ///< its record in its level
+	/// The chunks whose records read it: bit c for chunk c < 63, bit 63 for any chunk from 63 on (never cleared while
+	/// it lives: a chunk marked once is at worst dispatched without need).
+	uint64_t chunks = 0;
 
 	bool isLink() const { return bool(chain); }
 
@@ -129,7 +132,12 @@ private:
 	{
 		GpuArray words{gpu::BufferUsage::Storage, "heap derive records", {}, {}, {}, false};
 		std::vector<RecordInfo> info;
+		/// A record of it was written, or a constituent one of them reads re-packed, since the last dispatch: the next
+		/// dispatch computes this chunk (the others have nothing to compute in its epoch).
+		bool dirty = false;
 	};
+	/// Marks the chunks whose records read `c` (Constituent::chunks).
+	void markReaders(const Constituent& c);
 	struct Level
 	{
 		GpuArray words{gpu::BufferUsage::Storage, "heap chain links", {}, {}, {}, false};

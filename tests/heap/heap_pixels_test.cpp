@@ -591,12 +591,15 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 	const auto proj = scene::uniform(math::Trafo3d::scale(math::V3d(1.0, 1.0, 0.5)));
 	std::vector<cval<math::Trafo3d>> trafos;
 	trafos.reserve(61);
+	// (Each at its own depth: the image does not depend on the draw order, which the heap does not keep.)
+	auto placed = [](int i)
+	{
+		return math::Trafo3d::translation(math::V3d(-0.9 + 0.03 * (i % 60), -0.4 + 0.1 * (i % 7), 0.1 + 0.005 * i)) *
+		       math::Trafo3d::rotation(math::V3d(0.0, 0.0, 1.0), 0.1 * i);
+	};
 	auto make = [&](int i)
 	{
-		// (Each at its own depth: the image does not depend on the draw order, which the heap does not keep.)
-		trafos.emplace_back(
-		    math::Trafo3d::translation(math::V3d(-0.9 + 0.03 * (i % 60), -0.4 + 0.1 * (i % 7), 0.1 + 0.005 * i)) *
-		    math::Trafo3d::rotation(math::V3d(0.0, 0.0, 1.0), 0.1 * i));
+		trafos.emplace_back(placed(i));
 		RenderObject o;
 		o.effect = effect;
 		o.attributes["Positions"] = scene::BufferView::of(
@@ -625,6 +628,7 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 		    {
 			    view.setValue(math::Trafo3d::translation(math::V3d(0.0, 0.0, 0.5)));
 			    trafos[3].setValue(math::Trafo3d::translation(math::V3d(-0.8, -0.4, 0.1)));
+			    trafos[5].setValue(placed(5));
 			    set.remove(later);
 			    set.add(objects[10]);
 			    set.add(objects[40]);
@@ -671,6 +675,16 @@ TEST_F(HeapRenderTest, ValuesReadingTheCameraAreDerivedOnTheGpuAndMatchClassic)
 		if (heap)
 		{
 			EXPECT_EQ(t->stats().heap.derive_dispatches, 0u);
+		}
+		// An edit of one object's trafo: the kernel runs over that object's chunk only (the paged mode's records fill
+		// several chunks).
+		adaptive::transact([&] { trafos[5].setValue(math::Trafo3d::translation(math::V3d(0.2, -0.5, 0.1))); });
+		ASSERT_EQ(frame(*t), "");
+		images.push_back(pixels());
+		if (gpu)
+		{
+			EXPECT_EQ(t->stats().heap.constituent_uploads, 1u);
+			EXPECT_EQ(t->stats().heap.derive_dispatches, 1u) << "the edited object's chunk";
 		}
 		// An edit of one object's trafo, an object added and two removed: drawn in the frame they happen (the removed
 		// objects' records leave, the added one's takes a place among them).
