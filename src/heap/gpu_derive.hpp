@@ -6,7 +6,9 @@
 // or df32 precision in a slot of the constituents buffer (a forward and, when a rule reads it, a backward slot),
 // shared by every record reading it and re-packed when the node changes. Each frame in which anything changed (a
 // constituent re-packed, a record added, moved or removed), prepare() dispatches the derive kernel once per chunk
-// holding records, after the frame's arena writes and before the draws; the kernel computes only the records written
+// whose records have something to compute (a record written, or a constituent one reads re-packed; every chunk
+// holding records while transform chains exist), after the frame's arena writes and before the draws; the kernel
+// computes only the records written
 // or reading a constituent written since the last dispatch (epochs): a camera move re-packs one constituent and the
 // GPU recomputes the values reading it, an edit of one trafo recomputes the values of that trafo.
 //
@@ -93,7 +95,7 @@ public:
 	Result<void> refresh();
 	/// Stages the changed constituents and records (upload, before the staging ring is flushed).
 	Result<void> upload(gpu::Device& device, gpu::StagingRing& staging, HeapStats& stats);
-	/// Dispatches the kernel over every chunk holding records when anything changed since the last dispatch
+	/// Dispatches the kernel over each chunk whose records have something to compute since the last dispatch
 	/// (prepare). Errors: the kernel's compilation.
 	Result<void> dispatch(gpu::CommandList& list, HeapStats& stats);
 	/// With background pipelines (inputs::Context::setBackgroundPipelines): true when the kernels that compute `d` are

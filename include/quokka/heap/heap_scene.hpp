@@ -195,7 +195,9 @@ struct HeapStats
 	uint32_t copy_regions = 0;
 	/// Arena scatter dispatches recorded for them (upload; HeapTuning::scatter_above)
 	uint32_t scatters = 0;
-	uint32_t derive_dispatches = 0; ///< derive kernel dispatches (prepare): one per chunk holding records, when changed
+	/// derive kernel dispatches (prepare): one per chunk whose records have something to compute (a record written, or
+	/// a value one reads re-packed)
+	uint32_t derive_dispatches = 0;
 	uint32_t constituent_uploads = 0; ///< constituents re-packed: values GPU-derived uniforms read (update)
 	uint32_t chain_dispatches = 0;    ///< chain kernel dispatches (prepare): one per level of links, when changed
 	uint32_t routed_groups = 0;       ///< GPU-routed groups routed and partitioned again (prepare): those that changed
