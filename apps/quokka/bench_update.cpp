@@ -434,6 +434,7 @@ int runBenchUpdate(const BenchOptions& b)
 	const auto closing = std::chrono::steady_clock::now();
 	task.reset();
 	const double teardown_ms = since(closing);
+	runtime::Runtime::CollectTimes longest; // (the longest slice's parts)
 	uint32_t collect_slices = 0;
 	double collect_max_ms = 0.0, collect_ms = 0.0;
 	for (size_t left = rt.retired(); left != 0 || collect_slices == 0; ++collect_slices)
@@ -441,6 +442,8 @@ int runBenchUpdate(const BenchOptions& b)
 		const auto slice = std::chrono::steady_clock::now();
 		left = rt.collect(options.teardown_budget_ms);
 		const double ms = since(slice);
+		if (ms > collect_max_ms)
+			longest = rt.lastCollect();
 		collect_max_ms = std::max(collect_max_ms, ms);
 		collect_ms += ms;
 	}
@@ -460,6 +463,10 @@ int runBenchUpdate(const BenchOptions& b)
 		            "at most %.2f ms (budget %.1f) freeing it, %.1f ms in all\n",
 		            clock, clock_min, clock_max, teardown_ms, n, collect_slices, collect_max_ms,
 		            options.teardown_budget_ms, collect_ms);
+	if (!b.json)
+		std::printf("    the longest slice, ms: router slices %.2f, router destroyed %.2f, scene slices %.2f, scene "
+		            "destroyed %.2f\n",
+		            longest.routers_ms, longest.router_destroy_ms, longest.scenes_ms, longest.scene_destroy_ms);
 	if (b.json)
 	{
 		nlohmann::ordered_json j;
@@ -492,6 +499,10 @@ int runBenchUpdate(const BenchOptions& b)
 		j["teardown_slice_max_ms"] = collect_max_ms;
 		j["teardown_collect_ms"] = collect_ms;
 		j["teardown_budget_ms"] = options.teardown_budget_ms;
+		j["teardown_slice_max_parts_ms"] = {{"router_slices", longest.routers_ms},
+		                                    {"router_destroyed", longest.router_destroy_ms},
+		                                    {"scene_slices", longest.scenes_ms},
+		                                    {"scene_destroyed", longest.scene_destroy_ms}};
 		std::printf("%s\n", j.dump(2).c_str());
 	}
 	return validationExit(dev);

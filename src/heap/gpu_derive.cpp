@@ -182,6 +182,36 @@ void GpuDerive::markReaders(const Constituent& c)
 			chunks_[chunk].dirty = true;
 }
 
+std::shared_ptr<void> GpuDerive::releaseHostArrays()
+{
+	struct Arrays
+	{
+		decltype(constituents_) constituents;
+		std::vector<std::vector<RecordInfo>> info;
+		std::vector<std::vector<uint32_t>> words;
+		std::vector<std::vector<Constituent*>> owners;
+	};
+	auto a = std::make_shared<Arrays>();
+	a->constituents = std::move(constituents_);
+	constituents_ = {};
+	drain_cursor_.reset();
+	for (ChunkRecords& r : chunks_)
+	{
+		a->info.push_back(std::move(r.info));
+		a->words.push_back(std::move(r.words.words));
+		r.info.clear();
+		r.words.words.clear();
+	}
+	for (Level& l : levels_)
+	{
+		a->owners.push_back(std::move(l.owner));
+		a->words.push_back(std::move(l.words.words));
+		l.owner.clear();
+		l.words.words.clear();
+	}
+	return a;
+}
+
 Result<void> GpuDerive::repackAll()
 {
 	for (const auto& [node, c] : constituents_)

@@ -108,6 +108,9 @@ public:
 	size_t constituents() const { return constituents_.size(); }
 	/// Dismantling the scene (HeapScene::dismantle): drops up to `count` constituents. True while some remain.
 	bool drain(size_t count) { return eraseSome(constituents_, drain_cursor_, count); }
+	/// Dismantling, once drained: its host arrays — the constituents' table, the records' bookkeeping and shadows, the
+	/// links' — moved out for freeing elsewhere (hundreds of MiB at 10^7 records); the GPU buffers stay.
+	std::shared_ptr<void> releaseHostArrays();
 	size_t links() const { return links_; }
 	/// Host bytes of its constituents (with their edges), records' bookkeeping, chain links and shadows. Memory
 	/// accounting.

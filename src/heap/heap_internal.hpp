@@ -87,6 +87,7 @@ public:
 	void flush() { table_.flush(); }
 	std::string check() const { return table_.check(); }
 	size_t hostBytes() const { return table_.hostBytes(); }
+	std::shared_ptr<void> releaseStorage() { return table_.releaseStorage(); }
 
 private:
 	detail::PointerTable<HeapObject> table_;
@@ -257,7 +258,8 @@ struct detail::HeapCore : Arena
 	/// all go with the scene), which makes closing a scene of 10^6 objects a fraction of 10^6 removals.
 	bool closing = false;
 	/// HeapScene::dismantle's progress: the step (objects, pool entries, constants, GPU-derive constituents, derived
-	/// nodes, GPU-derive records, chunks, staging pages, done) and the table slot it continues from.
+	/// nodes, GPU-derive records, chunks, staging pages, buckets' arrays, the tables' storage, done) and the table slot
+	/// it continues from.
 	uint8_t dismantle_step = 0;
 	size_t dismantle_cursor = 0;
 	std::optional<decltype(constants)::iterator> constants_cursor; ///< (eraseSome)

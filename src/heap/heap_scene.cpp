@@ -349,6 +349,24 @@ bool releaseBucketArrays(detail::HeapCore& p, size_t& cursor)
 	    });
 	return cursor < p.bucket_order.size();
 }
+
+/// Dismantling: frees `storage` on the device's reaper thread.
+void freeOffThread(detail::HeapCore& p, std::vector<std::shared_ptr<void>> storage)
+{
+	auto held = std::make_shared<std::vector<std::shared_ptr<void>>>(std::move(storage));
+	p.context->device().destroyOffThread([held] { std::vector<std::shared_ptr<void>>().swap(*held); });
+}
+
+/// A container's storage, moved out (it is left empty, without storage). Its elements are destroyed here first: they
+/// may hold adaptive objects, which only the owner thread may release.
+template <typename C>
+std::shared_ptr<void> moveOut(C& c)
+{
+	c.clear();
+	auto out = std::make_shared<C>(std::move(c));
+	c = C();
+	return out;
+}
 } // namespace
 
 bool HeapScene::dismantle(std::chrono::steady_clock::time_point deadline)
@@ -402,6 +420,8 @@ bool HeapScene::dismantle(std::chrono::steady_clock::time_point deadline)
 		if (!drained(
 		        [&]
 		        {
+			        if (p.gpu_derive)
+				        freeOffThread(p, {p.gpu_derive->releaseHostArrays()});
 			        p.gpu_derive.reset();
 			        return false;
 		        }))
@@ -431,6 +451,23 @@ bool HeapScene::dismantle(std::chrono::steady_clock::time_point deadline)
 		if (!drained([&] { return releaseBucketArrays(p, cursor); }))
 			return false;
 		[[fallthrough]];
+	case 9:
+		// The emptied tables' and queues' storage — the objects' and the pool's tables, the constants, the placement
+		// index, the derived values' tables, the frame queues: capacity for the scene's largest frame, hundreds of MiB
+		// at 10^7 objects — freed on the reaper thread too, instead of by the scene's destruction on the frame's.
+		if (!drained(
+		        [&]
+		        {
+			        freeOffThread(p, {p.objects.releaseStorage(), p.pool.releaseStorage(), moveOut(p.constants),
+			                          moveOut(p.uniform_chunks), p.derived.releaseStorage(), moveOut(p.pending_adds),
+			                          moveOut(p.frame_adds), moveOut(p.pending_removals), moveOut(p.frame_removals),
+			                          moveOut(p.dirty_objects), moveOut(p.dirty_entries), moveOut(p.doomed_entries),
+			                          moveOut(p.waiting)});
+			        p.constants_cursor.reset();
+			        return false;
+		        }))
+			return false;
+		[[fallthrough]];
 	default:
 		return true;
 	}
@@ -443,9 +480,10 @@ size_t HeapScene::dismantleLeft() const
 	    p.dismantle_step < 8
 	        ? p.bucket_order.size()
 	        : (p.dismantle_step == 8 ? p.bucket_order.size() - std::min(p.dismantle_cursor, p.bucket_order.size()) : 0);
+	const size_t storage_left = p.dismantle_step <= 9 ? 1 : 0; // (step 9: the tables' storage)
 	return p.objects.size() + p.pool.size() + p.constants.size() +
 	       (p.gpu_derive ? 1 + p.gpu_derive->constituents() : 0) + p.derived.size() + p.chunks.size() +
-	       p.pages.freePages() + buckets_left;
+	       p.pages.freePages() + buckets_left + storage_left;
 }
 
 size_t HeapScene::objectCount() const

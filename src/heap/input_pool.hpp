@@ -357,6 +357,8 @@ public:
 	}
 	std::string check() const { return table_.check(); }
 	size_t hostBytes() const { return table_.hostBytes(); }
+	/// The emptied pool's table storage (PointerTable::releaseStorage).
+	std::shared_ptr<void> releaseStorage() { return table_.releaseStorage(); }
 
 private:
 	detail::PointerTable<PooledEntry> table_;

@@ -14,9 +14,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <quokka/base/assert.hpp>
 
 namespace quokka::heap::detail
 {
@@ -160,6 +163,15 @@ public:
 				fn(waiting[k]);
 		}
 		return size_ != 0;
+	}
+	/// An emptied table's slot array, moved out (for freeing elsewhere: at 10^7 elements it is 256 MiB); the table is
+	/// empty and without storage after it.
+	std::shared_ptr<void> releaseStorage()
+	{
+		QUOKKA_ASSERT(size_ == 0, "only an emptied table's storage is released");
+		auto storage = std::make_shared<std::vector<Slot>>(std::move(slots_));
+		clear();
+		return storage;
 	}
 	void clear()
 	{

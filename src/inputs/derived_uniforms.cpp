@@ -87,6 +87,19 @@ bool DerivedUniforms::drop(size_t count)
 	return eraseSome(derived_, drop_cursor_, count);
 }
 
+std::shared_ptr<void> DerivedUniforms::releaseStorage()
+{
+	derived_.clear(); // (the values are adaptive: released on the owner thread, the storage wherever)
+	gpu_derived_.clear();
+	auto storage = std::make_shared<std::pair<decltype(derived_), decltype(gpu_derived_)>>(std::move(derived_),
+	                                                                                       std::move(gpu_derived_));
+	derived_ = {};
+	gpu_derived_ = {};
+	drop_cursor_.reset();
+	gpu_drop_cursor_.reset();
+	return storage;
+}
+
 size_t DerivedUniforms::collect()
 {
 	size_t dropped = 0;

@@ -546,22 +546,35 @@ size_t Runtime::collect(double budget_ms)
 	    !(budget_ms < 8.64e7) ? Clock::time_point::max()
 	                          : Clock::now() + std::chrono::duration_cast<Clock::duration>(
 	                                               std::chrono::duration<double, std::milli>(std::max(budget_ms, 0.0)));
+	last_collect_ = {};
+	Clock::time_point t = Clock::now();
+	auto lap = [&](double& into)
+	{
+		const Clock::time_point now = Clock::now();
+		into += std::chrono::duration<double, std::milli>(now - t).count();
+		t = now;
+		return now;
+	};
 	// The oldest first; each call advances at least one slice (dismantle's promise), then stops at the deadline.
 	while (!retired_.empty())
 	{
 		Retired& r = retired_.front();
 		if (r.router)
 		{
-			if (!r.router->dismantle(deadline))
+			const bool done = r.router->dismantle(deadline);
+			lap(last_collect_.routers_ms);
+			if (!done)
 				break;
 			r.router.reset(); // (its set reader and classic set)
-			if (Clock::now() >= deadline)
+			if (lap(last_collect_.router_destroy_ms) >= deadline)
 				break;
 		}
-		if (!r.heap->dismantle(deadline))
+		const bool done = r.heap->dismantle(deadline);
+		lap(last_collect_.scenes_ms);
+		if (!done)
 			break;
 		retired_.pop_front(); // (what is left costs O(buckets))
-		if (Clock::now() >= deadline)
+		if (lap(last_collect_.scene_destroy_ms) >= deadline)
 			break;
 	}
 	return retired();

@@ -244,6 +244,7 @@ TEST_F(HeapRenderTest, DismantleMakesProgressPerCallAndRefusesUpdates)
 	}
 	ASSERT_TRUE(s.update().ok());
 	ASSERT_EQ(s.objectCount(), 700u);
+	const HeapHostMemory placed = s.hostMemory();
 	size_t left = s.dismantleLeft();
 	EXPECT_GE(left, 700u);
 	int calls = 0;
@@ -258,6 +259,13 @@ TEST_F(HeapRenderTest, DismantleMakesProgressPerCallAndRefusesUpdates)
 	EXPECT_GE(calls, 3); // ≥ 1024 table slots for 700 objects, 256 a call
 	EXPECT_EQ(s.dismantleLeft(), 0u);
 	EXPECT_EQ(s.objectCount(), 0u);
+	// What the scene's destruction has left to free is O(buckets): the tables' storage, the derive's arrays and the
+	// frame queues went to the reaper thread (at 10^7 objects they are hundreds of MiB, a long frame if freed there).
+	const HeapHostMemory held = s.hostMemory();
+	EXPECT_EQ(held.derive, 0u);
+	EXPECT_EQ(held.objects + held.private_sets + held.pool + held.subscriptions, 0u);
+	EXPECT_LT(held.tables * 20, placed.tables) << "only the buckets' maps: " << held.tables << " bytes";
+	EXPECT_LT(held.total() * 20, placed.total()) << held.total() << " bytes left of " << placed.total();
 	const Result<void> r = s.update();
 	ASSERT_FALSE(r.ok());
 	EXPECT_NE(r.error().message.find("dismantle"), std::string::npos) << r.error().message;

@@ -413,14 +413,16 @@ public:
 
 	/// Tears the scene down in slices, until `deadline`: its objects leave their input nodes and are freed, then its
 	/// pooled entries, constant values, GPU-derive constituents and derived nodes, the GPU-derive records, the arena
-	/// chunks one by one and the free staging pages. True once all are gone; destroying the scene then costs
+	/// chunks one by one and the free staging pages; the buckets' host arrays and the emptied tables' storage go to the
+	/// device's reaper thread (freed there). True once all are gone; destroying the scene then costs
 	/// O(buckets) instead of O(objects) — so a large scene leaves without a frame's
 	/// stall (runtime::Runtime retires a dropped task's scenes this way, a budget per frame). After the first call the
 	/// scene draws nothing and must not be updated, uploaded, prepared or encoded again; only dismantle() and
 	/// destruction may follow. Each call makes progress (at least one slice) whatever the deadline.
 	bool dismantle(std::chrono::steady_clock::time_point deadline);
 	/// What dismantle() has yet to free: objects, pooled entries, constants, GPU-derive constituents (and their
-	/// records, as one), derived nodes, arena chunks and free staging pages.
+	/// records, as one), derived nodes, arena chunks, free staging pages, buckets' arrays and, as one, the emptied
+	/// tables' storage.
 	size_t dismantleLeft() const;
 
 	/// Diagnostics, over every chunk and every slot; each returns its findings (empty = clean).

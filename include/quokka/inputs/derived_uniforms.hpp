@@ -138,6 +138,9 @@ public:
 	bool drop(size_t count);
 	/// Interned nodes and derivations.
 	size_t size() const { return derived_.size() + gpu_derived_.size(); }
+	/// The tables' storage once dropped (drop() until false), moved out for freeing elsewhere: a table that held 10^7
+	/// values keeps its capacity, hundreds of MiB.
+	std::shared_ptr<void> releaseStorage();
 	/// Host bytes of the interned nodes (with their edges to their inputs), derivations and their tables. Memory
 	/// accounting.
 	size_t hostBytes() const;
