@@ -13,6 +13,7 @@
 #include <quokka/base/result.hpp>
 #include <quokka/base/scratch.hpp>
 #include <quokka/gpu/buffer.hpp>
+#include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/device.hpp>
 #include <quokka/gpu/grow_buffer.hpp>
 #include <quokka/gpu/staging.hpp>
@@ -121,10 +122,9 @@ struct GpuArray
 };
 
 /// A GPU array the host writes without keeping a copy of it: a frame's writes are logged and staged by upload(), and
-/// nothing mirrors the device's contents on the host. For arrays whose owner can produce every element again (the
-/// GPU derive's constituent slots, packed from their nodes): when the array outgrows its buffer, grow() makes a new
-/// one and drops the log, and the owner writes every live element again — growth doubles, so that is amortised O(1)
-/// per element, where a full host copy would cost the array's size in host memory for good.
+/// nothing mirrors the device's contents on the host (the GPU derive's constituent slots: a full host copy would cost
+/// the array's size in host memory for good). When the array outgrows its buffer, grow() makes a new one and copies
+/// the old one into it on the device, before the frame's staged writes land.
 struct GpuWriteLog
 {
 	gpu::BufferUsage usage;
@@ -151,16 +151,24 @@ struct GpuWriteLog
 	}
 	/// Whether the buffer cannot hold `words` words (none yet, or too small): then grow() before upload().
 	bool needsGrowth() const { return !buffer || buffer->size() < std::max<uint64_t>(16, words * 4); }
-	/// A new buffer for `words` (rounded up to a power of two); the old one's contents are not carried over and the log
-	/// is dropped: the owner writes every live element again.
-	Result<void> grow(gpu::Device& device)
+	/// A new buffer for `words` (rounded up to a power of two), the old one's contents copied into it in `list`, then a
+	/// barrier: the frame's staged writes (flushed into `list` later) land after the copy, the kernels read after both.
+	Result<void> grow(gpu::Device& device, gpu::CommandList& list)
 	{
 		const uint64_t size = gpu::nextPowerOfTwo(std::max<uint64_t>(256, words * 4));
-		QUOKKA_TRY_ASSIGN(b, device.createBuffer(
-		                         {size, usage | gpu::BufferUsage::TransferDst, gpu::MemoryDomain::DeviceLocal, name}));
+		QUOKKA_TRY_ASSIGN(
+		    b, device.createBuffer({size, usage | gpu::BufferUsage::TransferDst | gpu::BufferUsage::TransferSrc,
+		                            gpu::MemoryDomain::DeviceLocal, name}));
+		if (buffer)
+		{
+			const VkBufferCopy region{0, 0, buffer->size()};
+			vkCmdCopyBuffer(list.vk(), buffer->vk(), b->vk(), 1, &region);
+			list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+			                   VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+			                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_READ_BIT);
+			list.keepAlive(std::move(buffer)); // (read by the copy: released once the list completed)
+		}
 		buffer = std::move(b);
-		runs.clear();
-		data.clear();
 		return {};
 	}
 	/// Stages the logged writes (the buffer must hold the array: needsGrowth() false) and empties the log. Returns the

@@ -212,14 +212,6 @@ std::shared_ptr<void> GpuDerive::releaseHostArrays()
 	return a;
 }
 
-Result<void> GpuDerive::repackAll()
-{
-	for (const auto& [node, c] : constituents_)
-		if (!c->isLink() && (c->slot[0] != Constituent::kNone || c->slot[1] != Constituent::kNone))
-			QUOKKA_TRY(pack(*c));
-	return {};
-}
-
 Result<Constituent*> GpuDerive::acquire(const aval<UniformValue>& node, fx::Type type, uint8_t half)
 {
 	auto [it, fresh] = constituents_.try_emplace(node.node().get());
@@ -480,7 +472,7 @@ Result<void> GpuDerive::reserveComputed(gpu::Device& device)
 	return {};
 }
 
-Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, HeapStats& stats)
+Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, gpu::CommandList& list, HeapStats& stats)
 {
 	if (!dirty_)
 	{
@@ -489,10 +481,7 @@ Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, H
 	}
 	QUOKKA_TRY(reserveComputed(device));
 	if (slots_.needsGrowth())
-	{
-		QUOKKA_TRY(slots_.grow(device));
-		QUOKKA_TRY(repackAll());
-	}
+		QUOKKA_TRY(slots_.grow(device, list));
 	QUOKKA_TRY_ASSIGN(c, slots_.upload(staging));
 	QUOKKA_TRY_ASSIGN(e, epochs_.upload(device, staging));
 	stats.upload_bytes += c + e;

@@ -94,7 +94,7 @@ public:
 	/// Re-packs the constituents whose node changed (update). Errors: a value that changed its type.
 	Result<void> refresh();
 	/// Stages the changed constituents and records (upload, before the staging ring is flushed).
-	Result<void> upload(gpu::Device& device, gpu::StagingRing& staging, HeapStats& stats);
+	Result<void> upload(gpu::Device& device, gpu::StagingRing& staging, gpu::CommandList& list, HeapStats& stats);
 	/// Dispatches the kernel over each chunk whose records have something to compute since the last dispatch
 	/// (prepare). Errors: the kernel's compilation.
 	Result<void> dispatch(gpu::CommandList& list, HeapStats& stats);
@@ -159,8 +159,6 @@ private:
 	/// Makes the computed buffers hold every computed slot (a new pair recomputes every link).
 	Result<void> reserveComputed(gpu::Device& device);
 	Result<void> pack(Constituent& c);
-	/// Packs every constituent holding a slot (the slots' buffer grew: it holds nothing yet).
-	Result<void> repackAll();
 	void writeRecord(uint32_t chunk, uint32_t index);
 	void restride(uint32_t stride);
 	/// Takes the kernels the background jobs finished.
@@ -191,8 +189,7 @@ private:
 	std::optional<decltype(constituents_)::iterator> drain_cursor_; ///< drain()'s place
 	std::vector<Ref<Constituent>>
 	    queued_; ///< changed since the last refresh (held: a release may drop the table's hold)
-	/// The constituents' slots: no host copy (GpuWriteLog) — packed from their nodes, and packed again all at once
-	/// when the buffer grows (repackAll).
+	/// The constituents' slots: no host copy (GpuWriteLog), only the frame's packed slots.
 	GpuWriteLog slots_{gpu::BufferUsage::Storage, "heap derive constituents", 0, {}, {}, {}};
 	GpuArray epochs_{gpu::BufferUsage::Storage, "heap derive epochs", {}, {}, {}, false}; ///< per slot
 	/// The next dispatch's epoch: what packing a constituent and writing a record stamp, so that dispatch computes

@@ -99,7 +99,7 @@ public:
 		p_.pages.retire(list_);
 		lap(t.upload_writes_ms);
 		if (p_.gpu_derive)
-			QUOKKA_TRY(p_.gpu_derive->upload(device_, p_.context->staging(), stats_));
+			QUOKKA_TRY(p_.gpu_derive->upload(device_, p_.context->staging(), list_, stats_));
 		lap(t.upload_derive_ms);
 		if (p_.atlas_pool)
 		{

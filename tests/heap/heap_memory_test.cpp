@@ -22,9 +22,9 @@ std::vector<RenderObjectPtr> litObjects(const fx::Effect& lit, int count, int fi
 	std::vector<RenderObjectPtr> out;
 	for (int i = first; i < first + count; ++i)
 	{
-		const float x = -0.9f + 0.015f * float(i % 120), y = -0.9f + 0.3f * float(i / 120);
-		RenderObject o =
-		    litTriangle(lit, V3f(x, y, 0), V3f(x + 0.012f, y, 0), V3f(x, y + 0.02f, 0), rgba(230, 190, 60));
+		// (A 12 × 10 grid of triangles that do not overlap: the heap does not keep the draw order.)
+		const float x = -0.9f + 0.15f * float(i % 12), y = -0.9f + 0.15f * float(i / 12);
+		RenderObject o = litTriangle(lit, V3f(x, y, 0), V3f(x + 0.1f, y, 0), V3f(x, y + 0.1f, 0), rgba(230, 190, 60));
 		o.indices = scene::BufferView::of(std::vector<uint32_t>{0, 1, 2}, VK_FORMAT_R32_UINT);
 		o.uniforms["ModelTrafo"] =
 		    scene::uniform(cval<math::Trafo3d>(math::Trafo3d::translation(math::V3d(0, 0, 0.5))));
@@ -85,6 +85,11 @@ TEST_F(HeapRenderTest, HostMemoryGrowsByTheSameBytesPerObjectAndGoesBackWhenThey
 	                                after[2].heap.subscriptions + after[2].heap.tables + after[2].heap.draws +
 	                                after[2].heap.allocator + after[2].heap.derive + after[2].heap.frame +
 	                                after[2].routers);
+	// The device derived every object's camera-relative trafo right, though the constituents' buffer grew twice (by a
+	// copy on the device: no host copy of it is kept).
+	const Rgba8Image heap_image = pixels();
+	EXPECT_GT(covered(heap_image), 100u);
+	EXPECT_EQ(differing(heap_image, render(RenderTree::ofObjects(adaptive::asetOf(all)), classicOptions())), 0u);
 	// A task's figure is its heap scenes' summed.
 	EXPECT_EQ(heap->heapScenes().size(), 1u);
 	EXPECT_EQ(heap->heapScenes()[0]->hostMemory().total(), after[2].heap.total());
