@@ -3,6 +3,7 @@
 
 #include "heap_internal.hpp"
 
+#include <quokka/base/host_bytes.hpp>
 #include <quokka/gpu/command_list.hpp>
 #include <quokka/gpu/timing.hpp>
 
@@ -28,10 +29,10 @@ GpuDerive::~GpuDerive() = default;
 
 size_t GpuDerive::hostBytes() const
 {
-	size_t bytes = constituents_.capacity() * (sizeof(decltype(constituents_)::value_type) + 1) +
-	               queued_.capacity() * sizeof(queued_[0]) + slots_.hostBytes() + epochs_.hostBytes() +
-	               free_slots_.capacity() * sizeof(uint32_t) + free_computed_.capacity() * sizeof(uint32_t) +
-	               chunks_.capacity() * sizeof(ChunkRecords) + levels_.capacity() * sizeof(Level);
+	size_t bytes = flatTableBytes(constituents_) + queued_.capacity() * sizeof(queued_[0]) + slots_.hostBytes() +
+	               epochs_.hostBytes() + free_slots_.capacity() * sizeof(uint32_t) +
+	               free_computed_.capacity() * sizeof(uint32_t) + chunks_.capacity() * sizeof(ChunkRecords) +
+	               levels_.capacity() * sizeof(Level);
 	for (const auto& [node, c] : constituents_)
 		bytes += sizeof(Constituent) + c->inputCount() * adaptive::edgeBytes();
 	for (const ChunkRecords& r : chunks_)

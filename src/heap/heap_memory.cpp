@@ -1,7 +1,7 @@
 // heap_memory.cpp — HeapScene::hostMemory(): the host memory a heap scene holds, by category (HeapHostMemory). A walk
 // over the objects, the pool, the buckets and the chunks that sums record sizes and the capacities of what each
 // allocated; for benchmarks and diagnostics.
-#include <typeinfo>
+#include <quokka/base/host_bytes.hpp>
 
 #include "heap_internal.hpp"
 
@@ -11,22 +11,11 @@ namespace quokka::heap
 namespace
 {
 
-template <typename T>
-size_t vectorBytes(const std::vector<T>& v)
-{
-	return v.capacity() * sizeof(T);
-}
 /// What an absl::InlinedVector allocated beyond its inline storage (nothing while it fits there).
 template <typename T, size_t N>
 size_t spilledBytes(const absl::InlinedVector<T, N>& v)
 {
 	return v.capacity() > N ? v.capacity() * sizeof(T) : 0;
-}
-/// An absl flat map's slot array: a value and a control byte per slot.
-template <typename Map>
-size_t flatMapBytes(const Map& m)
-{
-	return m.capacity() * (sizeof(typename Map::value_type) + 1);
 }
 
 } // namespace
@@ -69,8 +58,8 @@ HeapHostMemory HeapScene::hostMemory() const
 			    m.pool += sizeof(BufferEntry);
 	    });
 
-	m.tables = p.objects.hostBytes() + p.pool.hostBytes() + flatMapBytes(p.constants) + flatMapBytes(p.uniform_chunks) +
-	           p.buckets.bucket_count() * sizeof(void*);
+	m.tables = p.objects.hostBytes() + p.pool.hostBytes() + flatTableBytes(p.constants) +
+	           flatTableBytes(p.uniform_chunks) + p.buckets.bucket_count() * sizeof(void*);
 	for (const auto& [key, bucket] : p.buckets)
 	{
 		const Bucket& b = *bucket;
@@ -79,7 +68,7 @@ HeapHostMemory HeapScene::hostMemory() const
 		           vectorBytes(key.textures) + sizeof(Bucket) + b.headers.hostBytes() + vectorBytes(b.free_headers) +
 		           vectorBytes(b.textures) + vectorBytes(b.samplers) + vectorBytes(b.texture_bindings) +
 		           vectorBytes(b.slots);
-		m.tables += flatMapBytes(b.known) + flatMapBytes(b.routed);
+		m.tables += flatTableBytes(b.known) + flatTableBytes(b.routed);
 		for (const std::unique_ptr<Slot>& slot : b.slots)
 		{
 			const Slot& s = *slot;

@@ -9,6 +9,7 @@
 #include <absl/container/inlined_vector.h>
 
 #include <quokka/base/assert.hpp>
+#include <quokka/base/host_bytes.hpp>
 #include <quokka/rules/standard.hpp>
 
 namespace quokka::inputs
@@ -237,7 +238,7 @@ const DerivedUniforms::Derivation* DerivedUniforms::derivationOf(const adaptive:
 
 size_t DerivedUniforms::hostBytes() const
 {
-	size_t bytes = derived_.capacity() * (sizeof(decltype(derived_)::value_type) + 1); // (+ a control byte per slot)
+	size_t bytes = flatTableBytes(derived_);
 	for (const auto& [key, value] : derived_)
 	{
 		if (key.inputs.capacity() > 3)
@@ -246,7 +247,7 @@ size_t DerivedUniforms::hostBytes() const
 		if (node && typeid(*node) == typeid(DerivedNode))
 			bytes += sizeof(DerivedNode) + node->inputCount() * adaptive::edgeBytes();
 	}
-	bytes += gpu_derived_.capacity() * (sizeof(decltype(gpu_derived_)::value_type) + 1);
+	bytes += flatTableBytes(gpu_derived_);
 	for (const std::shared_ptr<Derivation>& d : gpu_derived_)
 		bytes += sizeof(Derivation) + 2 * sizeof(void*) + // (the shared pointer's control block: two counts, a vtable)
 		         (d->inputs.capacity() > 3 ? d->inputs.capacity() * sizeof(aval<UniformValue>) : 0);

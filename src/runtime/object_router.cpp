@@ -3,6 +3,7 @@
 #include <quokka/runtime/object_router.hpp>
 
 #include <quokka/adaptive/core.hpp>
+#include <quokka/base/host_bytes.hpp>
 
 namespace quokka::runtime
 {
@@ -44,8 +45,8 @@ struct ObjectRouter::Watch final : adaptive::AdaptiveObject
 
 size_t ObjectRouter::hostBytes() const
 {
-	size_t bytes = routed_.capacity() * (sizeof(decltype(routed_)::value_type) + 1) +
-	               (dirty_.capacity() + classic_add_.capacity() + classic_remove_.capacity()) * sizeof(void*) * 2;
+	size_t bytes =
+	    flatTableBytes(routed_) + vectorBytes(dirty_) + vectorBytes(classic_add_) + vectorBytes(classic_remove_);
 	for (const auto& [object, r] : routed_)
 		if (r.watch)
 			bytes += sizeof(Watch) + r.watch->inputCount() * adaptive::edgeBytes();
