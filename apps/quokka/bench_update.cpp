@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <quokka/base/work_queue.hpp>
 #include <quokka/gpu/timing.hpp>
 #include <quokka/runtime/runtime.hpp>
 
@@ -37,7 +38,8 @@ struct Sample
 {
 	double update_ms = 0, heap_update_ms = 0, heap_upload_ms = 0, frame_ms = 0;
 	uint64_t upload_bytes = 0;
-	heap::HeapUpdatePhases phases; ///< heap_update_ms by step
+	uint64_t converted_off_thread = 0; ///< bytes of vertex and index data converted on the heap's workers
+	heap::HeapUpdatePhases phases;     ///< heap_update_ms by step
 	/// update_ms by part: the router, the heap's update, upload and prepare, the staging flush, the classic pass
 	double route_ms = 0, heap_prepare_ms = 0, flush_ms = 0, classic_ms = 0;
 };
@@ -104,6 +106,7 @@ Result<Sample> frame(gpu::Device& device, runtime::RenderTask& task, runtime::Fr
 	s.heap_upload_ms = task.stats().heap.upload_ms;
 	s.phases = task.stats().heap.phases;
 	s.upload_bytes = task.stats().heap.upload_bytes;
+	s.converted_off_thread = task.stats().heap.converted_off_thread;
 	s.route_ms = task.stats().route_ms;
 	s.heap_prepare_ms = task.stats().heap.prepare_ms;
 	s.flush_ms = task.stats().flush_ms;
@@ -193,6 +196,7 @@ int runBenchUpdate(const BenchOptions& b)
 	options.path = runtime::RenderPath::Heap;
 	options.heap.draw = strategy.value();
 	options.heap.max_chunk_bytes = b.max_chunk_bytes;
+	options.heap.tuning.convert_threads = b.convert_threads;
 	adaptive::cset<scene::RenderObjectPtr> objects;
 	adaptive::transact(
 	    [&]
@@ -254,10 +258,12 @@ int runBenchUpdate(const BenchOptions& b)
 		            place->update_ms, place->update_ms * 1000.0 / double(n),
 		            double(place->upload_bytes) / double(1 << 20), idle.update_ms,
 		            (unsigned long long)idle.upload_bytes);
-		std::printf("    by step, ms: pull %.1f, remove %.1f, read %.1f, acquire %.1f, attach %.1f, refresh %.1f, "
-		            "finish %.1f; upload %.1f\n",
-		            ph.pull_ms, ph.remove_ms, ph.read_ms, ph.acquire_ms, ph.attach_ms, ph.refresh_ms, ph.finish_ms,
-		            place->heap_upload_ms);
+		std::printf("    by step, ms: pull %.1f, remove %.1f, read %.1f, acquire %.1f, attach %.1f, convert wait %.1f, "
+		            "refresh %.1f, finish %.1f; upload %.1f; %.1f MiB converted on %u worker threads\n",
+		            ph.pull_ms, ph.remove_ms, ph.read_ms, ph.acquire_ms, ph.attach_ms, ph.convert_wait_ms,
+		            ph.refresh_ms, ph.finish_ms, place->heap_upload_ms,
+		            double(place->converted_off_thread) / double(1 << 20),
+		            place->converted_off_thread ? base::WorkQueue::defaultThreads(b.convert_threads) : 0u);
 		if (host_known)
 			std::printf(
 			    "    host memory: %.0f bytes per placed object beyond the scene's own after placement, %.0f after "
@@ -481,6 +487,7 @@ int runBenchUpdate(const BenchOptions& b)
 		j["placement"] = {{"cpu_update_ms", place->update_ms},
 		                  {"us_per_object", place->update_ms * 1000.0 / double(n)},
 		                  {"upload_bytes", place->upload_bytes},
+		                  {"converted_off_thread_bytes", place->converted_off_thread},
 		                  {"phases_ms", heapPhasesJson(ph, place->heap_upload_ms)},
 		                  {"host_bytes_per_object",
 		                   host_known ? nlohmann::ordered_json(host_per_object) : nlohmann::ordered_json(nullptr)},

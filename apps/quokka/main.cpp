@@ -72,6 +72,11 @@ int main(int argc, char** argv)
 	    ->add_option("--max-chunk-bytes", render.max_chunk_bytes,
 	                 "heap arena chunk size in bytes (default: min(maxStorageBufferRange, 256 MiB))")
 	    ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));
+	render_cmd
+	    ->add_option("--convert-threads", render.convert_threads,
+	                 "heap: worker threads converting vertex and index data while a frame places many objects (0: on "
+	                 "the frame's thread; default 4)")
+	    ->check(CLI::Range(0u, 64u));
 	render_cmd->add_option("--width", render.width, "framebuffer width in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--height", render.height, "framebuffer height in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--frames", render.frames, "frames to render (timed; the last is written)")
@@ -118,6 +123,11 @@ int main(int argc, char** argv)
 	    ->check(CLI::IsMember({"auto", "indirect", "megacall", "all"}));
 	bench_cmd->add_option("--max-chunk-bytes", bench.max_chunk_bytes, "heap arena chunk size in bytes")
 	    ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));
+	bench_cmd
+	    ->add_option("--convert-threads", bench.convert_threads,
+	                 "update: worker threads converting vertex and index data while a frame places many objects (0: "
+	                 "on the frame's thread; default 4)")
+	    ->check(CLI::Range(0u, 64u));
 	bench_cmd
 	    ->add_option("--textures", bench.textures,
 	                 "textures: distinct texture counts (default 10 1000 10000; 10 100 on a CPU device)")

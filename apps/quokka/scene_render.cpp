@@ -432,10 +432,10 @@ Result<SceneSession> openScene(const RenderOptions& o)
 nlohmann::ordered_json heapPhasesJson(const heap::HeapUpdatePhases& phases, double upload_ms,
                                       std::optional<double> prepare_ms)
 {
-	nlohmann::ordered_json j = {{"pull", phases.pull_ms},     {"remove", phases.remove_ms},
-	                            {"read", phases.read_ms},     {"acquire", phases.acquire_ms},
-	                            {"attach", phases.attach_ms}, {"refresh", phases.refresh_ms},
-	                            {"finish", phases.finish_ms}, {"upload", upload_ms}};
+	nlohmann::ordered_json j = {
+	    {"pull", phases.pull_ms},       {"remove", phases.remove_ms}, {"read", phases.read_ms},
+	    {"acquire", phases.acquire_ms}, {"attach", phases.attach_ms}, {"convert_wait", phases.convert_wait_ms},
+	    {"refresh", phases.refresh_ms}, {"finish", phases.finish_ms}, {"upload", upload_ms}};
 	if (prepare_ms)
 		j["prepare"] = *prepare_ms;
 	j["refresh_parts"] = {
@@ -471,6 +471,7 @@ int runRenderScene(const RenderOptions& o)
 	if (!options.ok())
 		return fail(options.error());
 	options->heap_enabled = adaptive::constant(o.heap_switch != "off");
+	options->heap.tuning.convert_threads = o.convert_threads;
 	auto textures = heap::parseTextures(o.textures);
 	if (!textures.ok())
 		return fail(textures.error());

@@ -241,6 +241,7 @@ uint32_t Device::findMemoryType(uint32_t type_bits, VkMemoryPropertyFlags requir
 
 void Device::account(bool buffer, int64_t count, int64_t bytes)
 {
+	std::lock_guard lock(stats_mutex_);
 	if (buffer)
 	{
 		stats_.live_buffers += uint64_t(count);
@@ -550,7 +551,8 @@ MemoryBudget Device::memoryBudget() const
 		out.from_driver = true;
 		return out;
 	}
-	const uint64_t used = stats_.buffer_bytes + stats_.image_bytes;
+	const DeviceMemoryStats stats = memoryStats();
+	const uint64_t used = stats.buffer_bytes + stats.image_bytes;
 	out.available_bytes = out.device_local_bytes > used ? out.device_local_bytes - used : 0;
 	return out;
 }

@@ -203,28 +203,74 @@ ArenaLayout arenaLayout(bool index, const scene::BufferView& view, fx::Type type
 bool convertToArena(bool index, const scene::BufferView& view, fx::Type type, const ArenaLayout& layout,
                     const scene::ArrayBuffer& data, uint32_t* out)
 {
-	const uint32_t isize = view.format == VK_FORMAT_R16_UINT ? 2 : 4;
-	const uint32_t element = layout.element, stride = layout.stride, comps = layout.components, n = layout.elements;
-	const std::byte* src = data.data() + view.offset;
+	return convertFrom(index, view.format, type, layout, data.data() + view.offset, out);
+}
+
+namespace
+{
+/// How convertFrom() goes about it: a copy of the whole buffer, 32-bit words widened or truncated per element, 16-bit
+/// indices widened, or a conversion per element (the only one that can meet a format it does not know).
+enum class Conversion
+{
+	Copy,
+	Widen,
+	Index16,
+	PerElement,
+};
+Conversion conversionOf(bool index, VkFormat format, fx::Type type, const ArenaLayout& layout)
+{
+	const uint32_t isize = format == VK_FORMAT_R16_UINT ? 2 : 4;
 	// 32-bit components: copied whole when already tight at the shader's size, else widened/truncated per element.
-	const uint32_t words32 = index ? 0 : word32Components(view.format);
-	const bool tight_copy = (index && isize == 4) || (words32 != 0 && stride == element && element == comps * 4);
-	if (tight_copy)
+	const uint32_t words32 = index ? 0 : word32Components(format);
+	if ((index && isize == 4) ||
+	    (words32 != 0 && layout.stride == layout.element && layout.element == layout.components * 4))
+		return Conversion::Copy;
+	if (type.cols == 1 && words32 != 0)
+		return Conversion::Widen;
+	return index ? Conversion::Index16 : Conversion::PerElement;
+}
+} // namespace
+
+bool convertible(bool index, VkFormat format, fx::Type type, const ArenaLayout& layout)
+{
+	if (layout.elements == 0 || conversionOf(index, format, type, layout) != Conversion::PerElement)
+		return true;
+	// The per-element conversion fails by the format and type alone, whatever the bytes: try it on one zero element.
+	const uint64_t element = uint64_t(scene::formatSize(format)) * type.cols;
+	if (element > 256 || uint64_t(type.rows) * type.cols > 64)
+		return false;
+	alignas(16) const std::byte zeros[256]{};
+	uint32_t scratch[64];
+	return convertElement(zeros, format, type, scratch);
+}
+
+bool convertFrom(bool index, VkFormat format, fx::Type type, const ArenaLayout& layout, const std::byte* src,
+                 uint32_t* out)
+{
+	const uint32_t stride = layout.stride, comps = layout.components, n = layout.elements;
+	switch (conversionOf(index, format, type, layout))
+	{
+	case Conversion::Copy:
 		std::memcpy(out, src, layout.data_bytes);
-	else if (type.cols == 1 && words32 != 0)
-		widenWords(src, stride, n, words32, type.rows, isFloatFormat(view.format), out);
-	else if (index)
+		return true;
+	case Conversion::Widen:
+		widenWords(src, stride, n, word32Components(format), type.rows, isFloatFormat(format), out);
+		return true;
+	case Conversion::Index16:
 		for (uint32_t i = 0; i < n; ++i)
 		{
 			uint16_t x;
 			std::memcpy(&x, src + 2ull * i, 2);
 			out[i] = x;
 		}
-	else
+		return true;
+	case Conversion::PerElement:
 		for (uint32_t i = 0; i < n; ++i)
-			if (!convertElement(src + uint64_t(i) * stride, view.format, type, out + size_t(i) * comps))
+			if (!convertElement(src + uint64_t(i) * stride, format, type, out + size_t(i) * comps))
 				return false;
-	return true;
+		return true;
+	}
+	return false;
 }
 
 } // namespace quokka::heap::detail

@@ -34,6 +34,14 @@ ArenaLayout arenaLayout(bool index, const scene::BufferView& view, fx::Type type
 bool convertToArena(bool index, const scene::BufferView& view, fx::Type type, const ArenaLayout& layout,
                     const scene::ArrayBuffer& data, uint32_t* out);
 
+/// convertToArena() from `src`, the first element (the buffer's bytes at the view's offset), for a view of `format`.
+bool convertFrom(bool index, VkFormat format, fx::Type type, const ArenaLayout& layout, const std::byte* src,
+                 uint32_t* out);
+
+/// Whether convertToArena() converts data of `format` as `type` laid out as `layout`: decided by the format, type and
+/// layout alone (indices and empty buffers always), so a conversion can be checked here and run later elsewhere.
+bool convertible(bool index, VkFormat format, fx::Type type, const ArenaLayout& layout);
+
 /// One column of one element: `type.rows × type.cols` words from one value of `format`. Normalised integers use
 /// c × (1 / (2^b − 1)) — a multiply by the rounded reciprocal, as Mesa's vertex fetch does (Vulkan allows this or the
 /// exact quotient) — so heap and classic draws of the same UNORM colours match to the bit on lavapipe. Returns false

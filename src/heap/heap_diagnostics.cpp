@@ -494,4 +494,22 @@ Result<void> detail::HeapTestAccess::corruptDrawHeader(HeapScene& scene, uint32_
 	return p.context->device().uploadBuffer(*buffer, uint64_t(word) * 4, &value, 4);
 }
 
+Result<std::vector<std::vector<std::byte>>> detail::HeapTestAccess::arenaBytes(HeapScene& scene)
+{
+	detail::HeapCore& p = *scene.impl_;
+	std::vector<std::vector<std::byte>> out;
+	for (const std::unique_ptr<Chunk>& c : p.chunks)
+	{
+		const uint64_t bytes = c->allocator.cursor();
+		if (bytes == 0 || !c->buffer())
+		{
+			out.emplace_back();
+			continue;
+		}
+		QUOKKA_TRY_ASSIGN(data, p.context->device().readBuffer(*c->buffer(), 0, bytes));
+		out.push_back(std::move(data));
+	}
+	return out;
+}
+
 } // namespace quokka::heap

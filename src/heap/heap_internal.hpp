@@ -37,6 +37,7 @@
 #include "attribute_convert.hpp"
 #include "bindless_textures.hpp"
 #include "buckets.hpp"
+#include "bulk_convert.hpp"
 #include "derived_step.hpp"
 #include "gpu_array.hpp"
 #include "gpu_derive.hpp"
@@ -135,6 +136,8 @@ struct detail::HeapCore : Arena
 	std::optional<MegacallScan> scanner;
 	/// Derived uniforms computed on the device (HeapOptions::gpu_derived): made by the first entry that needs it.
 	std::unique_ptr<GpuDerive> gpu_derive;
+	/// A frame placing many objects converts their buffers on worker threads (HeapTuning::bulk_placement_above).
+	detail::BulkConvert bulk;
 	GpuDerive& gpuDerive()
 	{
 		if (!gpu_derive)
@@ -209,11 +212,12 @@ struct detail::HeapCore : Arena
 	}
 	Result<Entry*> acquireBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type, uint32_t chunk,
 	                             const scene::RenderObject& object, const std::string& name);
-	/// Converts `data` read through `view` (laid out as `layout`) into `out`: tight 32-bit data of the shader's type.
+	/// Converts `data` read through `view` (laid out as `layout`) into `out`: tight 32-bit data of the shader's type —
+	/// at once, or in a bulk frame queued for the workers (bulk; `out` is then written by BulkConvert::end()).
 	/// Errors: a format the heap cannot convert to `type`.
-	static Result<void> convertBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
-	                                  const BufferLayout& layout, const scene::ArrayBuffer& data, uint32_t* out,
-	                                  const scene::RenderObject& object, const std::string& name);
+	Result<void> convertBuffer(Entry::Kind kind, const scene::BufferView& view, fx::Type type,
+	                           const BufferLayout& layout, const scene::ArrayBuffer& data, uint32_t* out,
+	                           const scene::RenderObject& object, const std::string& name);
 	/// The error of a uniform value whose type is not the effect's.
 	static Error uniformMismatch(const scene::RenderObject& object, const std::string& name, fx::Type expected,
 	                             fx::Type got)

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -209,6 +210,7 @@ private:
 	/// Placement phase by phase over batches of kBatch objects (HeapObject::Plan says why): read, acquire, attach.
 	void placeObjects()
 	{
+		beginBulk(added_.size());
 		batch_.reserve(std::min(kBatch, added_.size()));
 		plans_.resize(std::min(kBatch, added_.size())); // (none in a frame without additions)
 		for (size_t first = 0; first < added_.size(); first += kBatch)
@@ -226,6 +228,29 @@ private:
 			}
 			lap(stats_.phases.attach_ms);
 		}
+		if (endBulk())
+			lap(stats_.phases.convert_wait_ms);
+	}
+
+	/// A frame placing HeapTuning::bulk_placement_above objects or more converts their buffers on the heap's workers
+	/// (BulkConvert) until endBulk().
+	void beginBulk(size_t placements)
+	{
+		const HeapTuning& t = p_.options.tuning;
+		if (placements < t.bulk_placement_above || t.convert_threads == 0 || std::thread::hardware_concurrency() < 2)
+			return;
+		p_.bulk.begin(base::WorkQueue::defaultThreads(t.convert_threads));
+		p_.pages.setAhead(true);
+	}
+	/// Waits for the bulk frame's conversions (false: it was none).
+	bool endBulk()
+	{
+		if (!p_.bulk.active())
+			return false;
+		p_.bulk.end();
+		p_.pages.setAhead(false);
+		stats_.converted_off_thread += p_.bulk.bytes();
+		return true;
 	}
 
 	/// Adds the time since the last lap to `phase` (HeapStats::phases).
@@ -385,6 +410,7 @@ private:
 			// Background pipelines: placements of objects whose effect became ready stop at the frame's budget (the
 			// others wait for the next frame); changes of placed objects are always applied.
 			const double budget = p_.context->backgroundPipelines() ? p_.options.tuning.placement_budget_ms : 0.0;
+			beginBulk(order.size()); // (objects placed once their effect is ready, or re-placed)
 			for (const auto& [id, h] : order)
 			{
 				// (At least one placement per frame: every frame makes progress.)
@@ -399,6 +425,7 @@ private:
 				if (!r.ok() && result_.ok())
 					result_ = r;
 			}
+			endBulk();
 		}
 	}
 

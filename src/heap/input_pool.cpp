@@ -267,7 +267,15 @@ Result<void> detail::HeapCore::convertBuffer(Entry::Kind kind, const scene::Buff
                                              const BufferLayout& layout, const scene::ArrayBuffer& data, uint32_t* out,
                                              const scene::RenderObject& object, const std::string& name)
 {
-	if (!detail::convertToArena(kind == Entry::kIndex, view, type, layout, data, out))
+	const bool index = kind == Entry::kIndex;
+	// (A small buffer costs less to convert than to queue.)
+	constexpr uint64_t kQueueAbove = 256;
+	if (bulk.active() && layout.data_bytes > kQueueAbove && convertible(index, view.format, type, layout))
+	{
+		bulk.add({data.bytes, data.data() + view.offset, out, layout, type, view.format, index});
+		return {};
+	}
+	if (!detail::convertToArena(index, view, type, layout, data, out))
 		return makeError(ErrorCode::InvalidArgument, inputs::objectName(object) + ": attribute '" + name +
 		                                                 "' has a format the heap cannot convert to " +
 		                                                 fx::typeName(type));

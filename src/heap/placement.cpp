@@ -272,8 +272,8 @@ private:
 			const uint32_t n = part.layout.elements, bytes = uint32_t(part.layout.data_bytes);
 			QUOKKA_TRY_ASSIGN(out, stageAllocation(scene_->pages, c, at,
 			                                       part.kind == Entry::kIndex ? kTypeIndex : kTypeAttribute, n, bytes));
-			QUOKKA_TRY(detail::HeapCore::convertBuffer(part.kind, *part.view, part.type, part.layout, *part.data,
-			                                           reinterpret_cast<uint32_t*>(out), o_, *part.name));
+			QUOKKA_TRY(scene_->convertBuffer(part.kind, *part.view, part.type, part.layout, *part.data,
+			                                 reinterpret_cast<uint32_t*>(out), o_, *part.name));
 			own_->append(part.kind, at, part.type, n, bytes);
 			at += uint32_t(align16(16ull + bytes));
 		}

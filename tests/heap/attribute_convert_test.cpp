@@ -1,7 +1,8 @@
 // attribute_convert_test.cpp — golden words of the heap's attribute and index conversion (src/heap/
 // attribute_convert.hpp): float copies with Vulkan's fill rule, truncation, normalised integers by the rounded
 // reciprocal (the rule that keeps heap and classic pixels identical on lavapipe), integer widening and sign extension,
-// matrix columns, strides and offsets, u16 indices, and the element count of a short buffer.
+// matrix columns, strides and offsets, u16 indices, and the element count of a short buffer; convertible() agrees with
+// the conversion's success.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -32,6 +33,7 @@ std::vector<uint32_t> convert(const scene::ArrayBuffer& data, VkFormat format, f
 	view.offset = offset;
 	const ArenaLayout layout = arenaLayout(index, view, type, data);
 	std::vector<uint32_t> out(layout.data_bytes / 4, 0xDEADBEEFu);
+	EXPECT_TRUE(convertible(index, format, type, layout)); // (what a bulk frame checks before queueing it)
 	EXPECT_TRUE(convertToArena(index, view, type, layout, data, out.data()));
 	return out;
 }
@@ -149,6 +151,8 @@ TEST(AttributeConvert, AnUnknownFormatIsRefused)
 	ArenaLayout layout{8, 8, 4, 2, 32};                              // as if it had one
 	std::vector<uint32_t> out(8);
 	EXPECT_FALSE(convertToArena(false, view, fx::M22f, layout, data, out.data()));
+	EXPECT_FALSE(convertible(false, view.format, fx::M22f, layout));       // (known before converting: not queued)
+	EXPECT_TRUE(convertible(false, view.format, fx::M22f, ArenaLayout{})); // (no elements: nothing to convert)
 	uint32_t words[4];
 	EXPECT_FALSE(convertColumn(data.data(), VK_FORMAT_R64_SFLOAT, fx::V4f, words));
 	EXPECT_EQ(word32Components(VK_FORMAT_R64_SFLOAT), 0u);

@@ -97,12 +97,14 @@ struct RandomScene
 	std::vector<cval<scene::DrawCall>> draws;
 };
 
-inline RenderObjectPtr randomObject(std::mt19937& rng, const Effects& fx, RandomScene& scene, uint32_t index)
+/// `max_triangles`: each object has 1 … max_triangles triangles.
+inline RenderObjectPtr randomObject(std::mt19937& rng, const Effects& fx, RandomScene& scene, uint32_t index,
+                                    uint32_t max_triangles = 6)
 {
 	std::uniform_real_distribution<float> u(-1.0f, 1.0f);
 	std::uniform_int_distribution<int> c(0, 255);
 	const float depth = 0.05f + 0.9f * float(index % 997) / 997.0f + 0.0001f * float(index / 997);
-	const uint32_t triangles = 1 + rng() % 6;
+	const uint32_t triangles = 1 + rng() % max_triangles;
 	std::vector<V3f> positions;
 	const float cx = u(rng), cy = u(rng), r = 0.1f + 0.3f * (u(rng) + 1.0f) * 0.5f;
 	for (uint32_t t = 0; t < triangles * 3; ++t)
@@ -183,14 +185,14 @@ inline RenderObjectPtr randomObject(std::mt19937& rng, const Effects& fx, Random
 	return scene::makeRenderObject(std::move(o));
 }
 
-inline RandomScene randomScene(uint32_t seed, uint32_t count, const Effects& fx)
+inline RandomScene randomScene(uint32_t seed, uint32_t count, const Effects& fx, uint32_t max_triangles = 6)
 {
 	std::mt19937 rng(seed);
 	RandomScene s;
 	for (int i = 0; i < 3; ++i)
 		s.shared_colors.emplace_back(rgba(int(rng() % 256), int(rng() % 256), int(rng() % 256)));
 	for (uint32_t i = 0; i < count; ++i)
-		s.objects.push_back(randomObject(rng, fx, s, i));
+		s.objects.push_back(randomObject(rng, fx, s, i, max_triangles));
 	return s;
 }
 

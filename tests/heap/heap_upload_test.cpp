@@ -1,6 +1,9 @@
 // heap_upload_test.cpp — upload shape: a block written twice in a frame keeps the later bytes, side-by-side objects
-// upload as one copy region, spread removals go through the ring's scatter.
+// upload as one copy region, spread removals go through the ring's scatter, a bulk frame converts on worker threads
+// and uploads the bytes the calling thread would.
 #include "heap_fixture.hpp"
+
+#include "heap/heap_test_access.hpp"
 
 namespace quokka::heap::test
 {
@@ -165,6 +168,63 @@ TEST_F(HeapRenderTest, SpreadRemovalsStageTheirMovedRecordsThroughTheRingsScatte
 		expectValidHeap(*heap);
 		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(kept)), classicOptions())), 0u);
 	}
+}
+
+/// A frame placing many objects converts their vertex and index data on the heap's worker threads and has its staging
+/// pages made ahead (HeapTuning::bulk_placement_above): the arena holds the same bytes, byte for byte, as when the
+/// calling thread converts everything, and the image is classic's — in one chunk, and paged into small chunks where
+/// placements fail on full chunks and roll back after their conversions were queued.
+TEST_F(HeapRenderTest, ABulkFrameConvertsOnWorkerThreadsAndUploadsWhatTheCallingThreadWould)
+{
+	const Effects fx;
+	// Meshes of up to 40 triangles: positions, normals, UNORM8 colours, u16/u32 indices and per-instance attributes
+	// of hundreds of bytes each, so most conversions are queued (small ones are converted at once).
+	RandomScene s = randomScene(7, 300, fx, 40);
+	const auto tree = RenderTree::ofObjects(adaptive::asetOf(s.objects));
+	const Rgba8Image reference = render(tree, classicOptions());
+	ASSERT_GT(covered(reference), kSize * kSize / 4);
+	for (uint64_t chunk_bytes : {uint64_t(0), uint64_t(16) << 10})
+		for (const Mode& mode : modes(chunk_bytes))
+		{
+			if (mode.options.path != runtime::RenderPath::Heap)
+				continue;
+			SCOPED_TRACE(std::string(mode.name) + (chunk_bytes ? ", paged" : ""));
+			std::vector<std::vector<std::byte>> arena[2];
+			for (bool bulk : {false, true})
+			{
+				// (The tasks before are torn down first: a node another task still reads is placed differently.)
+				ASSERT_TRUE(device().waitIdle().ok());
+				runtime_->collect();
+				runtime::RenderOptions options = mode.options;
+				options.heap.tuning.bulk_placement_above = bulk ? 1 : UINT32_MAX;
+				options.heap.tuning.convert_threads = 2;
+				auto t = task(tree, options);
+				ASSERT_EQ(frame(*t), "");
+				const HeapStats& st = t->stats().heap;
+				EXPECT_EQ(st.added, 300u);
+				if (bulk)
+				{
+					EXPECT_GT(st.converted_off_thread, st.arena_bytes / 4) << "most buffers converted on the workers";
+					EXPECT_LT(st.converted_off_thread, st.upload_bytes);
+				}
+				else
+				{
+					EXPECT_EQ(st.converted_off_thread, 0u);
+				}
+				if (chunk_bytes)
+				{
+					EXPECT_GT(st.chunks, 4u);
+				}
+				expectValidHeap(*t);
+				EXPECT_EQ(differing(pixels(), reference), 0u);
+				auto bytes = detail::HeapTestAccess::arenaBytes(*t->heapScenes().front());
+				ASSERT_TRUE(bytes.ok()) << bytes.error().message;
+				arena[bulk] = std::move(bytes.value());
+			}
+			ASSERT_EQ(arena[0].size(), arena[1].size());
+			for (size_t c = 0; c < arena[0].size(); ++c)
+				EXPECT_TRUE(arena[0][c] == arena[1][c]) << "chunk " << c << " differs";
+		}
 }
 
 } // namespace

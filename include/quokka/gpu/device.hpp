@@ -204,8 +204,9 @@ public:
 
 	// ---- objects -------------------------------------------------------------------------------------------------
 
-	/// Creates a buffer (one dedicated allocation; sub-allocation is the job of the arenas above). Errors:
-	/// InvalidArgument for size 0 or above the device limits, OutOfMemory when the driver refuses.
+	/// Creates a buffer (one dedicated allocation; sub-allocation is the job of the arenas above). May be called from
+	/// another thread than the one recording (the device's counters are locked). Errors: InvalidArgument for size 0 or
+	/// above the device limits, OutOfMemory when the driver refuses.
 	Result<BufferHandle> createBuffer(const BufferDesc& desc);
 	/// Creates a 2D image (optionally with a mip chain) and one view over all levels. Errors as createBuffer.
 	Result<ImageHandle> createImage(const ImageDesc& desc);
@@ -264,7 +265,11 @@ public:
 
 	// ---- diagnostics ---------------------------------------------------------------------------------------------
 
-	DeviceMemoryStats memoryStats() const { return stats_; }
+	DeviceMemoryStats memoryStats() const
+	{
+		std::lock_guard lock(stats_mutex_);
+		return stats_;
+	}
 	/// Device-local memory still available (VK_EXT_memory_budget where the device has it). For estimates before
 	/// large allocations: a request above it will fail or page.
 	MemoryBudget memoryBudget() const;
@@ -328,6 +333,7 @@ private:
 	std::unique_ptr<base::WorkQueue> reaper_; ///< destroyOffThread's thread (made on first use)
 	VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
 	std::unique_ptr<ShaderCompiler> shader_compiler_;
+	mutable std::mutex stats_mutex_; ///< buffers are made and dropped on other threads too (the heap's staging ahead)
 	DeviceMemoryStats stats_;
 	PFN_vkSetDebugUtilsObjectNameEXT set_object_name_ = nullptr;
 

@@ -81,6 +81,15 @@ struct HeapTuning
 	/// objects all waited for one effect appears over a few frames instead of in one long one; at least one object
 	/// is placed per frame). 0 = no limit.
 	double placement_budget_ms = 8.0;
+	/// A frame placing at least this many objects (a scene's first frame, a model load) is a bulk frame: the conversion
+	/// of their vertex and index data into the arena's layout runs on up to `convert_threads` worker threads (the
+	/// heap's own, at most one less than the host's hardware threads), overlapped with the placement of the objects
+	/// after them; the frame waits for the last conversions before its upload. Its staging pages past 16 MiB are made
+	/// one ahead on another thread (the driver's allocation of host-visible memory, the first touch of its pages).
+	/// Smaller frames do all of it on the calling thread, as does every frame when `convert_threads` is 0 or the host
+	/// has one hardware thread. UINT32_MAX = never.
+	uint32_t bulk_placement_above = 256;
+	uint32_t convert_threads = 4;
 };
 
 struct HeapOptions
@@ -136,6 +145,8 @@ struct HeapUpdatePhases
 	double read_ms = 0.0;    ///< placement: making the objects and reading their inputs (adaptive reads)
 	double acquire_ms = 0.0; ///< placement: arena space and pooled inputs — converting and staging the buffers
 	double attach_ms = 0.0;  ///< placement: buckets, slots, headers and draw records
+	/// placement of a bulk frame: waiting for the worker threads' last conversions (HeapTuning::bulk_placement_above)
+	double convert_wait_ms = 0.0;
 	double refresh_ms = 0.0; ///< re-packing changed shared values; re-reading objects whose inputs changed
 	double finish_ms = 0.0;  ///< strategy choice per changed slot, GPU-derive bookkeeping, the shape's counts
 	/// refresh_ms by part: re-packing changed shared values, the GPU-derive constituents queued for packing, re-reading
@@ -153,6 +164,7 @@ struct HeapUpdatePhases
 		read_ms += o.read_ms;
 		acquire_ms += o.acquire_ms;
 		attach_ms += o.attach_ms;
+		convert_wait_ms += o.convert_wait_ms;
 		refresh_ms += o.refresh_ms;
 		finish_ms += o.finish_ms;
 		repack_ms += o.repack_ms;
@@ -188,6 +200,9 @@ struct HeapStats
 	uint32_t waiting_objects = 0;
 	/// Placement attempts skipped because the chunk certainly had no room for an object's unshared buffers (update)
 	uint32_t chunks_skipped = 0;
+	/// Bytes of vertex and index data converted on worker threads (update; a bulk frame:
+	/// HeapTuning::bulk_placement_above)
+	uint64_t converted_off_thread = 0;
 	/// Arena writes of the frame that overlapped an earlier one — a block written, freed and handed out again within
 	/// the frame (a placement rolled back from a full chunk) — resolved so that the later write wins (upload)
 	uint32_t overlapping_writes = 0;
@@ -271,6 +286,7 @@ struct HeapStats
 		atlas_bytes += o.atlas_bytes;
 		compactions += o.compactions;
 		chunks_skipped += o.chunks_skipped;
+		converted_off_thread += o.converted_off_thread;
 		overlapping_writes += o.overlapping_writes;
 		copy_regions += o.copy_regions;
 		scatters += o.scatters;
