@@ -29,6 +29,7 @@ int runInfo(const InfoOptions& options)
 	j["vendor_id"] = i.vendor_id;
 	j["device_id"] = i.device_id;
 	j["device_local_bytes"] = i.device_local_bytes;
+	j["host_visible_device_local_bytes"] = i.host_visible_device_local_bytes;
 	j["limits"] = {
 	    {"max_storage_buffer_range", i.max_storage_buffer_range},
 	    {"max_push_constants_size", i.max_push_constants_size},
@@ -62,7 +63,9 @@ int runInfo(const InfoOptions& options)
 	std::printf("device       %s (%s)\n", i.name.c_str(), i.type.c_str());
 	std::printf("driver       %s — %s\n", i.driver_name.c_str(), i.driver_info.c_str());
 	std::printf("api          Vulkan %s\n", i.apiVersionString().c_str());
-	std::printf("memory       %.1f GiB device-local\n", double(i.device_local_bytes) / double(1ull << 30));
+	std::printf("memory       %.1f GiB device-local, %.1f GiB of it host-visible\n",
+	            double(i.device_local_bytes) / double(1ull << 30),
+	            double(i.host_visible_device_local_bytes) / double(1ull << 30));
 	std::printf("limits\n");
 	for (auto& [key, value] : j["limits"].items())
 		std::printf("  %-30s %s\n", key.c_str(), value.dump().c_str());

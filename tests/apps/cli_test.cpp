@@ -44,7 +44,11 @@ TEST(CliInfo, CpuDeviceIsLavapipeLike)
 	if (run.exit_code != 0 && run.err.find("'cpu'") != std::string::npos)
 		GTEST_SKIP() << "this machine has no CPU Vulkan device (lavapipe): " << run.err;
 	ASSERT_EQ(run.exit_code, 0) << run.err;
-	EXPECT_EQ(nlohmann::json::parse(run.out)["type"], "cpu");
+	const auto j = nlohmann::json::parse(run.out);
+	EXPECT_EQ(j["type"], "cpu");
+	// Its device memory is host memory: all of it mappable.
+	EXPECT_GT(j["device_local_bytes"].get<uint64_t>(), 0u);
+	EXPECT_EQ(j["host_visible_device_local_bytes"], j["device_local_bytes"]);
 }
 
 TEST(CliRender, TriangleIsWrittenAsAPngWithTheBackgroundInTheCorners)
