@@ -43,10 +43,10 @@ public:
 
 	/// Pages come from `device` (set once, before the first reserve()).
 	void bind(gpu::Device& device) { device_ = &device; }
-	/// While on (a bulk frame: HeapTuning::bulk_placement_above), each page a frame opens past kAheadAbove bytes has
-	/// the next one made ahead on another thread — the driver's allocation (pinning host memory: ~0.1 s for 256 MiB
-	/// on NVIDIA) and the first touch of its memory pages — while this one fills. A page made ahead and not needed
-	/// becomes a free page.
+	/// While on (a bulk frame: HeapTuning::bulk_placement_above), a page half full has the frame's next page
+	/// (when it is kAheadAbove bytes or more and no free page holds it) made ahead on another thread — the driver's
+	/// allocation (pinning host memory: ~0.1 s for 256 MiB on NVIDIA) and the first touch of its memory pages — while
+	/// this one fills. A page made ahead and not needed becomes a free page.
 	void setAhead(bool on) { ahead_on_ = on; }
 	static constexpr uint64_t kAheadAbove = 16ull << 20;
 	struct Page
@@ -68,6 +68,8 @@ public:
 		Page& p = pages_.back();
 		const Span span{uint32_t(pages_.size() - 1), uint32_t(p.used), p.buffer->mapped() + p.used};
 		p.used += size;
+		if (ahead_on_ && 2 * p.used >= p.buffer->size())
+			makeAhead(); // (half full: this frame will likely need another page)
 		return span;
 	}
 	const gpu::Buffer& buffer(uint32_t page) const { return *pages_[page].buffer; }
@@ -150,7 +152,6 @@ private:
 			if ((*made)->size() >= size)
 			{
 				pages_.push_back({std::move(*made), 0});
-				makeAhead();
 				return {};
 			}
 			free_.push_back(std::move(*made));
@@ -161,12 +162,10 @@ private:
 			{
 				pages_.push_back({std::move(free_[i]), 0});
 				free_.erase(free_.begin() + std::ptrdiff_t(i));
-				makeAhead();
 				return {};
 			}
 		QUOKKA_TRY_ASSIGN(buffer, makePage(device_, nextPageBytes(size)));
 		pages_.push_back({std::move(buffer), 0});
-		makeAhead();
 		return {};
 	}
 	/// The page made ahead, if made (`wait`: or once made). A page the driver refused is none: openPage() asks again
@@ -194,17 +193,19 @@ private:
 		return device->createBuffer({bytes, gpu::BufferUsage::TransferSrc | gpu::BufferUsage::Storage,
 		                             gpu::MemoryDomain::Upload, "heap staging page"});
 	}
-	/// In a bulk frame, the page the next openPage() will ask for (the frame's pages full by then), made on another
-	/// thread and its memory touched there (a first touch faults each 4 KiB page in).
+	/// In a bulk frame whose page is half full, the page the next openPage() will ask for (the frame's pages
+	/// full by then), made on another thread and its memory touched there (a first touch faults each 4 KiB page in) —
+	/// unless a free page already holds it (frames of a steady size make no page per frame).
 	void makeAhead()
 	{
-		if (!ahead_on_ || ahead_.valid())
+		if (ahead_.valid())
 			return;
 		uint64_t written = 0;
 		for (const Page& p : pages_)
 			written += p.buffer->size();
 		const uint64_t bytes = std::max(page_bytes_, std::min(std::bit_ceil(written), kMaxPageBytes));
-		if (bytes < kAheadAbove)
+		if (bytes < kAheadAbove ||
+		    std::any_of(free_.begin(), free_.end(), [&](const gpu::BufferHandle& b) { return b->size() >= bytes; }))
 			return;
 		ahead_ = std::async(std::launch::async,
 		                    [device = device_, bytes]() -> Result<gpu::BufferHandle>
