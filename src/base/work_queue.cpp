@@ -11,11 +11,24 @@ namespace quokka::base
 WorkQueue::WorkQueue(uint32_t threads)
 {
 	threads_.reserve(std::max(threads, 1u));
-	for (uint32_t i = 0; i < std::max(threads, 1u); ++i)
-		threads_.emplace_back([this] { work(); });
+	try
+	{
+		for (uint32_t i = 0; i < std::max(threads, 1u); ++i)
+			threads_.emplace_back([this] { work(); });
+	}
+	catch (...)
+	{
+		stop(); // (the threads started so far; no destructor runs after a throwing constructor)
+		throw;
+	}
 }
 
 WorkQueue::~WorkQueue()
+{
+	stop();
+}
+
+void WorkQueue::stop()
 {
 	{
 		std::lock_guard lock(mutex_);

@@ -10,6 +10,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -207,15 +208,22 @@ private:
 		if (bytes < kAheadAbove ||
 		    std::any_of(free_.begin(), free_.end(), [&](const gpu::BufferHandle& b) { return b->size() >= bytes; }))
 			return;
-		ahead_ = std::async(std::launch::async,
-		                    [device = device_, bytes]() -> Result<gpu::BufferHandle>
-		                    {
-			                    QUOKKA_TRY_ASSIGN(page, makePage(device, bytes));
-			                    volatile std::byte* memory = page->mapped();
-			                    for (uint64_t at = 0; at < bytes; at += 4096)
-				                    memory[at] = std::byte{0};
-			                    return page;
-		                    });
+		try
+		{
+			ahead_ = std::async(std::launch::async,
+			                    [device = device_, bytes]() -> Result<gpu::BufferHandle>
+			                    {
+				                    QUOKKA_TRY_ASSIGN(page, makePage(device, bytes));
+				                    volatile std::byte* memory = page->mapped();
+				                    for (uint64_t at = 0; at < bytes; at += 4096)
+					                    memory[at] = std::byte{0};
+				                    return page;
+			                    });
+		}
+		catch (const std::system_error&)
+		{
+			// (No thread to be had: the page is made when needed, as outside bulk frames.)
+		}
 	}
 
 	gpu::Device* device_ = nullptr;

@@ -2,24 +2,34 @@
 #include "bulk_convert.hpp"
 
 #include <algorithm>
+#include <system_error>
 
 #include <quokka/base/assert.hpp>
 
 namespace quokka::heap::detail
 {
 
-void BulkConvert::begin(uint32_t threads)
+bool BulkConvert::begin(uint32_t threads)
 {
 	QUOKKA_ASSERT(!active_ && pending_.empty(), "a bulk frame ends before the next begins");
 	threads = std::max(threads, 1u);
 	if (!pool_ || workers_ != threads)
 	{
 		pool_.reset(); // (no jobs: the last frame ended)
-		pool_ = std::make_unique<base::WorkQueue>(threads);
+		workers_ = 0;
+		try
+		{
+			pool_ = std::make_unique<base::WorkQueue>(threads);
+		}
+		catch (const std::system_error&)
+		{
+			return false; // (the frame converts on its own thread)
+		}
 		workers_ = threads;
 	}
 	active_ = true;
 	bytes_ = group_bytes_ = 0;
+	return true;
 }
 
 void BulkConvert::submit()

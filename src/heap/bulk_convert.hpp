@@ -43,8 +43,8 @@ public:
 	static constexpr uint64_t kGroupBytes = 256ull << 10;
 
 	/// Starts a bulk frame with `threads` workers (at least one; the pool is made on first use and kept). While active,
-	/// the heap queues its conversions here.
-	void begin(uint32_t threads);
+	/// the heap queues its conversions here. False (and not active) when no worker thread could be started.
+	bool begin(uint32_t threads);
 	bool active() const { return active_; }
 	/// Queues `job` (its conversion known to succeed: convertible()).
 	void add(Job&& job)

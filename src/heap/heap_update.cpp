@@ -239,8 +239,8 @@ private:
 		const HeapTuning& t = p_.options.tuning;
 		if (placements < t.bulk_placement_above || t.convert_threads == 0 || std::thread::hardware_concurrency() < 2)
 			return;
-		p_.bulk.begin(base::WorkQueue::defaultThreads(t.convert_threads));
-		p_.pages.setAhead(true);
+		if (p_.bulk.begin(base::WorkQueue::defaultThreads(t.convert_threads)))
+			p_.pages.setAhead(true);
 	}
 	/// Waits for the bulk frame's conversions (false: it was none).
 	bool endBulk()

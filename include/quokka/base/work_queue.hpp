@@ -24,7 +24,8 @@ namespace quokka::base
 class WorkQueue
 {
 public:
-	/// `threads` workers (at least one).
+	/// `threads` workers (at least one). Throws std::system_error when a thread cannot be started (those started are
+	/// stopped first).
 	explicit WorkQueue(uint32_t threads);
 	~WorkQueue();
 	WorkQueue(const WorkQueue&) = delete;
@@ -43,6 +44,7 @@ public:
 
 private:
 	void work();
+	void stop(); ///< drops queued jobs, waits for running ones, joins the workers
 	mutable std::mutex mutex_;
 	std::condition_variable wake_; ///< workers: a job arrived, the hold ended, or stop
 	std::condition_variable idle_; ///< waitIdle(): the last outstanding job finished
