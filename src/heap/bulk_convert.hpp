@@ -59,14 +59,12 @@ public:
 	void end();
 	/// Bytes converted on the workers since begin().
 	uint64_t bytes() const { return bytes_; }
-	/// Workers of the pool (0 before the first bulk frame).
-	uint32_t workers() const { return workers_; }
 
 private:
 	void submit();
 
 	std::unique_ptr<base::WorkQueue> pool_;
-	uint32_t workers_ = 0;
+	uint32_t workers_ = 0; ///< the pool's (0 before the first bulk frame)
 	std::vector<Job> pending_;
 	uint64_t bytes_ = 0, group_bytes_ = 0;
 	bool active_ = false;
