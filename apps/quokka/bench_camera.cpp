@@ -316,6 +316,7 @@ int runBenchCamera(const BenchOptions& b)
 				{
 					options.path = runtime::RenderPath::Heap;
 					options.heap.max_chunk_bytes = b.max_chunk_bytes;
+					options.heap.tuning.write_in_place = b.write_in_place;
 				}
 				auto row = measure(
 				    dev, session, std::string(effect) == "stock" ? scene.objects : reading, options, b.reps,
@@ -401,6 +402,7 @@ int runBenchChain(const BenchOptions& b)
 			{
 				options.path = runtime::RenderPath::Heap;
 				options.heap.max_chunk_bytes = b.max_chunk_bytes;
+				options.heap.tuning.write_in_place = b.write_in_place;
 			}
 			auto row = measure(
 			    dev, session, objects, options, b.reps,

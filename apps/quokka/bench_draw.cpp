@@ -249,6 +249,7 @@ std::vector<Variant> variantsOf(const BenchOptions& b)
 			v.options.path = runtime::RenderPath::Heap;
 			v.options.heap.draw = s;
 			v.options.heap.max_chunk_bytes = b.max_chunk_bytes;
+			v.options.heap.tuning.write_in_place = b.write_in_place;
 			out.push_back(std::move(v));
 		}
 	}
@@ -404,6 +405,7 @@ int runBenchDraw(const BenchOptions& b)
 				options.path = runtime::RenderPath::Heap;
 				options.heap.draw = d;
 				options.heap.max_chunk_bytes = b.max_chunk_bytes;
+				options.heap.tuning.write_in_place = b.write_in_place;
 				contenders.push_back({&made->scene, options});
 			}
 			auto f = measureInterleaved(dev, *session, globals, made->scene.bounds, contenders, b.reps);

@@ -282,6 +282,7 @@ int runBenchTextures(const BenchOptions& b)
 				{
 					options.path = runtime::RenderPath::Heap;
 					options.heap.max_chunk_bytes = b.max_chunk_bytes;
+					options.heap.tuning.write_in_place = b.write_in_place;
 					options.heap.textures = v == "bindless"                       ? heap::HeapTextures::Bindless
 					                        : v == "bound" || v == "shared-bound" ? heap::HeapTextures::Bound
 					                                                              : heap::HeapTextures::Atlas;

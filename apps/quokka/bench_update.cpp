@@ -38,6 +38,7 @@ struct Sample
 {
 	double update_ms = 0, heap_update_ms = 0, heap_upload_ms = 0, frame_ms = 0;
 	uint64_t upload_bytes = 0;
+	uint64_t in_place_bytes = 0;       ///< of upload_bytes, written straight into mapped device memory
 	uint64_t converted_off_thread = 0; ///< bytes of vertex and index data converted on the heap's workers
 	heap::HeapUpdatePhases phases;     ///< heap_update_ms by step
 	/// update_ms by part: the router, the heap's update, upload and prepare, the staging flush, the classic pass
@@ -106,6 +107,7 @@ Result<Sample> frame(gpu::Device& device, runtime::RenderTask& task, runtime::Fr
 	s.heap_upload_ms = task.stats().heap.upload_ms;
 	s.phases = task.stats().heap.phases;
 	s.upload_bytes = task.stats().heap.upload_bytes;
+	s.in_place_bytes = task.stats().heap.in_place_bytes;
 	s.converted_off_thread = task.stats().heap.converted_off_thread;
 	s.route_ms = task.stats().route_ms;
 	s.heap_prepare_ms = task.stats().heap.prepare_ms;
@@ -196,6 +198,7 @@ int runBenchUpdate(const BenchOptions& b)
 	options.path = runtime::RenderPath::Heap;
 	options.heap.draw = strategy.value();
 	options.heap.max_chunk_bytes = b.max_chunk_bytes;
+	options.heap.tuning.write_in_place = b.write_in_place;
 	options.heap.tuning.convert_threads = b.convert_threads;
 	adaptive::cset<scene::RenderObjectPtr> objects;
 	adaptive::transact(
@@ -400,6 +403,7 @@ int runBenchUpdate(const BenchOptions& b)
 			row["heap_update_ms"] = heap_ms;
 			row["heap_upload_ms"] = upload_ms;
 			row["upload_bytes"] = uint64_t(bytes);
+			row["in_place_bytes"] = uint64_t(med([](const Sample& s) { return s.in_place_bytes; }));
 			row["bytes_per_object"] = bytes / double(k);
 			row["frame_ms"] = med([](const Sample& s) { return s.frame_ms; });
 			// Where a frame's CPU update goes (medians of each part; "other": the rest of the runtime's frame)
@@ -416,11 +420,12 @@ int runBenchUpdate(const BenchOptions& b)
 			    {"classic", classic},
 			    {"other", std::max(0.0, update_ms - route - heap_ms - upload_ms - flush - prepare - classic)}};
 			if (k == 1)
-				k1_parts.push_back(op + ": route " + fixed(route * 1000.0) + ", heap update " +
-				                   fixed(heap_ms * 1000.0) + ", upload " + fixed(upload_ms * 1000.0) + ", flush " +
-				                   fixed(flush * 1000.0) + ", prepare " + fixed(prepare * 1000.0) + ", classic " +
-				                   fixed(classic * 1000.0) + ", other " +
-				                   fixed(row["parts_ms"]["other"].get<double>() * 1000.0));
+				k1_parts.push_back(
+				    op + ": route " + fixed(route * 1000.0) + ", heap update " + fixed(heap_ms * 1000.0) + ", upload " +
+				    fixed(upload_ms * 1000.0) + ", flush " + fixed(flush * 1000.0) + ", prepare " +
+				    fixed(prepare * 1000.0) + ", classic " + fixed(classic * 1000.0) + ", other " +
+				    fixed(row["parts_ms"]["other"].get<double>() * 1000.0) + "; bytes in place " +
+				    std::to_string(row["in_place_bytes"].get<uint64_t>()) + " of " + std::to_string(uint64_t(bytes)));
 			clocks.push_back(clockGHz());
 			const double kcycles = update_ms * 1000.0 / double(k) * clocks.back(); // (µs × GHz = 10^3 cycles)
 			row["core_clock_ghz"] = clocks.back();

@@ -69,6 +69,7 @@ struct RenderOptions
 	std::string draw = "auto";         ///< heap draw strategy: auto | indirect | megacall
 	uint64_t max_chunk_bytes = 0;      ///< heap arena chunk cap; 0 = the device's default
 	uint32_t convert_threads = 4;      ///< `--convert-threads` (HeapTuning::convert_threads)
+	bool write_in_place = true;        ///< `--write-in-place on|off` (HeapTuning::write_in_place)
 	std::string view;                  ///< `--view AZ,EL`: the camera's direction in degrees (empty: 34°, 35°)
 	bool ortho = false;                ///< `--ortho`: orthographic projection
 	int camera = -1;                   ///< `--camera N`: the glTF file's camera N; -1 = a camera framing the scene
@@ -102,6 +103,7 @@ struct BenchOptions
 	std::string draw;              ///< auto | indirect | megacall | all; empty = draw: all, update: auto
 	uint64_t max_chunk_bytes = 0;  ///< heap arena chunk cap; 0 = the device's default
 	uint32_t convert_threads = 4;  ///< update: `--convert-threads` (HeapTuning::convert_threads)
+	bool write_in_place = true;    ///< `--write-in-place on|off` (HeapTuning::write_in_place)
 	std::vector<std::string> update_ops; ///< update: operations to measure (add, remove, edit); empty = all
 	std::vector<uint32_t> update_k;      ///< update: changes per frame; empty = 1, 100, 10000
 	std::string update_wait = "block";   ///< update: how a frame waits for the GPU (block | spin)

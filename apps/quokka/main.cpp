@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include <unistd.h>
@@ -77,6 +78,11 @@ int main(int argc, char** argv)
 	                 "heap: worker threads converting vertex and index data while a frame places many objects (0: on "
 	                 "the frame's thread; default 4)")
 	    ->check(CLI::Range(0u, 64u));
+	render_cmd
+	    ->add_option("--write-in-place", render.write_in_place,
+	                 "heap: on (the default) writes a frame's changes straight into device memory the host can map "
+	                 "(resizable BAR, unified memory) while no earlier frame is in flight; off stages and copies them")
+	    ->transform(CLI::IsMember(std::map<std::string, bool>{{"on", true}, {"off", false}}));
 	render_cmd->add_option("--width", render.width, "framebuffer width in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--height", render.height, "framebuffer height in pixels")->check(CLI::Range(1u, 16384u));
 	render_cmd->add_option("--frames", render.frames, "frames to render (timed; the last is written)")
@@ -128,6 +134,11 @@ int main(int argc, char** argv)
 	                 "update: worker threads converting vertex and index data while a frame places many objects (0: "
 	                 "on the frame's thread; default 4)")
 	    ->check(CLI::Range(0u, 64u));
+	bench_cmd
+	    ->add_option("--write-in-place", bench.write_in_place,
+	                 "heap: on (the default) writes a frame's changes straight into device memory the host can map "
+	                 "while no earlier frame is in flight; off stages and copies them")
+	    ->transform(CLI::IsMember(std::map<std::string, bool>{{"on", true}, {"off", false}}));
 	bench_cmd
 	    ->add_option("--textures", bench.textures,
 	                 "textures: distinct texture counts (default 10 1000 10000; 10 100 on a CPU device)")

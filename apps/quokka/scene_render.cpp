@@ -472,6 +472,7 @@ int runRenderScene(const RenderOptions& o)
 		return fail(options.error());
 	options->heap_enabled = adaptive::constant(o.heap_switch != "off");
 	options->heap.tuning.convert_threads = o.convert_threads;
+	options->heap.tuning.write_in_place = o.write_in_place;
 	auto textures = heap::parseTextures(o.textures);
 	if (!textures.ok())
 		return fail(textures.error());

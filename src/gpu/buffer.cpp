@@ -78,6 +78,10 @@ Result<BufferHandle> Device::createBuffer(const BufferDesc& desc)
 		required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
 		preferred = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
 		break;
+	case MemoryDomain::DeviceMapped:
+		required = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+		           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+		break;
 	}
 	const uint32_t type = findMemoryType(req.memoryTypeBits, required, preferred);
 	if (type == UINT32_MAX)

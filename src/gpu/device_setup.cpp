@@ -302,8 +302,9 @@ Result<void> Device::createLogicalDevice()
 	for (uint32_t i = 0; i < memory_props_.memoryHeapCount; ++i)
 		if (memory_props_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
 			info_.device_local_bytes += memory_props_.memoryHeaps[i].size;
-	constexpr VkMemoryPropertyFlags kMappableDeviceLocal =
-	    VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+	constexpr VkMemoryPropertyFlags kMappableDeviceLocal = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+	                                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+	                                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
 	for (uint32_t i = 0; i < memory_props_.memoryTypeCount; ++i)
 		if ((memory_props_.memoryTypes[i].propertyFlags & kMappableDeviceLocal) == kMappableDeviceLocal)
 			info_.host_visible_device_local_bytes =

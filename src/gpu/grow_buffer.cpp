@@ -27,9 +27,9 @@ Result<GrowBuffer> GrowBuffer::create(Device& device, const GrowBufferDesc& desc
 		                     " is 0 or above the maximum " + std::to_string(g.max_capacity_));
 	if (desc.lazy)
 		return g;
-	auto buffer = device.createBuffer({std::min(nextPowerOfTwo(desc.min_capacity), g.max_capacity_),
-	                                   desc.usage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
-	                                   MemoryDomain::DeviceLocal, desc.name});
+	auto buffer =
+	    device.createBuffer({std::min(nextPowerOfTwo(desc.min_capacity), g.max_capacity_),
+	                         desc.usage | BufferUsage::TransferSrc | BufferUsage::TransferDst, desc.domain, desc.name});
 	if (!buffer.ok())
 		return buffer.error();
 	g.buffer_ = std::move(buffer.value());
@@ -48,8 +48,8 @@ Result<bool> GrowBuffer::ensure(uint64_t bytes, CommandList& list)
 		                                             " bytes but its maximum is " + std::to_string(max_capacity_));
 	const uint64_t new_capacity =
 	    std::min(max_capacity_, std::max({nextPowerOfTwo(bytes), capacity() * 2, nextPowerOfTwo(desc_.min_capacity)}));
-	auto grown = device_->createBuffer({new_capacity, desc_.usage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
-	                                    MemoryDomain::DeviceLocal, desc_.name});
+	auto grown = device_->createBuffer(
+	    {new_capacity, desc_.usage | BufferUsage::TransferSrc | BufferUsage::TransferDst, desc_.domain, desc_.name});
 	if (!grown.ok())
 		return grown.error();
 	BufferHandle old = buffer_;

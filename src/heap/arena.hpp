@@ -28,6 +28,9 @@ struct Arena
 {
 	gpu::Device* device = nullptr;
 	uint64_t max_chunk_bytes = 0; ///< a multiple of 16, at least 16
+	/// Where the chunks' buffers (and the scene's GPU arrays) live: DeviceMapped when the scene writes in place
+	/// (HeapTuning::write_in_place), else DeviceLocal.
+	gpu::MemoryDomain domain = gpu::MemoryDomain::DeviceLocal;
 	std::vector<std::unique_ptr<Chunk>> chunks;
 	HostPages pages;         ///< where this frame's arena writes are produced
 	bool chunk_full = false; ///< set by allocate() when a chunk had no room (other OutOfMemory errors are fatal)
@@ -88,6 +91,7 @@ inline uint32_t Arena::openChunk()
 	desc.name = "heap chunk " + std::to_string(chunks.size());
 	desc.lazy = true;
 	desc.caller_barriers = true; // (upload() orders every chunk's growth copy with one pair of barriers)
+	desc.domain = domain;
 	auto storage = gpu::GrowBuffer::create(*device, desc);
 	QUOKKA_ASSERT(storage.ok(), "a lazy GrowBuffer with 16 <= min <= max is made without error");
 	chunks.push_back(std::make_unique<Chunk>(max_chunk_bytes, std::move(storage.value())));

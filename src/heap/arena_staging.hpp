@@ -50,6 +50,14 @@ public:
 	/// this one fills. A page made ahead and not needed becomes a free page.
 	void setAhead(bool on) { ahead_on_ = on; }
 	static constexpr uint64_t kAheadAbove = 16ull << 20;
+	/// While on, a chunk's write goes straight into the chunk's mapped device memory where it can (Chunk::reserve):
+	/// the frame's update sets it when the scene's buffers are MemoryDomain::DeviceMapped and no command list that may
+	/// read them is in flight (HeapTuning::write_in_place).
+	void setInPlace(bool on) { in_place_ = on; }
+	bool inPlace() const { return in_place_; }
+	/// Counts bytes a chunk wrote in place; takeInPlaceBytes() returns the frame's count and starts the next.
+	void countInPlace(uint64_t bytes) { in_place_bytes_ += bytes; }
+	uint64_t takeInPlaceBytes() { return std::exchange(in_place_bytes_, 0); }
 	struct Page
 	{
 		gpu::BufferHandle buffer;
@@ -233,6 +241,8 @@ private:
 	std::shared_ptr<std::vector<gpu::BufferHandle>> recycle_ =
 	    std::make_shared<std::vector<gpu::BufferHandle>>(); ///< pages of retired lists
 	bool ahead_on_ = false;
+	bool in_place_ = false;
+	uint64_t in_place_bytes_ = 0;
 	std::future<Result<gpu::BufferHandle>> ahead_; ///< the next page, being made on another thread (makeAhead)
 };
 
@@ -273,9 +283,19 @@ struct Chunk
 	{
 		return !pending.empty() && pending.back().offset + pending.back().size == offset;
 	}
-	/// Space for a write of `size` bytes at `offset`, filled by the caller (before upload()).
+	/// Space for a write of `size` bytes at `offset`, filled by the caller (before upload()); the caller only writes
+	/// it (it may be device memory). In place — the chunk's mapped memory itself — when the frame writes in place
+	/// (HostPages::inPlace), the chunk's buffer holds the range, and nothing is staged for the chunk yet this frame: no
+	/// staged write or compaction move, copied after the host's writes, may land on it later in the frame. Otherwise
+	/// in the frame's pages, copied by upload().
 	Result<std::byte*> reserve(HostPages& pages, uint32_t offset, uint32_t size)
 	{
+		if (pages.inPlace() && pending.empty() && moves.empty())
+			if (const gpu::BufferHandle& b = storage.buffer(); b && b->mapped() && uint64_t(offset) + size <= b->size())
+			{
+				pages.countInPlace(size);
+				return b->mapped() + offset;
+			}
 		QUOKKA_TRY_ASSIGN(span, pages.reserve(size));
 		Write* last = pending.empty() ? nullptr : &pending.back();
 		if (last && last->page == span.page && last->at + last->size == span.at && last->offset + last->size == offset)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,30 @@
 
 namespace quokka::heap::detail
 {
+
+/// How a frame's writes reach the heap's GPU arrays: the memory their buffers are made in (DeviceMapped where the
+/// scene writes in place: HeapTuning::write_in_place) and whether the host may write into them now — no command list
+/// that may read them is in flight — instead of staging a copy. Counts the bytes written in place.
+struct WritePath
+{
+	gpu::MemoryDomain domain = gpu::MemoryDomain::DeviceLocal;
+	bool in_place = false;
+	uint64_t in_place_bytes = 0;
+
+	/// `bytes` at `offset` of `buffer`: into its mapped memory when writing in place (or when the buffer is `fresh`:
+	/// made this frame, so no list reads it), else staged in `staging` (copied when the ring is flushed).
+	Result<void> write(gpu::StagingRing& staging, const gpu::BufferHandle& buffer, uint64_t offset, const void* data,
+	                   uint64_t bytes, bool fresh = false)
+	{
+		if ((in_place || fresh) && buffer->mapped())
+		{
+			std::memcpy(buffer->mapped() + offset, data, bytes);
+			in_place_bytes += bytes;
+			return {};
+		}
+		return staging.write(buffer, offset, data, bytes);
+	}
+};
 
 /// A GPU array with a full host shadow: edits mark dirty granules of 8 words (DirtyRuns), upload() stages them (runs
 /// of granules less than 16 words apart as one region; the whole array after growth — no GPU copy needed since the
@@ -86,17 +111,18 @@ struct GpuArray
 	{
 		dirty.takeRuns(f);
 	}
-	Result<uint64_t> upload(gpu::Device& device, gpu::StagingRing& staging)
+	/// Writes the dirty granules (the whole shadow after growth) by `path`. Returns the bytes written.
+	Result<uint64_t> upload(gpu::Device& device, gpu::StagingRing& staging, WritePath& path)
 	{
 		const uint64_t need = std::max<uint64_t>(16, words.size() * 4);
+		bool fresh = false;
 		if (!buffer || buffer->size() < need)
 		{
 			// (No GPU copy on growth: the shadow holds everything and is uploaded whole.)
 			const uint64_t size = gpu::nextPowerOfTwo(std::max<uint64_t>(256, need));
-			QUOKKA_TRY_ASSIGN(b, device.createBuffer({size, usage | gpu::BufferUsage::TransferDst,
-			                                          gpu::MemoryDomain::DeviceLocal, name}));
+			QUOKKA_TRY_ASSIGN(b, device.createBuffer({size, usage | gpu::BufferUsage::TransferDst, path.domain, name}));
 			buffer = std::move(b);
-			all_dirty = true;
+			all_dirty = fresh = true;
 		}
 		uint64_t bytes = 0;
 		Result<void> written;
@@ -105,7 +131,7 @@ struct GpuArray
 			hi = std::min(hi, words.size()); // the shadow may have shrunk since the touch
 			if (lo >= hi || !written.ok())
 				return;
-			written = staging.write(buffer, lo * 4, words.data() + lo, (hi - lo) * 4);
+			written = path.write(staging, buffer, lo * 4, words.data() + lo, (hi - lo) * 4, fresh);
 			bytes += (hi - lo) * 4;
 		};
 		if (all_dirty)
@@ -139,6 +165,7 @@ struct GpuWriteLog
 	};
 	std::vector<Run> runs;      ///< this frame's writes, in order (a later one wins where they overlap)
 	std::vector<uint32_t> data; ///< their words
+	bool grown = false;         ///< grow() recorded a copy this frame: the writes are staged, to land after it
 
 	void write(size_t i, const uint32_t* v, size_t n)
 	{
@@ -153,12 +180,12 @@ struct GpuWriteLog
 	bool needsGrowth() const { return !buffer || buffer->size() < std::max<uint64_t>(16, words * 4); }
 	/// A new buffer for `words` (rounded up to a power of two), the old one's contents copied into it in `list`, then a
 	/// barrier: the frame's staged writes (flushed into `list` later) land after the copy, the kernels read after both.
-	Result<void> grow(gpu::Device& device, gpu::CommandList& list)
+	Result<void> grow(gpu::Device& device, gpu::CommandList& list, gpu::MemoryDomain domain)
 	{
 		const uint64_t size = gpu::nextPowerOfTwo(std::max<uint64_t>(256, words * 4));
 		QUOKKA_TRY_ASSIGN(
-		    b, device.createBuffer({size, usage | gpu::BufferUsage::TransferDst | gpu::BufferUsage::TransferSrc,
-		                            gpu::MemoryDomain::DeviceLocal, name}));
+		    b, device.createBuffer(
+		           {size, usage | gpu::BufferUsage::TransferDst | gpu::BufferUsage::TransferSrc, domain, name}));
 		if (buffer)
 		{
 			const VkBufferCopy region{0, 0, buffer->size()};
@@ -167,20 +194,24 @@ struct GpuWriteLog
 			                   VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
 			                   VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_READ_BIT);
 			list.keepAlive(std::move(buffer)); // (read by the copy: released once the list completed)
+			grown = true;
 		}
 		buffer = std::move(b);
 		return {};
 	}
-	/// Stages the logged writes (the buffer must hold the array: needsGrowth() false) and empties the log. Returns the
-	/// bytes staged.
-	Result<uint64_t> upload(gpu::StagingRing& staging)
+	/// Writes the logged writes by `path` — staged after a growth copy this frame, which would overwrite writes made in
+	/// place (the buffer must hold the array: needsGrowth() false) — and empties the log. Returns the bytes written.
+	Result<uint64_t> upload(gpu::StagingRing& staging, WritePath& path)
 	{
 		uint64_t bytes = 0;
+		const bool in_place = path.in_place && !std::exchange(grown, false);
+		WritePath way{path.domain, in_place};
 		for (const Run& r : runs)
 		{
-			QUOKKA_TRY(staging.write(buffer, uint64_t(r.offset) * 4, data.data() + r.at, uint64_t(r.count) * 4));
+			QUOKKA_TRY(way.write(staging, buffer, uint64_t(r.offset) * 4, data.data() + r.at, uint64_t(r.count) * 4));
 			bytes += uint64_t(r.count) * 4;
 		}
+		path.in_place_bytes += way.in_place_bytes;
 		const size_t used = data.size(), used_runs = runs.size();
 		runs.clear();
 		data.clear();

@@ -473,7 +473,8 @@ Result<void> GpuDerive::reserveComputed(gpu::Device& device)
 	return {};
 }
 
-Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, gpu::CommandList& list, HeapStats& stats)
+Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, gpu::CommandList& list, HeapStats& stats,
+                               WritePath& path)
 {
 	if (!dirty_)
 	{
@@ -482,22 +483,22 @@ Result<void> GpuDerive::upload(gpu::Device& device, gpu::StagingRing& staging, g
 	}
 	QUOKKA_TRY(reserveComputed(device));
 	if (slots_.needsGrowth())
-		QUOKKA_TRY(slots_.grow(device, list));
-	QUOKKA_TRY_ASSIGN(c, slots_.upload(staging));
-	QUOKKA_TRY_ASSIGN(e, epochs_.upload(device, staging));
+		QUOKKA_TRY(slots_.grow(device, list, path.domain));
+	QUOKKA_TRY_ASSIGN(c, slots_.upload(staging, path));
+	QUOKKA_TRY_ASSIGN(e, epochs_.upload(device, staging, path));
 	stats.upload_bytes += c + e;
 	for (ChunkRecords& r : chunks_)
 	{
 		if (r.info.empty())
 			continue;
-		QUOKKA_TRY_ASSIGN(w, r.words.upload(device, staging));
+		QUOKKA_TRY_ASSIGN(w, r.words.upload(device, staging, path));
 		stats.upload_bytes += w;
 	}
 	for (Level& level : levels_)
 	{
 		if (level.owner.empty())
 			continue;
-		QUOKKA_TRY_ASSIGN(w, level.words.upload(device, staging));
+		QUOKKA_TRY_ASSIGN(w, level.words.upload(device, staging, path));
 		stats.upload_bytes += w;
 	}
 	return {};

@@ -93,8 +93,10 @@ public:
 	void moved(DerivedEntry& entry);
 	/// Re-packs the constituents whose node changed (update). Errors: a value that changed its type.
 	Result<void> refresh();
-	/// Stages the changed constituents and records (upload, before the staging ring is flushed).
-	Result<void> upload(gpu::Device& device, gpu::StagingRing& staging, gpu::CommandList& list, HeapStats& stats);
+	/// Writes the changed constituents and records by `path`: in place, or staged (upload, before the staging ring is
+	/// flushed).
+	Result<void> upload(gpu::Device& device, gpu::StagingRing& staging, gpu::CommandList& list, HeapStats& stats,
+	                    WritePath& path);
 	/// Dispatches the kernel over each chunk whose records have something to compute since the last dispatch
 	/// (prepare). Errors: the kernel's compilation.
 	Result<void> dispatch(gpu::CommandList& list, HeapStats& stats);

@@ -28,6 +28,22 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 	gpu::Device& device = p.context->device();
 	const auto t0 = std::chrono::steady_clock::now();
 	auto timed = absl::MakeCleanup([&] { stats_.prepare_ms = msSince(t0); });
+	p.holdUntilRetired(list);
+	// Whatever the device wrote into the scene's mapped buffers in this list (upload's copies, this step's kernels) is
+	// made available to the host before the host writes those buffers in place in a later frame: a barrier to the host
+	// stage, at the end (later draws do not wait for it).
+	const uint32_t kernels_before = stats_.derive_dispatches + stats_.chain_dispatches + stats_.routed_groups;
+	auto host_barrier = absl::MakeCleanup(
+	    [&]
+	    {
+		    if (p.domain == gpu::MemoryDomain::DeviceMapped &&
+		        stats_.derive_dispatches + stats_.chain_dispatches + stats_.routed_groups > kernels_before)
+			    p.host_barrier_due = true;
+		    if (std::exchange(p.host_barrier_due, false))
+			    list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+			                       VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+			                       VK_PIPELINE_STAGE_2_HOST_BIT, VK_ACCESS_2_HOST_WRITE_BIT);
+	    });
 	if (p.bindless)
 	{
 		// (After Context::upload: the textures placed this frame have their images.)
@@ -379,6 +395,7 @@ private:
 void HeapScene::encode(gpu::CommandList& list)
 {
 	const auto t0 = std::chrono::steady_clock::now();
+	impl_->holdUntilRetired(list);
 	Encoder encoder(*impl_, stats_, list);
 	encoder.run();
 	stats_.encode_ms = msSince(t0);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <map>
@@ -138,6 +139,24 @@ struct detail::HeapCore : Arena
 	std::unique_ptr<GpuDerive> gpu_derive;
 	/// A frame placing many objects converts their buffers on worker threads (HeapTuning::bulk_placement_above).
 	detail::BulkConvert bulk;
+	/// Command lists that were handed the scene's buffers (upload, prepare, encode) and did not retire yet: while any
+	/// is in flight no write goes in place (HeapTuning::write_in_place). Shared with the lists' retire callbacks, which
+	/// may outlive the scene.
+	std::shared_ptr<std::atomic<uint32_t>> lists_in_flight = std::make_shared<std::atomic<uint32_t>>(0);
+	/// Counts `list` among lists_in_flight until it retired (or is dropped unsubmitted).
+	void holdUntilRetired(gpu::CommandList& list)
+	{
+		lists_in_flight->fetch_add(1, std::memory_order_relaxed);
+		list.onRetire([n = lists_in_flight] { n->fetch_sub(1, std::memory_order_release); });
+	}
+	/// Whether the host may write the scene's mapped buffers now: they are DeviceMapped and no list reads them.
+	bool writesInPlace() const
+	{
+		return domain == gpu::MemoryDomain::DeviceMapped && lists_in_flight->load(std::memory_order_acquire) == 0;
+	}
+	/// The device wrote buffers of the scene that the host may later write in place (copies, kernels) in the list being
+	/// recorded: prepare() ends it with a barrier making those writes available to the host.
+	bool host_barrier_due = false;
 	GpuDerive& gpuDerive()
 	{
 		if (!gpu_derive)

@@ -267,6 +267,12 @@ HeapScene::HeapScene(inputs::Context& context, scene::FramebufferSignature signa
 	p.max_chunk_bytes = std::max<uint64_t>(16, std::min<uint64_t>(p.max_chunk_bytes, range) & ~uint64_t(15));
 	p.device = &context.device();
 	p.pages.bind(context.device());
+	// Writes in place where the host can write (nearly) all of the device's memory: resizable BAR, unified memory.
+	// (With a 256 MiB BAR window the arena would not fit in it.)
+	const gpu::DeviceInfo& info = context.device().info();
+	if (options.tuning.write_in_place && info.host_visible_device_local_bytes > 0 &&
+	    2 * info.host_visible_device_local_bytes >= info.device_local_bytes)
+		p.domain = gpu::MemoryDomain::DeviceMapped;
 	p.routing.emplace(context, p.signature, options.draw);
 	const bool bindless = context.device().features().descriptor_indexing;
 	p.texture_path = options.textures;

@@ -52,6 +52,10 @@ public:
 	{
 		HeapUpdatePhases& t = stats_.phases;
 		result_ = detail::checkRouting(p_);
+		// (No list in flight reads the scene's buffers: the chunks' writes go in place where they can. Off again at
+		// the end: writes outside update() are staged.)
+		p_.pages.setInPlace(p_.writesInPlace());
+		auto staged_after = absl::MakeCleanup([&] { p_.pages.setInPlace(false); });
 		p_.compact();
 		pullChanges();
 		lap(t.pull_ms);
@@ -240,7 +244,13 @@ private:
 		if (placements < t.bulk_placement_above || t.convert_threads == 0 || std::thread::hardware_concurrency() < 2)
 			return;
 		if (p_.bulk.begin(base::WorkQueue::defaultThreads(t.convert_threads)))
+		{
 			p_.pages.setAhead(true);
+			// (The workers fill their spans while the frame goes on: a block freed and handed out again in the frame
+			// must not be written in place by the frame while a worker may still write its old span there.)
+			in_place_ = p_.pages.inPlace();
+			p_.pages.setInPlace(false);
+		}
 	}
 	/// Waits for the bulk frame's conversions (false: it was none).
 	bool endBulk()
@@ -249,6 +259,7 @@ private:
 			return false;
 		p_.bulk.end();
 		p_.pages.setAhead(false);
+		p_.pages.setInPlace(in_place_);
 		stats_.converted_off_thread += p_.bulk.bytes();
 		return true;
 	}
@@ -485,6 +496,7 @@ private:
 	/// The set's delta this frame (or, with add() calls, p_.frame_adds): added_ points into one of them.
 	decltype(std::declval<adaptive::SetReader<RenderObjectPtr>&>()->getChanges(Token{})) changes_;
 	bool pushed_adds_ = false; ///< this frame's additions are add() calls (p_.frame_adds), not the set's delta
+	bool in_place_ = false;    ///< whether the frame wrote in place before a bulk frame turned it off
 	std::vector<const scene::RenderObject*> removed_;
 	std::vector<std::pair<uint64_t, const RenderObjectPtr*>> added_;
 	std::vector<Ref<HeapObject>> batch_;

@@ -97,9 +97,14 @@ public:
 		lap(t.upload_chunks_ms);
 		QUOKKA_TRY(copyFrameWrites());
 		p_.pages.retire(list_);
+		// What update() wrote in place is counted with the bytes staged.
+		const uint64_t chunks_in_place = p_.pages.takeInPlaceBytes();
+		stats_.upload_bytes += chunks_in_place;
+		stats_.in_place_bytes += chunks_in_place;
 		lap(t.upload_writes_ms);
+		const uint64_t before_arrays = stats_.upload_bytes;
 		if (p_.gpu_derive)
-			QUOKKA_TRY(p_.gpu_derive->upload(device_, p_.context->staging(), list_, stats_));
+			QUOKKA_TRY(p_.gpu_derive->upload(device_, p_.context->staging(), list_, stats_, path_));
 		lap(t.upload_derive_ms);
 		if (p_.atlas_pool)
 		{
@@ -113,6 +118,12 @@ public:
 		lap(t.upload_atlas_ms);
 		Result<void> drawn = uploadDrawArrays();
 		lap(t.upload_draws_ms);
+		stats_.in_place_bytes += path_.in_place_bytes;
+		// Copies into the scene's mapped buffers (the chunks', or the arrays' staged writes through the ring): the
+		// host may write those buffers in place in a later frame, after the device's writes (prepare()'s barrier).
+		if (p_.domain == gpu::MemoryDomain::DeviceMapped &&
+		    (war_recorded_ || stats_.upload_bytes - before_arrays > path_.in_place_bytes))
+			p_.host_barrier_due = true;
 		return drawn;
 	}
 
@@ -255,7 +266,7 @@ private:
 		for (size_t i = 0; i < headers.size(); ++i)
 		{
 			headers[i]->headers_queued = false;
-			Result<uint64_t> h = headers[i]->headers.upload(device_, staging);
+			Result<uint64_t> h = headers[i]->headers.upload(device_, staging, path_);
 			if (!h.ok())
 			{
 				for (size_t j = i; j < headers.size(); ++j) // (still to upload: listed again)
@@ -268,18 +279,18 @@ private:
 		{
 			if (s->strategy == DrawStrategy::Megacall)
 			{
-				QUOKKA_TRY_ASSIGN(m, s->mrecords.upload(device_, staging));
+				QUOKKA_TRY_ASSIGN(m, s->mrecords.upload(device_, staging, path_));
 				stats_.upload_bytes += m;
 			}
 			else
 			{
-				QUOKKA_TRY_ASSIGN(c, s->commands.upload(device_, staging));
-				QUOKKA_TRY_ASSIGN(n, s->draw_count.upload(device_, staging));
+				QUOKKA_TRY_ASSIGN(c, s->commands.upload(device_, staging, path_));
+				QUOKKA_TRY_ASSIGN(n, s->draw_count.upload(device_, staging, path_));
 				stats_.upload_bytes += c + n;
 			}
 			if (s->route)
 			{
-				QUOKKA_TRY_ASSIGN(i, s->route->inputs.upload(device_, staging));
+				QUOKKA_TRY_ASSIGN(i, s->route->inputs.upload(device_, staging, path_));
 				stats_.upload_bytes += i;
 			}
 		}
@@ -291,6 +302,8 @@ private:
 	gpu::CommandList& list_;
 	gpu::Device& device_;
 	bool war_recorded_ = false;
+	/// How the frame's array writes go: in place when no list in flight reads the scene (HeapTuning::write_in_place).
+	detail::WritePath path_{p_.domain, p_.writesInPlace()};
 };
 
 } // namespace
@@ -299,7 +312,8 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 {
 	const auto t0 = std::chrono::steady_clock::now();
 	auto timed = absl::MakeCleanup([&] { stats_.upload_ms = msSince(t0); });
-	Upload upload(*impl_, stats_, list);
+	Upload upload(*impl_, stats_, list); // (decides whether the frame writes in place: before the list is held)
+	impl_->holdUntilRetired(list);
 	return upload.run();
 }
 

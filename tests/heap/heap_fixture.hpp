@@ -208,9 +208,10 @@ inline runtime::RenderOptions classicOptions()
 	return runtime::RenderOptions::classic();
 }
 
-/// The heap modes also cover both ways arena writes reach the chunks: heap-indirect copies every region with
-/// vkCmdCopyBuffer, heap-megacall sends every short one through the arena scatter, heap-auto decides by count (the same
-/// for the staging ring's headers and records).
+/// The heap modes also cover every way a frame's writes reach the GPU: heap-indirect stages them and copies every
+/// region with vkCmdCopyBuffer, heap-megacall stages them and sends every short one through the arena scatter (the
+/// same for the staging ring's headers and records), heap-auto writes in place where it can (HeapTuning::
+/// write_in_place: lavapipe's memory is all device-local and host-visible) and decides by count for the rest.
 inline std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 {
 	auto heap = [&](DrawStrategy d, uint32_t scatter_above)
@@ -222,6 +223,7 @@ inline std::vector<Mode> modes(uint64_t chunk_bytes = 0)
 		o.heap.tuning.scatter_above = scatter_above;
 		o.heap.tuning.ring_scatter_above =
 		    scatter_above == 0 || scatter_above == UINT32_MAX ? scatter_above : HeapTuning{}.ring_scatter_above;
+		o.heap.tuning.write_in_place = d == DrawStrategy::Auto;
 		return o;
 	};
 	const uint32_t by_count = HeapTuning{}.scatter_above;

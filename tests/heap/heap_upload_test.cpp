@@ -1,6 +1,6 @@
 // heap_upload_test.cpp — upload shape: a block written twice in a frame keeps the later bytes, side-by-side objects
-// upload as one copy region, spread removals go through the ring's scatter, a bulk frame converts on worker threads
-// and uploads the bytes the calling thread would.
+// upload as one copy region, spread removals go through the ring's scatter, changes go in place only while no list
+// reads the scene, a bulk frame converts on worker threads and uploads the bytes the calling thread would.
 #include "heap_fixture.hpp"
 
 #include "heap/heap_test_access.hpp"
@@ -45,7 +45,15 @@ TEST_F(HeapRenderTest, BytesWrittenTwiceInOneFrameKeepTheLaterWrite)
 		    });
 		EXPECT_NE(frame(*heap).find("holds 3 elements but the draw reads 6"), std::string::npos);
 		ASSERT_EQ(frame(*heap), "");
-		EXPECT_GT(heap->stats().heap.overlapping_writes, 0u) << "the bad object's bytes were handed to the next one";
+		if (mode.options.heap.tuning.write_in_place)
+		{
+			EXPECT_GT(heap->stats().heap.in_place_bytes, 0u); // (both written in place: the later write is the last)
+		}
+		else
+		{
+			EXPECT_GT(heap->stats().heap.overlapping_writes, 0u)
+			    << "the bad object's bytes were handed to the next one";
+		}
 		expectValidHeap(*heap);
 		const Rgba8Image img = pixels();
 		EXPECT_EQ(differing(img, render(RenderTree::ofObjects(adaptive::asetOf(std::vector{a, b})), classicOptions())),
@@ -103,8 +111,11 @@ TEST_F(HeapRenderTest, ObjectsPlacedSideBySideUploadAsOneCopyRegion)
 			    });
 			ASSERT_EQ(frame(*heap), "");
 		}
-		EXPECT_EQ(heap->stats().heap.copy_regions, 150u);
-		EXPECT_EQ(heap->stats().heap.scatters, mode.options.heap.tuning.scatter_above < 150 ? 1u : 0u);
+		// (Written in place, into the chunk's mapped memory: nothing to copy.)
+		const bool in_place = mode.options.heap.tuning.write_in_place;
+		EXPECT_EQ(heap->stats().heap.copy_regions, in_place ? 0u : 150u);
+		EXPECT_EQ(heap->stats().heap.scatters, !in_place && mode.options.heap.tuning.scatter_above < 150 ? 1u : 0u);
+		EXPECT_EQ(heap->stats().heap.in_place_bytes > 0, in_place);
 		expectValidHeap(*heap);
 		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(objects)), classicOptions())), 0u);
 	}
@@ -137,6 +148,7 @@ TEST_F(HeapRenderTest, SpreadRemovalsStageTheirMovedRecordsThroughTheRingsScatte
 		o.path = runtime::RenderPath::Heap;
 		o.heap.draw = DrawStrategy::Indirect;
 		o.heap.tuning.ring_scatter_above = ring_above;
+		o.heap.tuning.write_in_place = false; // (the moved records go through the ring)
 		adaptive::cset<RenderObjectPtr> set;
 		auto heap = task(RenderTree::ofObjects(set), o);
 		adaptive::transact(
@@ -167,6 +179,106 @@ TEST_F(HeapRenderTest, SpreadRemovalsStageTheirMovedRecordsThroughTheRingsScatte
 		}
 		expectValidHeap(*heap);
 		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(kept)), classicOptions())), 0u);
+	}
+}
+
+/// A frame writes its changes in place — straight into the mapped device memory of the chunks, draw arrays and derive
+/// arrays (HeapTuning::write_in_place) — only while no command list that may read the scene is in flight. A frame
+/// recorded and not yet submitted when the next changes come keeps its image of the scene before them: the next frame
+/// stages its writes instead. Once every list retired, the frame after writes in place again and copies nothing.
+TEST_F(HeapRenderTest, ChangesGoInPlaceOnlyWhileNoListReadsTheScene)
+{
+	const Effects fx;
+	for (uint64_t chunk_bytes : {uint64_t(0), uint64_t(16) << 10})
+	{
+		SCOPED_TRACE(chunk_bytes ? "paged" : "one chunk");
+		ASSERT_TRUE(device().waitIdle().ok());
+		runtime_->collect();
+		RandomScene s = randomScene(11, 80, fx, 8);
+		const std::vector<RenderObjectPtr> first(s.objects.begin(), s.objects.begin() + 70);
+		adaptive::cset<RenderObjectPtr> set;
+		for (const RenderObjectPtr& o : first)
+			set.add(o);
+		runtime::RenderOptions options;
+		options.path = runtime::RenderPath::Heap;
+		options.heap.max_chunk_bytes = chunk_bytes;
+		ASSERT_TRUE(options.heap.tuning.write_in_place); // (the default)
+		auto heap = task(RenderTree::ofObjects(set), options);
+		ASSERT_EQ(frame(*heap), ""); // (placement: the chunks' buffers are made by it, so everything is staged)
+		auto move = [&](size_t from, size_t step, double dx)
+		{
+			adaptive::transact(
+			    [&]
+			    {
+				    for (size_t i = from; i < first.size(); i += step)
+					    s.trafos[i].setValue(s.trafos[i].value() * math::Trafo3d::translation({dx, 0.02, 0.0}));
+			    });
+		};
+		std::vector<RenderObjectPtr> present = first;
+		auto reference = [&] { return render(RenderTree::ofObjects(adaptive::asetOf(present)), classicOptions()); };
+
+		// Nothing in flight: an edit of trafos (pooled uniforms, their GPU-derived products' constituents) goes in
+		// place, every byte of it — no copy region, no staging ring region.
+		move(0, 7, 0.1);
+		ASSERT_EQ(frame(*heap), "");
+		const HeapStats& edited = heap->stats().heap;
+		EXPECT_GT(edited.in_place_bytes, 0u);
+		EXPECT_EQ(edited.in_place_bytes, edited.upload_bytes);
+		EXPECT_EQ(edited.copy_regions, 0u);
+		EXPECT_EQ(heap->stats().staging.regions + heap->stats().staging.scattered, 0u);
+		expectValidHeap(*heap);
+		EXPECT_EQ(differing(pixels(), reference()), 0u);
+
+		// Adds, removals and edits in one frame: in place where the chunks' buffers hold them, the image classic's.
+		adaptive::transact(
+		    [&]
+		    {
+			    for (size_t i = 0; i < 10; ++i)
+				    set.remove(first[3 + 6 * i]);
+			    for (size_t i = first.size(); i < s.objects.size(); ++i)
+				    set.add(s.objects[i]);
+		    });
+		present.clear();
+		for (size_t i = 0; i < s.objects.size(); ++i)
+			if (i >= first.size() || i < 3 || (i - 3) % 6 != 0 || i > 57)
+				present.push_back(s.objects[i]);
+		move(1, 5, -0.05);
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_GT(heap->stats().heap.in_place_bytes, 0u);
+		expectValidHeap(*heap);
+		EXPECT_EQ(differing(pixels(), reference()), 0u);
+
+		// Frame A recorded, not submitted; the next changes: frame B must not write what A will read.
+		const Rgba8Image before = reference();
+		auto a = device().beginCommands();
+		ASSERT_TRUE(a.ok());
+		ASSERT_TRUE(heap->run(*a, *fb_).ok());
+		move(2, 3, 0.08);
+		// (A shared colour too: a pooled value the draws read as it is — the trafos reach them through the derive
+		// kernel, which frame B runs.)
+		adaptive::transact([&] { s.shared_colors[0].setValue(rgba(250, 20, 200)); });
+		auto fb_b = runtime::createFramebuffer(device(), signature_, kSize, kSize);
+		ASSERT_TRUE(fb_b.ok());
+		auto b = device().beginCommands();
+		ASSERT_TRUE(b.ok());
+		ASSERT_TRUE(heap->run(*b, *fb_b).ok());
+		const HeapStats& staged = heap->stats().heap;
+		EXPECT_EQ(staged.in_place_bytes, 0u);
+		EXPECT_GT(staged.upload_bytes, 0u);
+		ASSERT_TRUE(device().submit(std::move(*a)).ok());
+		ASSERT_TRUE(device().submitAndWait(std::move(*b)).ok());
+		EXPECT_EQ(differing(pixels(), before), 0u) << "frame A drew what frame B wrote";
+		auto img_b = gpu::readImageRgba8(device(), *fb_b->output());
+		ASSERT_TRUE(img_b.ok());
+		EXPECT_EQ(differing(*img_b, reference()), 0u);
+
+		// Both retired: in place again.
+		move(0, 4, -0.03);
+		ASSERT_EQ(frame(*heap), "");
+		EXPECT_GT(heap->stats().heap.in_place_bytes, 0u);
+		EXPECT_EQ(heap->stats().heap.copy_regions, 0u);
+		expectValidHeap(*heap);
+		EXPECT_EQ(differing(pixels(), reference()), 0u);
 	}
 }
 

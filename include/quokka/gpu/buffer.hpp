@@ -1,8 +1,9 @@
 // quokka/gpu/buffer.hpp — GPU buffers: a Desc with intent enums, a move-only Buffer owned through BufferHandle.
 //
 // Memory domains say what the CPU does with the buffer: DeviceLocal (GPU only; filled through staging),
-// Upload (host-visible, written by the CPU, read by the GPU) and Readback (host-visible and cached, written by the
-// GPU). Host-visible buffers stay mapped for their whole life. Destruction is deferred until the GPU is done.
+// Upload (host-visible, written by the CPU, read by the GPU), Readback (host-visible and cached, written by the
+// GPU) and DeviceMapped (device-local memory the CPU writes directly: resizable BAR, unified memory). Host-visible
+// buffers stay mapped for their whole life. Destruction is deferred until the GPU is done.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,11 @@ enum class MemoryDomain
 	DeviceLocal,
 	Upload,
 	Readback,
+	/// Device-local and host-visible, coherent memory (the whole VRAM with resizable BAR, all memory on unified-memory
+	/// devices and lavapipe; DeviceInfo::host_visible_device_local_bytes says how much): the GPU reads it at device
+	/// speed and the host writes it in place, without a staged copy. The host only writes it (on discrete GPUs the
+	/// mapping is write-combined: reads are uncached). Errors where the device has no such memory type.
+	DeviceMapped,
 };
 
 /// What the GPU does with a buffer. Combine with `|`.
@@ -71,7 +77,7 @@ public:
 	const std::string& name() const { return name_; }
 	/// Monotonic id, unique for the life of the process (cache keys).
 	uint64_t id() const { return id_; }
-	/// Persistently mapped pointer for Upload/Readback buffers; nullptr for DeviceLocal ones.
+	/// Persistently mapped pointer for Upload, Readback and DeviceMapped buffers; nullptr for DeviceLocal ones.
 	std::byte* mapped() const { return mapped_; }
 	/// Device address when created with BufferUsage::DeviceAddress, else 0.
 	VkDeviceAddress address() const { return address_; }

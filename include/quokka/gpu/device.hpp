@@ -153,9 +153,9 @@ struct DeviceInfo
 	/// the wall clock there and say so.
 	bool gpu_timestamps_reliable = false;
 	uint64_t device_local_bytes = 0; ///< sum of DEVICE_LOCAL heaps
-	/// The largest device-local heap with a memory type that is also host-visible: device memory the host can write
-	/// directly (all of it on unified-memory devices and lavapipe, the whole VRAM with resizable BAR, typically 256 MiB
-	/// without it, 0 where none is).
+	/// The largest device-local heap with a memory type that is also host-visible and coherent (MemoryDomain::
+	/// DeviceMapped): device memory the host can write directly (all of it on unified-memory devices and lavapipe, the
+	/// whole VRAM with resizable BAR, typically 256 MiB without it, 0 where none is).
 	uint64_t host_visible_device_local_bytes = 0;
 
 	/// "1.3.230" style.

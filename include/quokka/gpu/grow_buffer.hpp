@@ -31,6 +31,8 @@ struct GrowBufferDesc
 	/// ensure() records its growth copy without barriers: the caller orders it — after earlier work on the old buffer,
 	/// before later use of the new one — e.g. with one pair of barriers for several buffers grown in one list.
 	bool caller_barriers = false;
+	/// Where its buffers live: DeviceLocal, or DeviceMapped for a table the host also writes in place.
+	MemoryDomain domain = MemoryDomain::DeviceLocal;
 };
 
 /// A growable device-local buffer. Owned by one thread.

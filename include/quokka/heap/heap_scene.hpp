@@ -90,6 +90,15 @@ struct HeapTuning
 	/// has one hardware thread. UINT32_MAX = never.
 	uint32_t bulk_placement_above = 256;
 	uint32_t convert_threads = 4;
+	/// On a device whose device-local memory the host can write — all of it, or at least half (resizable BAR, unified
+	/// memory, lavapipe: DeviceInfo::host_visible_device_local_bytes) — the arena's chunks and the draw and derive
+	/// arrays live in gpu::MemoryDomain::DeviceMapped memory, and a frame whose scene no command list in flight may
+	/// read (every earlier list that uploaded, prepared or encoded the scene completed) writes its changes straight
+	/// into it: no staging, no copy recorded, no barrier for them. A frame while earlier ones are in flight, and a
+	/// chunk's writes after one of its writes had to be staged in the frame (its buffer too small, a compaction, a bulk
+	/// frame), stage and copy as before. false (or no such memory): every write is staged and copied into device-local
+	/// buffers.
+	bool write_in_place = true;
 };
 
 struct HeapOptions
@@ -187,10 +196,12 @@ struct HeapStats
 	uint32_t refreshed = 0;       ///< objects with a changed draw, active flag or state (update)
 	uint32_t rebuilt = 0;         ///< objects re-placed because a buffer changed (update)
 	uint32_t uniform_uploads = 0; ///< pooled uniform values re-written (update)
-	uint64_t upload_bytes = 0;    ///< bytes staged (upload)
-	uint32_t scans = 0;           ///< megacall scans recorded (prepare)
-	uint32_t draw_calls = 0;      ///< indirect draw commands recorded (encode)
-	uint32_t pipeline_binds = 0;  ///< (encode)
+	uint64_t upload_bytes = 0;    ///< bytes written for the GPU: staged and copied, or in place (update, upload)
+	/// Of upload_bytes, those written straight into the buffers' mapped device memory (HeapTuning::write_in_place)
+	uint64_t in_place_bytes = 0;
+	uint32_t scans = 0;          ///< megacall scans recorded (prepare)
+	uint32_t draw_calls = 0;     ///< indirect draw commands recorded (encode)
+	uint32_t pipeline_binds = 0; ///< (encode)
 	/// Draws left out because their pipeline, or their route group's route kernel, is still being made in the
 	/// background (encode)
 	uint32_t waiting_draws = 0;
@@ -266,6 +277,7 @@ struct HeapStats
 		rebuilt += o.rebuilt;
 		uniform_uploads += o.uniform_uploads;
 		upload_bytes += o.upload_bytes;
+		in_place_bytes += o.in_place_bytes;
 		scans += o.scans;
 		draw_calls += o.draw_calls;
 		pipeline_binds += o.pipeline_binds;
