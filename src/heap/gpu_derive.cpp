@@ -530,13 +530,15 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 		chain_kernel_.emplace(std::move(k));
 	}
 	// Earlier frames' draws read the outputs this dispatch overwrites, and their derive dispatches the computed slots
-	// (an execution dependency suffices); this frame's arena copies and staged arrays were made visible to compute
-	// shaders by the barriers after them.
-	list.memoryBarrier(VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
-	                       VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT,
-	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT,
-	                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
-	                   VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_READ_BIT);
+	// (an execution dependency suffices) — unless every earlier list of the scene had completed when this frame began
+	// (HeapCore::frame_alone): then they are done before this list starts. This frame's arena copies and staged arrays
+	// were made visible to compute shaders by the barriers after them.
+	if (!core_.frame_alone)
+		list.memoryBarrier(VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
+		                       VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT,
+		                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_INDEX_READ_BIT,
+		                   VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,
+		                   VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_SHADER_STORAGE_READ_BIT);
 	if (timer)
 		timer->begin(list);
 	const derived::Slots packed{&*slots_.buffer, &*epochs_.buffer};
@@ -573,13 +575,19 @@ Result<void> GpuDerive::dispatch(gpu::CommandList& list, HeapStats& stats)
 	if (timer)
 		timer->end(list);
 	epoch_ = epoch_ == UINT32_MAX ? 1 : epoch_ + 1;
-	// (The chunk is the draws' index buffer too.)
-	list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+	// (The chunk is the draws' index buffer too.) Where the host writes the scene's buffers in place, the same barrier
+	// makes this list's device writes so far — the upload's copies, the ring's, these kernels' — available to the host
+	// (HeapCore::host_barrier_due).
+	const bool mapped = core_.domain == gpu::MemoryDomain::DeviceMapped;
+	list.memoryBarrier(VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | (mapped ? VK_PIPELINE_STAGE_2_TRANSFER_BIT : 0),
+	                   VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | (mapped ? VK_ACCESS_2_TRANSFER_WRITE_BIT : 0),
 	                   VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT | VK_PIPELINE_STAGE_2_FRAGMENT_SHADER_BIT |
 	                       VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_TRANSFER_BIT |
-	                       VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT,
+	                       VK_PIPELINE_STAGE_2_INDEX_INPUT_BIT | (mapped ? VK_PIPELINE_STAGE_2_HOST_BIT : 0),
 	                   VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT |
-	                       VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_INDEX_READ_BIT);
+	                       VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_INDEX_READ_BIT |
+	                       (mapped ? VK_ACCESS_2_HOST_WRITE_BIT : 0));
+	core_.host_barrier_due = false;
 	dirty_ = false;
 	return {};
 }

@@ -30,14 +30,14 @@ Result<void> HeapScene::prepare(gpu::CommandList& list)
 	auto timed = absl::MakeCleanup([&] { stats_.prepare_ms = msSince(t0); });
 	p.holdUntilRetired(list);
 	// Whatever the device wrote into the scene's mapped buffers in this list (upload's copies, this step's kernels) is
-	// made available to the host before the host writes those buffers in place in a later frame: a barrier to the host
-	// stage, at the end (later draws do not wait for it).
-	const uint32_t kernels_before = stats_.derive_dispatches + stats_.chain_dispatches + stats_.routed_groups;
+	// made available to the host before the host writes those buffers in place in a later frame: by the barrier after
+	// the derive dispatch (GpuDerive::dispatch), else by a barrier to the host stage at the end (later draws do not
+	// wait for it).
+	const uint32_t routed_before = stats_.routed_groups;
 	auto host_barrier = absl::MakeCleanup(
 	    [&]
 	    {
-		    if (p.domain == gpu::MemoryDomain::DeviceMapped &&
-		        stats_.derive_dispatches + stats_.chain_dispatches + stats_.routed_groups > kernels_before)
+		    if (p.domain == gpu::MemoryDomain::DeviceMapped && stats_.routed_groups > routed_before)
 			    p.host_barrier_due = true;
 		    if (std::exchange(p.host_barrier_due, false))
 			    list.memoryBarrier(VK_PIPELINE_STAGE_2_TRANSFER_BIT | VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT,

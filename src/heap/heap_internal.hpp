@@ -157,6 +157,10 @@ struct detail::HeapCore : Arena
 	/// The device wrote buffers of the scene that the host may later write in place (copies, kernels) in the list being
 	/// recorded: prepare() ends it with a barrier making those writes available to the host.
 	bool host_barrier_due = false;
+	/// No other list of the scene was in flight when this frame's upload() began (lists are submitted in the order
+	/// they were recorded): the frame's commands need no execution dependency on earlier frames' reads — the GPU
+	/// derive's dispatch then records no barrier before it.
+	bool frame_alone = false;
 	GpuDerive& gpuDerive()
 	{
 		if (!gpu_derive)

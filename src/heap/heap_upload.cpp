@@ -313,6 +313,7 @@ Result<void> HeapScene::upload(gpu::CommandList& list)
 	const auto t0 = std::chrono::steady_clock::now();
 	auto timed = absl::MakeCleanup([&] { stats_.upload_ms = msSince(t0); });
 	Upload upload(*impl_, stats_, list); // (decides whether the frame writes in place: before the list is held)
+	impl_->frame_alone = impl_->lists_in_flight->load(std::memory_order_acquire) == 0;
 	impl_->holdUntilRetired(list);
 	return upload.run();
 }
