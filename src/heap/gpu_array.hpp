@@ -30,6 +30,7 @@ struct WritePath
 	gpu::MemoryDomain domain = gpu::MemoryDomain::DeviceLocal;
 	bool in_place = false;
 	uint64_t in_place_bytes = 0;
+	uint64_t staged_bytes = 0; ///< written through the staging ring (copied by the device into the buffers)
 
 	/// `bytes` at `offset` of `buffer`: into its mapped memory when writing in place (or when the buffer is `fresh`:
 	/// made this frame, so no list reads it), else staged in `staging` (copied when the ring is flushed).
@@ -42,6 +43,7 @@ struct WritePath
 			in_place_bytes += bytes;
 			return {};
 		}
+		staged_bytes += bytes;
 		return staging.write(buffer, offset, data, bytes);
 	}
 };
@@ -212,6 +214,7 @@ struct GpuWriteLog
 			bytes += uint64_t(r.count) * 4;
 		}
 		path.in_place_bytes += way.in_place_bytes;
+		path.staged_bytes += way.staged_bytes;
 		const size_t used = data.size(), used_runs = runs.size();
 		runs.clear();
 		data.clear();

@@ -76,6 +76,15 @@ public:
 	Result<void> run()
 	{
 		HeapUpdatePhases& t = stats_.phases;
+		// Copies into the scene's mapped buffers (the chunks', or the arrays' writes staged through the ring), however
+		// the step ends: the host may write those buffers in place in a later frame, after the device's writes
+		// (prepare()'s barrier).
+		auto device_wrote = absl::MakeCleanup(
+		    [&]
+		    {
+			    if (p_.domain == gpu::MemoryDomain::DeviceMapped && (war_recorded_ || path_.staged_bytes > 0))
+				    p_.host_barrier_due = true;
+		    });
 		auto lap = [&, at = std::chrono::steady_clock::now()](double& step) mutable
 		{
 			const auto now = std::chrono::steady_clock::now();
@@ -102,7 +111,6 @@ public:
 		stats_.upload_bytes += chunks_in_place;
 		stats_.in_place_bytes += chunks_in_place;
 		lap(t.upload_writes_ms);
-		const uint64_t before_arrays = stats_.upload_bytes;
 		if (p_.gpu_derive)
 			QUOKKA_TRY(p_.gpu_derive->upload(device_, p_.context->staging(), list_, stats_, path_));
 		lap(t.upload_derive_ms);
@@ -119,11 +127,6 @@ public:
 		Result<void> drawn = uploadDrawArrays();
 		lap(t.upload_draws_ms);
 		stats_.in_place_bytes += path_.in_place_bytes;
-		// Copies into the scene's mapped buffers (the chunks', or the arrays' staged writes through the ring): the
-		// host may write those buffers in place in a later frame, after the device's writes (prepare()'s barrier).
-		if (p_.domain == gpu::MemoryDomain::DeviceMapped &&
-		    (war_recorded_ || stats_.upload_bytes - before_arrays > path_.in_place_bytes))
-			p_.host_barrier_due = true;
 		return drawn;
 	}
 
