@@ -75,6 +75,59 @@ TEST_F(BufferTest, HostVisibleDomainsAreMappedAndAccounted)
 		ASSERT_EQ(readback.value()->mapped()[i], std::byte(0xab));
 }
 
+/// DeviceMapped: device-local memory the host writes in place. Where the device has it (lavapipe: all of its memory)
+/// the buffer is mapped, the host's bytes reach the device without a staged copy, the device's writes are kept, and a
+/// GrowBuffer in the domain grows into mapped buffers that keep the prefix; where it has none the creation is an error.
+TEST_F(BufferTest, DeviceMappedBuffersAreWrittenInPlaceByTheHostAndReadByTheDevice)
+{
+	const DeviceInfo& info = device().info();
+	auto buffer =
+	    device().createBuffer({4096, BufferUsage::Storage | BufferUsage::TransferSrc | BufferUsage::TransferDst,
+	                           MemoryDomain::DeviceMapped, "mapped"});
+	if (info.host_visible_device_local_bytes == 0)
+	{
+		ASSERT_FALSE(buffer.ok());
+		EXPECT_EQ(buffer.error().code, ErrorCode::OutOfMemory);
+		return;
+	}
+	ASSERT_TRUE(buffer.ok()) << buffer.error().message;
+	EXPECT_EQ(buffer.value()->domain(), MemoryDomain::DeviceMapped);
+	ASSERT_NE(buffer.value()->mapped(), nullptr);
+	const auto data = randomBytes(4096, 11);
+	std::memcpy(buffer.value()->mapped(), data.data(), data.size());
+	auto back = device().readBuffer(*buffer.value(), 0, 4096); // (a device copy into a readback buffer)
+	ASSERT_TRUE(back.ok()) << back.error().message;
+	EXPECT_EQ(std::memcmp(back.value().data(), data.data(), data.size()), 0);
+	// The device's writes stay when the host then writes other bytes in place.
+	const auto more = randomBytes(1000, 12);
+	ASSERT_TRUE(device().uploadBuffer(*buffer.value(), 2000, more.data(), more.size()).ok());
+	std::memset(buffer.value()->mapped(), 0x5a, 16);
+	back = device().readBuffer(*buffer.value(), 0, 4096);
+	ASSERT_TRUE(back.ok());
+	for (int i = 0; i < 16; ++i)
+		ASSERT_EQ(back.value()[size_t(i)], std::byte(0x5a));
+	EXPECT_EQ(std::memcmp(back.value().data() + 16, data.data() + 16, 2000 - 16), 0);
+	EXPECT_EQ(std::memcmp(back.value().data() + 2000, more.data(), more.size()), 0);
+
+	auto grow = GrowBuffer::create(
+	    device(),
+	    {.min_capacity = 256, .max_capacity = 1 << 16, .name = "mapped grow", .domain = MemoryDomain::DeviceMapped});
+	ASSERT_TRUE(grow.ok()) << grow.error().message;
+	GrowBuffer& g = grow.value();
+	ASSERT_NE(g.buffer()->mapped(), nullptr);
+	std::memcpy(g.buffer()->mapped(), data.data(), 256);
+	auto list = device().beginCommands();
+	ASSERT_TRUE(list.ok());
+	g.setUsed(256);
+	ASSERT_TRUE(g.ensure(3000, list.value()).value());
+	ASSERT_TRUE(device().submitAndWait(std::move(list.value())).ok());
+	EXPECT_EQ(g.buffer()->domain(), MemoryDomain::DeviceMapped);
+	ASSERT_NE(g.buffer()->mapped(), nullptr);
+	back = device().readBuffer(*g.buffer(), 0, 256);
+	ASSERT_TRUE(back.ok());
+	EXPECT_EQ(std::memcmp(back.value().data(), data.data(), 256), 0);
+}
+
 TEST_F(BufferTest, GrowBufferKeepsItsLivePrefixAcrossDoublingsAndFiresListeners)
 {
 	auto grow = GrowBuffer::create(device(), {.min_capacity = 200, .max_capacity = 1 << 16, .name = "grow"});

@@ -1,8 +1,10 @@
 // heap_upload_test.cpp — upload shape: a block written twice in a frame keeps the later bytes, side-by-side objects
-// upload as one copy region, spread removals go through the ring's scatter, changes go in place only while no list
-// reads the scene, a bulk frame converts on worker threads and uploads the bytes the calling thread would.
+// upload as one copy region, spread removals go through the ring's scatter, a chunk's writes go in place until one is
+// staged, changes go in place only while no list reads the scene, a bulk frame converts on worker threads and uploads
+// the bytes the calling thread would.
 #include "heap_fixture.hpp"
 
+#include "heap/arena_staging.hpp"
 #include "heap/heap_test_access.hpp"
 
 namespace quokka::heap::test
@@ -180,6 +182,70 @@ TEST_F(HeapRenderTest, SpreadRemovalsStageTheirMovedRecordsThroughTheRingsScatte
 		expectValidHeap(*heap);
 		EXPECT_EQ(differing(pixels(), render(RenderTree::ofObjects(adaptive::asetOf(kept)), classicOptions())), 0u);
 	}
+}
+
+/// Chunk::reserve, the rule for the chunks' writes: with the frame writing in place (HostPages::setInPlace) a write
+/// goes into the chunk's mapped device memory while the chunk's buffer holds the range and nothing was staged for the
+/// chunk in the frame — no staged write, no compaction move; after the first staged write every later write of the
+/// chunk is staged too (it must land after it). A device-local chunk, or a frame not in place, stages everything.
+TEST_F(HeapRenderTest, AChunkWritesInPlaceUntilOneOfItsWritesIsStaged)
+{
+	if (device().info().host_visible_device_local_bytes == 0)
+		GTEST_SKIP() << "no mappable device-local memory";
+	auto chunkOf = [&](gpu::MemoryDomain domain)
+	{
+		gpu::GrowBufferDesc desc;
+		desc.min_capacity = 4096;
+		desc.max_capacity = 1 << 16;
+		desc.domain = domain;
+		auto storage = gpu::GrowBuffer::create(device(), desc);
+		EXPECT_TRUE(storage.ok());
+		return std::make_unique<detail::Chunk>(1 << 16, std::move(storage).value());
+	};
+	detail::HostPages pages;
+	pages.bind(device());
+	pages.setInPlace(true);
+	auto mapped = chunkOf(gpu::MemoryDomain::DeviceMapped);
+	std::byte* memory = mapped->buffer()->mapped();
+	ASSERT_NE(memory, nullptr);
+	auto in = [&](std::byte* p) { return p >= memory && p < memory + mapped->buffer()->size(); };
+
+	auto a = mapped->reserve(pages, 64, 48);
+	ASSERT_TRUE(a.ok());
+	EXPECT_EQ(*a, memory + 64);
+	auto b = mapped->reserve(pages, 4096 - 32, 32); // (the last bytes the buffer holds)
+	ASSERT_TRUE(b.ok());
+	EXPECT_EQ(*b, memory + 4096 - 32);
+	EXPECT_TRUE(mapped->pending.empty());
+	EXPECT_EQ(pages.takeInPlaceBytes(), 80u);
+	auto beyond = mapped->reserve(pages, 4096 - 16, 32); // (past the buffer: staged, copied after growth)
+	ASSERT_TRUE(beyond.ok());
+	EXPECT_FALSE(in(*beyond));
+	auto after = mapped->reserve(pages, 256, 16); // (held by the buffer, but after a staged write: staged)
+	ASSERT_TRUE(after.ok());
+	EXPECT_FALSE(in(*after));
+	EXPECT_EQ(mapped->pending.size(), 2u);
+	EXPECT_EQ(pages.takeInPlaceBytes(), 0u);
+
+	auto moving = chunkOf(gpu::MemoryDomain::DeviceMapped);
+	moving->moves.push_back({512, 0, 64}); // (a compaction move lands after the host's writes)
+	auto moved = moving->reserve(pages, 0, 16);
+	ASSERT_TRUE(moved.ok());
+	EXPECT_NE(*moved, moving->buffer()->mapped());
+	EXPECT_EQ(moving->pending.size(), 1u);
+
+	auto plain = chunkOf(gpu::MemoryDomain::DeviceLocal);
+	auto local = plain->reserve(pages, 0, 16);
+	ASSERT_TRUE(local.ok());
+	EXPECT_EQ(plain->pending.size(), 1u);
+
+	pages.setInPlace(false);
+	auto fresh = chunkOf(gpu::MemoryDomain::DeviceMapped);
+	auto staged = fresh->reserve(pages, 0, 16);
+	ASSERT_TRUE(staged.ok());
+	EXPECT_NE(*staged, fresh->buffer()->mapped());
+	EXPECT_EQ(fresh->pending.size(), 1u);
+	EXPECT_EQ(pages.takeInPlaceBytes(), 0u);
 }
 
 /// A frame writes its changes in place — straight into the mapped device memory of the chunks, draw arrays and derive
