@@ -52,8 +52,8 @@ public:
 	{
 		HeapUpdatePhases& t = stats_.phases;
 		result_ = detail::checkRouting(p_);
-		// (No list in flight reads the scene's buffers: the chunks' writes go in place where they can. Off again at
-		// the end: writes outside update() are staged.)
+		// (Where no list in flight reads the scene's buffers, the chunks' writes go in place where they can. Off again
+		// at the end: writes outside update() are staged.)
 		p_.pages.setInPlace(p_.writesInPlace());
 		auto staged_after = absl::MakeCleanup([&] { p_.pages.setInPlace(false); });
 		p_.compact();
