@@ -315,8 +315,7 @@ int runBenchCamera(const BenchOptions& b)
 				if (std::string(path) == "heap")
 				{
 					options.path = runtime::RenderPath::Heap;
-					options.heap.max_chunk_bytes = b.max_chunk_bytes;
-					options.heap.tuning.write_in_place = b.write_in_place;
+					applyHeapFlags(b, options.heap);
 				}
 				auto row = measure(
 				    dev, session, std::string(effect) == "stock" ? scene.objects : reading, options, b.reps,
@@ -401,8 +400,7 @@ int runBenchChain(const BenchOptions& b)
 			if (std::string(path) == "heap")
 			{
 				options.path = runtime::RenderPath::Heap;
-				options.heap.max_chunk_bytes = b.max_chunk_bytes;
-				options.heap.tuning.write_in_place = b.write_in_place;
+				applyHeapFlags(b, options.heap);
 			}
 			auto row = measure(
 			    dev, session, objects, options, b.reps,

@@ -248,8 +248,7 @@ std::vector<Variant> variantsOf(const BenchOptions& b)
 			Variant v{std::string("heap-") + heap::strategyName(s), "heap", heap::strategyName(s), {}};
 			v.options.path = runtime::RenderPath::Heap;
 			v.options.heap.draw = s;
-			v.options.heap.max_chunk_bytes = b.max_chunk_bytes;
-			v.options.heap.tuning.write_in_place = b.write_in_place;
+			applyHeapFlags(b, v.options.heap);
 			out.push_back(std::move(v));
 		}
 	}
@@ -404,8 +403,7 @@ int runBenchDraw(const BenchOptions& b)
 				runtime::RenderOptions options;
 				options.path = runtime::RenderPath::Heap;
 				options.heap.draw = d;
-				options.heap.max_chunk_bytes = b.max_chunk_bytes;
-				options.heap.tuning.write_in_place = b.write_in_place;
+				applyHeapFlags(b, options.heap);
 				contenders.push_back({&made->scene, options});
 			}
 			auto f = measureInterleaved(dev, *session, globals, made->scene.bounds, contenders, b.reps);

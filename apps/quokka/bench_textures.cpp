@@ -281,8 +281,7 @@ int runBenchTextures(const BenchOptions& b)
 				if (v != "classic")
 				{
 					options.path = runtime::RenderPath::Heap;
-					options.heap.max_chunk_bytes = b.max_chunk_bytes;
-					options.heap.tuning.write_in_place = b.write_in_place;
+					applyHeapFlags(b, options.heap);
 					options.heap.textures = v == "bindless"                       ? heap::HeapTextures::Bindless
 					                        : v == "bound" || v == "shared-bound" ? heap::HeapTextures::Bound
 					                                                              : heap::HeapTextures::Atlas;

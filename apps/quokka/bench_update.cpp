@@ -197,8 +197,7 @@ int runBenchUpdate(const BenchOptions& b)
 	runtime::RenderOptions options;
 	options.path = runtime::RenderPath::Heap;
 	options.heap.draw = strategy.value();
-	options.heap.max_chunk_bytes = b.max_chunk_bytes;
-	options.heap.tuning.write_in_place = b.write_in_place;
+	applyHeapFlags(b, options.heap);
 	options.heap.tuning.convert_threads = b.convert_threads;
 	adaptive::cset<scene::RenderObjectPtr> objects;
 	adaptive::transact(

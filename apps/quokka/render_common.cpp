@@ -1,5 +1,7 @@
 #include "render_common.hpp"
 
+#include <quokka/heap/heap_scene.hpp>
+
 #ifdef QUOKKA_JEMALLOC
 #include <jemalloc/jemalloc.h>
 #endif
@@ -278,6 +280,12 @@ int validationExit(const gpu::Device& device)
 	if (errors == 0)
 		return 0;
 	return fail(std::to_string(errors) + " Vulkan validation error(s); first: " + device.validationMessages().front());
+}
+
+void applyHeapFlags(const BenchOptions& b, heap::HeapOptions& heap)
+{
+	heap.max_chunk_bytes = b.max_chunk_bytes;
+	heap.tuning.write_in_place = b.write_in_place;
 }
 
 std::vector<uint32_t> benchObjectCounts(const BenchOptions& b, const gpu::Device& device)

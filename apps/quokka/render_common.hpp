@@ -16,6 +16,11 @@
 
 #include <optional>
 
+namespace quokka::heap
+{
+struct HeapOptions;
+}
+
 namespace quokka::app
 {
 
@@ -77,6 +82,8 @@ inline constexpr uint32_t kBenchWidth = 1280, kBenchHeight = 720;
 Result<std::unique_ptr<gpu::Device>> createBenchDevice(const BenchOptions& b);
 /// `b`'s --objects counts, else the default for the device: 10^4, 10^5 and 10^6 on a GPU, 10^3 and 10^4 on a CPU.
 std::vector<uint32_t> benchObjectCounts(const BenchOptions& b, const gpu::Device& device);
+/// The bench flags every heap variant takes: `--max-chunk-bytes` and `--write-in-place`.
+void applyHeapFlags(const BenchOptions& b, heap::HeapOptions& heap);
 
 /// The targets of a render: single-sample RGBA8 colour (read back at the end), a multisampled colour target when
 /// o.samples > 1 (resolved into `color`), and optionally a D32 depth target at o.samples.

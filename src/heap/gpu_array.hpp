@@ -32,12 +32,13 @@ struct WritePath
 	uint64_t in_place_bytes = 0;
 	uint64_t staged_bytes = 0; ///< written through the staging ring (copied by the device into the buffers)
 
-	/// `bytes` at `offset` of `buffer`: into its mapped memory when writing in place (or when the buffer is `fresh`:
-	/// made this frame, so no list reads it), else staged in `staging` (copied when the ring is flushed).
+	/// `bytes` at `offset` of `buffer`: into its mapped memory when `now` allows it (the caller's rule: `in_place`, or
+	/// a buffer made this frame, which no list reads yet) and the buffer is mapped, else staged in `staging` (copied
+	/// when the ring is flushed).
 	Result<void> write(gpu::StagingRing& staging, const gpu::BufferHandle& buffer, uint64_t offset, const void* data,
-	                   uint64_t bytes, bool fresh = false)
+	                   uint64_t bytes, bool now)
 	{
-		if ((in_place || fresh) && buffer->mapped())
+		if (now && buffer->mapped())
 		{
 			std::memcpy(buffer->mapped() + offset, data, bytes);
 			in_place_bytes += bytes;
@@ -133,7 +134,7 @@ struct GpuArray
 			hi = std::min(hi, words.size()); // the shadow may have shrunk since the touch
 			if (lo >= hi || !written.ok())
 				return;
-			written = path.write(staging, buffer, lo * 4, words.data() + lo, (hi - lo) * 4, fresh);
+			written = path.write(staging, buffer, lo * 4, words.data() + lo, (hi - lo) * 4, path.in_place || fresh);
 			bytes += (hi - lo) * 4;
 		};
 		if (all_dirty)
@@ -207,14 +208,12 @@ struct GpuWriteLog
 	{
 		uint64_t bytes = 0;
 		const bool in_place = path.in_place && !std::exchange(grown, false);
-		WritePath way{path.domain, in_place};
 		for (const Run& r : runs)
 		{
-			QUOKKA_TRY(way.write(staging, buffer, uint64_t(r.offset) * 4, data.data() + r.at, uint64_t(r.count) * 4));
+			QUOKKA_TRY(path.write(staging, buffer, uint64_t(r.offset) * 4, data.data() + r.at, uint64_t(r.count) * 4,
+			                      in_place));
 			bytes += uint64_t(r.count) * 4;
 		}
-		path.in_place_bytes += way.in_place_bytes;
-		path.staged_bytes += way.staged_bytes;
 		const size_t used = data.size(), used_runs = runs.size();
 		runs.clear();
 		data.clear();
